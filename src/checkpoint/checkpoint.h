@@ -1,0 +1,48 @@
+// Checkpoint: sluice's durable state, versioned, serialised as JSON text.
+//
+// Sinks store Checkpoint::ToJson() atomically with the data it describes (SQLite: same
+// transaction; JSON lines: tmp file + fsync + rename beside the output, see
+// checkpoint_file.h). FromJson rejects unknown versions with kFailedPrecondition.
+//
+// Meaning of the fields:
+//   stream_start  where streaming resumes: the end of the last applied transaction
+//                 (binlog file/pos of the first event not yet applied).
+//   gtid          the GTID position at stream_start (MariaDB gtid_binlog_pos form, or the
+//                 MySQL executed set); may be empty when GTIDs are off.
+//   snapshot      progress of the initial snapshot: whether it finished, and for each table
+//                 either done or the last primary key copied (as canonical texts).
+// Thread safety: plain value type.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/position.h"
+#include "util/status.h"
+
+namespace sluice {
+
+struct TableSnapshotProgress {
+  bool done = false;
+  // Canonical text of each primary-key column of the last row copied (Value::ToText),
+  // with a parallel vector telling which were NULL (never for a PK, kept for safety).
+  std::vector<std::string> last_key;
+  uint64_t rows = 0;
+};
+
+struct Checkpoint {
+  static constexpr int kVersion = 1;
+
+  Flavor flavor = Flavor::kUnknown;
+  BinlogPosition stream_start;
+  std::string gtid;
+  bool snapshot_done = false;
+  std::map<std::string, TableSnapshotProgress> tables;  // key "db.table"
+
+  std::string ToJson() const;
+  static Result<Checkpoint> FromJson(const std::string& text);
+};
+
+}  // namespace sluice

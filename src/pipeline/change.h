@@ -1,0 +1,51 @@
+// The change-event model handed from snapshot and stream to the sinks.
+//
+// A RowChange is one row-level change (op c/u/d, or r for snapshot reads) with its
+// before and after images as canonical Values (core/value.h) in the table's column
+// order. A Transaction groups the changes of one source transaction (or one snapshot
+// chunk) and carries the checkpoint that holds once it is applied. Sinks apply a
+// Transaction atomically where they can.
+// Ownership: RowChange owns its values; the schema is shared and immutable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/position.h"
+#include "core/value.h"
+#include "schema/table_schema.h"
+
+namespace sluice {
+
+enum class Op : char { kCreate = 'c', kUpdate = 'u', kDelete = 'd', kRead = 'r' };
+
+// Where a change came from; becomes the envelope's "source" block.
+struct SourceInfo {
+  Flavor flavor = Flavor::kUnknown;
+  uint32_t server_id = 0;
+  std::string file;      // binlog file of the row event (snapshot: the snapshot point)
+  uint64_t pos = 0;      // start offset of the row event (snapshot: the snapshot point)
+  std::string gtid;      // GTID of the transaction ("0-1-42" / "uuid:42"); may be empty
+  uint32_t timestamp = 0;  // event time, seconds since the epoch (snapshot: read time)
+  bool snapshot = false;
+  uint32_t row = 0;      // index of the row inside its rows event
+};
+
+struct RowChange {
+  Op op = Op::kCreate;
+  TableSchemaPtr table;
+  Row before;  // empty for c and r
+  Row after;   // empty for d
+  SourceInfo source;
+};
+
+struct Transaction {
+  std::vector<RowChange> changes;
+  // The state to record once this transaction is applied, as opaque JSON text written by
+  // checkpoint/checkpoint.h. Sinks store it with the data in one atomic step.
+  std::string checkpoint;
+  bool is_snapshot = false;
+};
+
+}  // namespace sluice
