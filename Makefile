@@ -1,0 +1,33 @@
+# sluice: the two commands a new user needs are `make demo` and `make test` (README.md).
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= 2
+
+.PHONY: all setup build build-asan test unit-test asan-test integration-test demo fuzz fuzz-long bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+build-asan: setup
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+# The whole suite: unit tests, integration tests against a throwaway MariaDB, and the unit
+# and integration tests again under ASan+UBSan.
+test: build build-asan
+	@bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD)
+
+unit-test: build
+	@cd $(BUILD) && ctest --output-on-failure
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

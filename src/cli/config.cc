@@ -1,0 +1,172 @@
+#include "cli/config.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+namespace sluice::cli {
+namespace {
+
+Status KeyError(std::string_view origin, std::string_view key, std::string_view msg) {
+  return Status::InvalidArgument(fmt::format("{}: {}: {}", origin, key, msg));
+}
+
+Status CheckKeys(const toml::table& t, std::string_view section, const std::set<std::string>& allowed,
+                 std::string_view origin) {
+  for (const auto& [k, v] : t) {
+    (void)v;
+    if (!allowed.count(std::string(k.str()))) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      return KeyError(origin, fmt::format("{}{}{}", section, section.empty() ? "" : ".", k.str()),
+                      fmt::format("unknown key (known: {})", list));
+    }
+  }
+  return Status::Ok();
+}
+
+Status GetString(const toml::table& t, std::string_view section, const char* key, std::string* out,
+                 std::string_view origin) {
+  const toml::node* n = t.get(key);
+  if (!n) return Status::Ok();
+  if (!n->is_string()) return KeyError(origin, fmt::format("{}.{}", section, key), "expected a string");
+  *out = n->as_string()->get();
+  return Status::Ok();
+}
+
+template <typename T>
+Status GetInt(const toml::table& t, std::string_view section, const char* key, T* out, int64_t lo,
+              int64_t hi, std::string_view origin) {
+  const toml::node* n = t.get(key);
+  if (!n) return Status::Ok();
+  if (!n->is_integer() || n->as_integer()->get() < lo || n->as_integer()->get() > hi) {
+    return KeyError(origin, fmt::format("{}.{}", section, key),
+                    fmt::format("expected an integer in {}..{}", lo, hi));
+  }
+  *out = static_cast<T>(n->as_integer()->get());
+  return Status::Ok();
+}
+
+Status GetStringList(const toml::table& t, std::string_view section, const char* key,
+                     std::vector<std::string>* out, std::string_view origin) {
+  const toml::node* n = t.get(key);
+  if (!n) return Status::Ok();
+  const toml::array* a = n->as_array();
+  if (!a) return KeyError(origin, fmt::format("{}.{}", section, key), "expected an array of strings");
+  out->clear();
+  for (const auto& e : *a) {
+    if (!e.is_string())
+      return KeyError(origin, fmt::format("{}.{}", section, key), "expected an array of strings");
+    out->push_back(e.as_string()->get());
+  }
+  return Status::Ok();
+}
+
+Status ValidatePattern(const std::string& p, std::string_view key, std::string_view origin) {
+  auto dot = p.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == p.size() ||
+      p.find('.', dot + 1) != std::string::npos) {
+    return KeyError(origin, key,
+                    fmt::format("'{}' is not a db.table pattern (e.g. \"sakila.*\")", p));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
+  toml::table root;
+  try {
+    root = toml::parse(text, std::string(origin));
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", origin, e.source().begin.line,
+                                               e.source().begin.column, e.description()));
+  }
+  RETURN_IF_ERROR(CheckKeys(root, "", {"source", "snapshot", "sink"}, origin));
+  Config c;
+
+  const toml::table* src = root.get_as<toml::table>("source");
+  if (!src) return KeyError(origin, "source", "missing section [source]");
+  RETURN_IF_ERROR(CheckKeys(*src, "source",
+                            {"host", "port", "user", "password_env", "server_id", "tables", "exclude",
+                             "heartbeat_seconds", "connect_timeout_seconds"},
+                            origin));
+  RETURN_IF_ERROR(GetString(*src, "source", "host", &c.source.host, origin));
+  RETURN_IF_ERROR(GetInt(*src, "source", "port", &c.source.port, 1, 65535, origin));
+  RETURN_IF_ERROR(GetString(*src, "source", "user", &c.source.user, origin));
+  RETURN_IF_ERROR(GetString(*src, "source", "password_env", &c.source.password_env, origin));
+  RETURN_IF_ERROR(GetInt(*src, "source", "server_id", &c.source.server_id, 1, 4294967295LL, origin));
+  RETURN_IF_ERROR(GetStringList(*src, "source", "tables", &c.source.tables, origin));
+  RETURN_IF_ERROR(GetStringList(*src, "source", "exclude", &c.source.exclude, origin));
+  RETURN_IF_ERROR(GetInt(*src, "source", "heartbeat_seconds", &c.source.heartbeat_seconds, 1, 3600, origin));
+  RETURN_IF_ERROR(GetInt(*src, "source", "connect_timeout_seconds", &c.source.connect_timeout_seconds, 1,
+                         3600, origin));
+  if (!src->get("server_id"))
+    return KeyError(origin, "source.server_id",
+                    "missing; pick a replica id unique among the server's replicas (e.g. 5401)");
+  if (c.source.tables.empty())
+    return KeyError(origin, "source.tables", "missing or empty; list db.table globs such as \"sakila.*\"");
+  for (const auto& p : c.source.tables) RETURN_IF_ERROR(ValidatePattern(p, "source.tables", origin));
+  for (const auto& p : c.source.exclude) RETURN_IF_ERROR(ValidatePattern(p, "source.exclude", origin));
+  if (c.source.host.empty() || c.source.host.front() == '/' || c.source.host.ends_with(".sock")) {
+    return KeyError(origin, "source.host",
+                    fmt::format("'{}' is a unix socket path; binlog streaming needs TCP (host and port)",
+                                c.source.host));
+  }
+  if (!c.source.password_env.empty()) {
+    const char* pw = std::getenv(c.source.password_env.c_str());
+    if (!pw) {
+      return KeyError(origin, "source.password_env",
+                      fmt::format("environment variable {} is not set", c.source.password_env));
+    }
+    c.source.password = pw;
+  }
+
+  if (const toml::node* n = root.get("snapshot")) {
+    const toml::table* snap = n->as_table();
+    if (!snap) return KeyError(origin, "snapshot", "expected a section");
+    RETURN_IF_ERROR(CheckKeys(*snap, "snapshot", {"mode", "chunk_rows"}, origin));
+    std::string mode = "initial";
+    RETURN_IF_ERROR(GetString(*snap, "snapshot", "mode", &mode, origin));
+    if (mode == "initial") c.snapshot.mode = SnapshotMode::kInitial;
+    else if (mode == "never") c.snapshot.mode = SnapshotMode::kNever;
+    else return KeyError(origin, "snapshot.mode", fmt::format("'{}' is not one of: initial, never", mode));
+    RETURN_IF_ERROR(GetInt(*snap, "snapshot", "chunk_rows", &c.snapshot.chunk_rows, 1, 10000000, origin));
+  }
+
+  if (const toml::node* n = root.get("sink")) {
+    const toml::table* sink = n->as_table();
+    if (!sink) return KeyError(origin, "sink", "expected a section");
+    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint"}, origin));
+    std::string type = "sqlite";
+    RETURN_IF_ERROR(GetString(*sink, "sink", "type", &type, origin));
+    if (type == "sqlite") c.sink.type = SinkType::kSqlite;
+    else if (type == "jsonl") c.sink.type = SinkType::kJsonl;
+    else return KeyError(origin, "sink.type", fmt::format("'{}' is not one of: sqlite, jsonl", type));
+    RETURN_IF_ERROR(GetString(*sink, "sink", "path", &c.sink.path, origin));
+    RETURN_IF_ERROR(GetString(*sink, "sink", "checkpoint", &c.sink.checkpoint, origin));
+  }
+  if (c.sink.path.empty()) return KeyError(origin, "sink.path", "must not be empty");
+  if (c.sink.type == SinkType::kSqlite && c.sink.path == "-")
+    return KeyError(origin, "sink.path", "\"-\" (stdout) is only for type = \"jsonl\"");
+  if (c.sink.type == SinkType::kJsonl && c.sink.checkpoint.empty()) {
+    if (c.sink.path == "-")
+      return KeyError(origin, "sink.checkpoint",
+                      "required when sink.path = \"-\": where to keep the stream position");
+    c.sink.checkpoint = c.sink.path + ".checkpoint";
+  }
+  return c;
+}
+
+Result<Config> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::InvalidArgument(fmt::format("cannot read config file {}", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseConfig(ss.str(), path);
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,61 @@
+// Config: the TOML configuration of `sluice run`, validated.
+//
+// File format (docs/config.md has the full reference):
+//   [source]   host, port, user, password_env, server_id, tables, exclude,
+//              heartbeat_seconds, connect_timeout_seconds
+//   [snapshot] mode = "initial" | "never", chunk_rows
+//   [sink]     type = "sqlite" | "jsonl", path, checkpoint (jsonl to stdout only)
+// Unknown sections or keys, wrong types, and out-of-range values are kInvalidArgument
+// naming the key ("source.port: expected an integer in 1..65535"). The password is read
+// from the environment variable named by password_env, never from the file, and is never
+// printed: Config has no ToString that includes it.
+// Thread safety: plain value type.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace sluice::cli {
+
+struct SourceConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 3306;
+  std::string user = "root";
+  std::string password_env;  // name of the environment variable holding the password
+  std::string password;      // filled from password_env at load time; never logged
+  uint32_t server_id = 0;
+  std::vector<std::string> tables;   // "db.table" globs
+  std::vector<std::string> exclude;  // "db.table" globs
+  uint32_t heartbeat_seconds = 5;
+  uint32_t connect_timeout_seconds = 10;
+};
+
+enum class SnapshotMode { kInitial, kNever };
+enum class SinkType { kSqlite, kJsonl };
+
+struct SnapshotConfig {
+  SnapshotMode mode = SnapshotMode::kInitial;
+  uint32_t chunk_rows = 5000;
+};
+
+struct SinkConfig {
+  SinkType type = SinkType::kSqlite;
+  std::string path = "replica.db";
+  std::string checkpoint;  // jsonl: checkpoint file (default "<path>.checkpoint"; required for "-")
+};
+
+struct Config {
+  SourceConfig source;
+  SnapshotConfig snapshot;
+  SinkConfig sink;
+};
+
+// Parses and validates TOML text. `origin` names the file in error messages.
+Result<Config> ParseConfig(std::string_view toml_text, std::string_view origin);
+// Reads and parses a config file.
+Result<Config> LoadConfigFile(const std::string& path);
+
+}  // namespace sluice::cli
