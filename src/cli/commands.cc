@@ -1,12 +1,124 @@
 #include "cli/commands.h"
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/compare.h"
+#include "cli/config.h"
+#include "cli/decode.h"
+#include "cli/run.h"
+#include "util/log.h"
 
 namespace sluice::cli {
+namespace {
 
-int Main(int, char**) {
-  std::fprintf(stderr, "sluice: not built yet\n");
-  return 1;
+std::atomic<bool> g_stop{false};
+
+extern "C" void OnStopSignal(int) { g_stop.store(true); }
+
+void InstallStopHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+// Exit code for a Status: 2 for problems the user fixes in the config or arguments.
+int ExitCode(const Status& st) {
+  if (st.ok()) return 0;
+  return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+int Fail(const Status& st) {
+  LogError("{}", st.ToString());
+  return ExitCode(st);
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  CLI::App app{"sluice: change data capture from MySQL and MariaDB"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "sluice 0.1.0");
+
+  std::string config_path;
+  bool until_caught_up = false;
+  bool quiet = false;
+  auto* run = app.add_subcommand("run", "Snapshot the selected tables, then stream the binlog into the sink");
+  run->add_option("--config", config_path, "TOML config file")->required();
+  run->add_flag("--until-caught-up", until_caught_up,
+                "Stop once everything up to the server's binlog position at start is in the sink");
+  run->add_flag("-q,--quiet", quiet, "Log warnings and errors only");
+
+  auto* compare = app.add_subcommand("compare", "Compare the SQLite replica with the source, table by table");
+  compare->add_option("--config", config_path, "TOML config file")->required();
+
+  DecodeOptions decode_opts;
+  auto* decode = app.add_subcommand("decode", "Print the events of binlog files as JSON lines");
+  decode->add_option("files", decode_opts.files, "Binlog files")->required()->check(CLI::ExistingFile);
+  decode->add_flag("--rows", decode_opts.rows, "Print row changes (one JSON object per row) instead of events");
+  decode->add_option("--start-position", decode_opts.start_position, "Skip events before this offset");
+  decode->add_option("--stop-position", decode_opts.stop_position, "Stop at the first event at or after this offset");
+  decode->add_flag("--summary", decode_opts.summary, "Print counts per event type and per table");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (quiet) SetLogLevel(LogLevel::kWarning);
+
+  if (*run) {
+    auto config = LoadConfigFile(config_path);
+    if (!config.ok()) return Fail(config.status());
+    InstallStopHandlers();
+    RunOptions opts;
+    opts.until_caught_up = until_caught_up;
+    opts.stop = &g_stop;
+    Status st = RunPipeline(*config, opts);
+    return st.ok() ? 0 : Fail(st);
+  }
+  if (*compare) {
+    auto config = LoadConfigFile(config_path);
+    if (!config.ok()) return Fail(config.status());
+    if (config->sink.type != SinkType::kSqlite)
+      return Fail(Status::InvalidArgument("compare works with sink.type = \"sqlite\" only"));
+    auto result = CompareTables(SourceConnectOptions(config->source),
+                                TableFilter{config->source.tables, config->source.exclude},
+                                config->sink.path);
+    if (!result.ok()) return Fail(result.status());
+    size_t equal = 0;
+    for (const auto& t : *result) {
+      if (t.equal()) {
+        ++equal;
+        std::printf("  %-40s %8llu rows  equal\n", t.table.c_str(),
+                    static_cast<unsigned long long>(t.source_rows));
+      } else {
+        std::printf("  %-40s DIFFERENT: source %llu rows, replica %llu; %llu missing, %llu extra, "
+                    "%llu differing\n",
+                    t.table.c_str(), static_cast<unsigned long long>(t.source_rows),
+                    static_cast<unsigned long long>(t.replica_rows),
+                    static_cast<unsigned long long>(t.missing), static_cast<unsigned long long>(t.extra),
+                    static_cast<unsigned long long>(t.differing));
+        for (const auto& ex : t.examples) std::printf("      %s\n", ex.c_str());
+      }
+    }
+    bool all = equal == result->size();
+    std::printf("%s: %zu of %zu tables in the replica match the source\n", all ? "OK" : "MISMATCH",
+                equal, result->size());
+    return all ? 0 : 1;
+  }
+  if (*decode) {
+    Status st = RunDecode(decode_opts, std::cout);
+    return st.ok() ? 0 : Fail(st);
+  }
+  return 2;
 }
 
 }  // namespace sluice::cli

@@ -29,7 +29,7 @@ struct SourceConfig {
   uint32_t server_id = 0;
   std::vector<std::string> tables;   // "db.table" globs
   std::vector<std::string> exclude;  // "db.table" globs
-  uint32_t heartbeat_seconds = 5;
+  uint32_t heartbeat_seconds = 1;
   uint32_t connect_timeout_seconds = 10;
 };
 

@@ -1,0 +1,158 @@
+#include "cli/compare.h"
+
+#include <map>
+
+#include <sqlite3.h>
+
+#include "schema/text_value.h"
+#include "sink/sqlite_sink.h"
+
+namespace sluice::cli {
+namespace {
+
+std::string KeyOf(const Row& row, const TableSchema& t) {
+  std::string key;
+  if (t.has_primary_key()) {
+    for (size_t i : t.primary_key) key += row[i].DebugString() + "\x1f";
+  } else {
+    for (const auto& v : row) key += v.DebugString() + "\x1f";
+  }
+  return key;
+}
+
+Result<Value> FromSqlite(sqlite3_stmt* s, int i, const ColumnDesc& col) {
+  switch (sqlite3_column_type(s, i)) {
+    case SQLITE_NULL: return Value::Null();
+    case SQLITE_INTEGER: {
+      int64_t v = sqlite3_column_int64(s, i);
+      bool unsigned_kind = col.is_unsigned || col.data_type == "bit";
+      return unsigned_kind ? Value::UInt(static_cast<uint64_t>(v)) : Value::Int(v);
+    }
+    case SQLITE_FLOAT: {
+      double d = sqlite3_column_double(s, i);
+      return col.data_type == "float" ? Value::Float(static_cast<float>(d)) : Value::Double(d);
+    }
+    case SQLITE_TEXT: {
+      std::string text(reinterpret_cast<const char*>(sqlite3_column_text(s, i)),
+                       sqlite3_column_bytes(s, i));
+      if (col.is_unsigned || col.data_type == "bit") {
+        try {
+          return Value::UInt(std::stoull(text));
+        } catch (...) {
+          return Status::Corruption(fmt::format("column {}: '{}' is not an unsigned integer", col.name, text));
+        }
+      }
+      return Value::Text(std::move(text));
+    }
+    default: {
+      const void* p = sqlite3_column_blob(s, i);
+      int n = sqlite3_column_bytes(s, i);
+      return Value::Bytes(std::string(static_cast<const char*>(p), p ? n : 0));
+    }
+  }
+}
+
+std::string Describe(const Row& row, const TableSchema& t) {
+  std::string out;
+  for (size_t i = 0; i < row.size() && i < t.columns.size(); ++i) {
+    if (!out.empty()) out += ", ";
+    std::string v = row[i].DebugString();
+    if (v.size() > 60) v = v.substr(0, 57) + "...";
+    out += t.columns[i].name + "=" + v;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
+                                                   const TableFilter& filter,
+                                                   const std::string& sqlite_path) {
+  ASSIGN_OR_RETURN(auto conn, Connection::Connect(source));
+  RETURN_IF_ERROR(conn->Execute("SET time_zone = '+00:00'"));
+  ASSIGN_OR_RETURN(auto tables, ListTables(*conn, filter));
+
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(sqlite_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Status::InvalidArgument(fmt::format("cannot open SQLite replica {}: {}", sqlite_path, msg));
+  }
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> db_guard(db, sqlite3_close);
+
+  std::vector<TableComparison> out;
+  for (const auto& name : tables) {
+    ASSIGN_OR_RETURN(TableSchema schema, LoadTableSchema(*conn, name.db, name.table));
+    TableComparison cmp;
+    cmp.table = schema.QualifiedName();
+
+    std::multimap<std::string, Row> src;
+    std::string select;
+    for (const auto& c : schema.columns) select += (select.empty() ? "" : ", ") + SnapshotSelectExpr(c);
+    std::string sql = fmt::format("SELECT {} FROM {}.{}", select, QuoteIdentifier(schema.db),
+                                  QuoteIdentifier(schema.table));
+    RETURN_IF_ERROR(conn->QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
+      Row row;
+      row.reserve(cells.size());
+      for (size_t i = 0; i < cells.size(); ++i) {
+        ASSIGN_OR_RETURN(Value v, ValueFromText(schema.columns[i], cells[i]));
+        row.push_back(std::move(v));
+      }
+      src.emplace(KeyOf(row, schema), std::move(row));
+      return Status::Ok();
+    }, nullptr));
+    cmp.source_rows = src.size();
+
+    std::string cols;
+    for (const auto& c : schema.columns) cols += (cols.empty() ? "" : ", ") + SqliteQuote(c.name);
+    std::string q = fmt::format("SELECT {} FROM {}", cols, SqliteQuote(SqliteTableName(schema)));
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, q.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+      cmp.missing = cmp.source_rows;
+      cmp.examples.push_back(fmt::format("replica has no table {}: {}", SqliteTableName(schema),
+                                         sqlite3_errmsg(db)));
+      out.push_back(std::move(cmp));
+      continue;
+    }
+    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt_guard(stmt, sqlite3_finalize);
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      Row row;
+      for (size_t i = 0; i < schema.columns.size(); ++i) {
+        ASSIGN_OR_RETURN(Value v, FromSqlite(stmt, static_cast<int>(i), schema.columns[i]));
+        row.push_back(std::move(v));
+      }
+      ++cmp.replica_rows;
+      std::string key = KeyOf(row, schema);
+      auto it = src.find(key);
+      if (it == src.end()) {
+        ++cmp.extra;
+        if (cmp.examples.size() < 5) cmp.examples.push_back("extra in replica: " + Describe(row, schema));
+        continue;
+      }
+      if (!(it->second == row)) {
+        ++cmp.differing;
+        if (cmp.examples.size() < 5) {
+          for (size_t i = 0; i < row.size(); ++i) {
+            if (!(it->second[i] == row[i])) {
+              cmp.examples.push_back(fmt::format("key {}: column {}: source {} replica {}",
+                                                 KeyOf(row, schema), schema.columns[i].name,
+                                                 it->second[i].DebugString(), row[i].DebugString()));
+              break;
+            }
+          }
+        }
+      }
+      src.erase(it);
+    }
+    if (rc != SQLITE_DONE)
+      return Status::Unavailable(fmt::format("reading {}: {}", SqliteTableName(schema), sqlite3_errmsg(db)));
+    cmp.missing = src.size();
+    for (auto it = src.begin(); it != src.end() && cmp.examples.size() < 5; ++it)
+      cmp.examples.push_back("missing in replica: " + Describe(it->second, schema));
+    out.push_back(std::move(cmp));
+  }
+  return out;
+}
+
+}  // namespace sluice::cli

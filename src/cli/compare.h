@@ -1,0 +1,37 @@
+// CompareTables: checks that an SQLite replica equals the source, table by table, row by
+// row and value by value, through the canonical Value form (core/value.h).
+//
+// Source rows are read with the snapshot converter (SnapshotSelectExpr + ValueFromText);
+// replica rows are mapped back from their SQLite storage class using the column's source
+// type (sink/sqlite_sink.h mapping). Rows are matched by primary key (a multiset of whole
+// rows for tables without one), so the two sides' sort orders do not matter.
+// Memory: both sides of one table are held at once; meant for tests, demos and checks of
+// moderate tables.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mysql/connection.h"
+#include "mysql/schema_loader.h"
+#include "util/status.h"
+
+namespace sluice::cli {
+
+struct TableComparison {
+  std::string table;  // "db.table"
+  uint64_t source_rows = 0;
+  uint64_t replica_rows = 0;
+  uint64_t missing = 0;    // in the source, not in the replica
+  uint64_t extra = 0;      // in the replica, not in the source
+  uint64_t differing = 0;  // same key, different values
+  std::vector<std::string> examples;  // up to 5 human-readable differences
+  bool equal() const { return missing == 0 && extra == 0 && differing == 0; }
+};
+
+Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
+                                                   const TableFilter& filter,
+                                                   const std::string& sqlite_path);
+
+}  // namespace sluice::cli

@@ -1,0 +1,28 @@
+// `sluice decode FILE...`: prints the events of binlog files as JSON lines (one object per
+// event, binlog/events.h EventToJson), or with --rows one object per row change in the
+// envelope form (sink/envelope.h), or with --summary counts per event type and table.
+// Reads through the same EventStream as live replication; only the byte source differs.
+// Errors: the first decoding error, naming the file and offset; events before it are
+// printed.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace sluice::cli {
+
+struct DecodeOptions {
+  std::vector<std::string> files;
+  bool rows = false;
+  bool summary = false;
+  uint64_t start_position = 0;
+  uint64_t stop_position = 0;  // 0: to the end
+};
+
+Status RunDecode(const DecodeOptions& options, std::ostream& out);
+
+}  // namespace sluice::cli

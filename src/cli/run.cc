@@ -1,0 +1,196 @@
+#include "cli/run.h"
+
+#include <chrono>
+#include <ctime>
+
+#include "checkpoint/checkpoint.h"
+#include "mysql/schema_loader.h"
+#include "mysql/server_probe.h"
+#include "sink/jsonl_sink.h"
+#include "sink/sqlite_sink.h"
+#include "snapshot/snapshot.h"
+#include "stream/streamer.h"
+#include "util/log.h"
+
+namespace sluice::cli {
+namespace {
+
+bool Stopping(const RunOptions& o) { return o.stop && o.stop->load(); }
+
+// Copies every selected table that the checkpoint does not mark done, chunk by chunk, each
+// chunk one sink transaction carrying the updated checkpoint. On a fresh start the stream
+// start is the snapshot point; on a resume it stays at the first snapshot's point (see
+// docs/design.md, "Killed during the snapshot").
+Status RunSnapshot(const Config& config, const RunOptions& options, Connection& meta,
+                   const std::vector<TableName>& tables, Checkpoint& ckpt, Sink& sink) {
+  SnapshotOptions sopts;
+  sopts.lock_tables = tables;
+  ASSIGN_OR_RETURN(auto snap, Snapshot::Begin(SourceConnectOptions(config.source), sopts));
+  const SnapshotPoint& point = snap->point();
+  bool resumed = !ckpt.stream_start.empty();
+  if (!resumed) {
+    ckpt.flavor = point.flavor;
+    ckpt.stream_start = point.position;
+    ckpt.gtid = point.gtid;
+  }
+  LogInfo("snapshot at {}{}{}", point.position.ToString(), point.gtid.empty() ? "" : " gtid ",
+          point.gtid);
+  if (resumed) LogInfo("resuming an interrupted snapshot; streaming will start at {}",
+                       ckpt.stream_start.ToString());
+
+  for (const auto& name : tables) {
+    if (Stopping(options)) return Status::Ok();
+    TableSnapshotProgress& progress = ckpt.tables[name.QualifiedName()];
+    if (progress.done) continue;
+    ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(meta, name.db, name.table));
+    auto schema = std::make_shared<const TableSchema>(std::move(loaded));
+    RETURN_IF_ERROR(sink.PrepareTable(*schema));
+    std::optional<std::vector<std::string>> after;
+    if (!progress.last_key.empty() && schema->has_primary_key()) after = progress.last_key;
+    if (!schema->has_primary_key() && progress.rows > 0) {
+      // A table without a key cannot resume mid-way: read it again from the start. Its
+      // earlier rows stay in the sink, so such a table may hold duplicates after a crash
+      // during its own copy; the log says so.
+      LogWarning("table {} has no primary key and its copy was interrupted: copying it again; "
+                 "rows copied before the interruption may appear twice", name.QualifiedName());
+      progress.rows = 0;
+    }
+    auto started = std::chrono::steady_clock::now();
+    uint64_t rows_before = progress.rows;
+    Status st = snap->ReadTable(
+        *schema, after, config.snapshot.chunk_rows,
+        [&](std::vector<Row> rows, const std::vector<std::string>& last_key) -> Status {
+          if (Stopping(options)) return Status::Cancelled("stop requested");
+          Transaction txn;
+          txn.is_snapshot = true;
+          SourceInfo src;
+          src.flavor = point.flavor;
+          src.file = point.position.file;
+          src.pos = point.position.pos;
+          src.gtid = point.gtid;
+          src.timestamp = static_cast<uint32_t>(std::time(nullptr));
+          src.snapshot = true;
+          txn.changes.reserve(rows.size());
+          for (auto& r : rows) {
+            RowChange c;
+            c.op = Op::kRead;
+            c.table = schema;
+            c.after = std::move(r);
+            c.source = src;
+            txn.changes.push_back(std::move(c));
+          }
+          progress.rows += rows.size();
+          progress.last_key = last_key;
+          txn.checkpoint = ckpt.ToJson();
+          return sink.Apply(txn);
+        });
+    if (st.code() == StatusCode::kCancelled && Stopping(options)) return Status::Ok();
+    RETURN_IF_ERROR(st);
+    progress.done = true;
+    RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    LogInfo("snapshot: {} copied, {} rows in {:.2f} s", name.QualifiedName(),
+            progress.rows - rows_before, secs);
+  }
+  RETURN_IF_ERROR(snap->Finish());
+  ckpt.snapshot_done = true;
+  return sink.SaveCheckpoint(ckpt.ToJson());
+}
+
+}  // namespace
+
+ConnectOptions SourceConnectOptions(const SourceConfig& s) {
+  ConnectOptions o;
+  o.host = s.host;
+  o.port = s.port;
+  o.user = s.user;
+  o.password = s.password;
+  o.connect_timeout_s = s.connect_timeout_seconds;
+  return o;
+}
+
+Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
+  if (config.type == SinkType::kSqlite) {
+    SqliteSinkOptions o;
+    o.path = config.path;
+    ASSIGN_OR_RETURN(auto s, SqliteSink::Open(o));
+    return std::unique_ptr<Sink>(std::move(s));
+  }
+  JsonlSinkOptions o;
+  o.path = config.path;
+  o.checkpoint_path = config.checkpoint;
+  ASSIGN_OR_RETURN(auto s, JsonlSink::Open(o));
+  return std::unique_ptr<Sink>(std::move(s));
+}
+
+Status RunPipeline(const Config& config, const RunOptions& options) {
+  ConnectOptions conn_opts = SourceConnectOptions(config.source);
+  ASSIGN_OR_RETURN(auto meta, Connection::Connect(conn_opts));
+  ASSIGN_OR_RETURN(ServerInfo info, ProbeServer(*meta));
+  std::vector<std::string> warnings;
+  RETURN_IF_ERROR(CheckReplicationReady(info, &warnings));
+  for (const auto& w : warnings) LogWarning("{}", w);
+  if (info.server_id == config.source.server_id) {
+    return Status::InvalidArgument(fmt::format(
+        "source.server_id {} is the server's own server_id; pick another replica id",
+        config.source.server_id));
+  }
+  LogInfo("connected to {} {} (server_id {}), binlog at {}", FlavorName(info.flavor), info.version,
+          info.server_id, info.position.ToString());
+
+  TableFilter filter{config.source.tables, config.source.exclude};
+  ASSIGN_OR_RETURN(auto tables, ListTables(*meta, filter));
+
+  ASSIGN_OR_RETURN(auto sink, OpenSink(config.sink));
+  ASSIGN_OR_RETURN(auto stored, sink->LoadCheckpoint());
+  Checkpoint ckpt;
+  if (stored) {
+    ASSIGN_OR_RETURN(ckpt, Checkpoint::FromJson(*stored));
+    LogInfo("resuming from checkpoint {}{}", ckpt.stream_start.ToString(),
+            ckpt.snapshot_done ? "" : " (snapshot not finished)");
+  }
+
+  BinlogPosition target;
+  if (options.until_caught_up) {
+    ASSIGN_OR_RETURN(target, ReadBinlogPosition(*meta));
+  }
+
+  if (!stored && config.snapshot.mode == SnapshotMode::kNever) {
+    ckpt.flavor = info.flavor;
+    ckpt.stream_start = info.position;
+    ckpt.gtid = info.flavor == Flavor::kMariaDB ? info.gtid_binlog_pos : info.gtid_executed;
+    ckpt.snapshot_done = true;
+    for (const auto& t : tables) {
+      ASSIGN_OR_RETURN(TableSchema s, LoadTableSchema(*meta, t.db, t.table));
+      RETURN_IF_ERROR(sink->PrepareTable(s));
+    }
+    RETURN_IF_ERROR(sink->SaveCheckpoint(ckpt.ToJson()));
+  }
+  if (!ckpt.snapshot_done) {
+    RETURN_IF_ERROR(RunSnapshot(config, options, *meta, tables, ckpt, *sink));
+    if (Stopping(options)) {
+      LogInfo("stopped during the snapshot; the next run resumes it");
+      return sink->Flush();
+    }
+  }
+  meta.reset();
+
+  StreamerOptions sopts;
+  sopts.connection = conn_opts;
+  sopts.replica_server_id = config.source.server_id;
+  sopts.heartbeat_seconds = config.source.heartbeat_seconds;
+  sopts.filter = filter;
+  sopts.target = target;
+  sopts.stop = options.stop;
+  LogInfo("streaming from {}{}", ckpt.stream_start.ToString(),
+          options.until_caught_up ? fmt::format(" until {}", target.ToString()) : "");
+  Streamer streamer(sopts);
+  Status st = streamer.Run(ckpt, *sink);
+  Status flushed = sink->Flush();
+  RETURN_IF_ERROR(st);
+  RETURN_IF_ERROR(flushed);
+  LogInfo("stopped at {}", streamer.checkpoint().stream_start.ToString());
+  return Status::Ok();
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,30 @@
+// RunPipeline: `sluice run`. Probes the server, opens the sink, loads its checkpoint, takes
+// (or resumes) the initial snapshot, then streams the binlog from the snapshot point.
+// See docs/design.md for why the hand-off has no gap and no duplicate, and how a run
+// killed at any moment resumes.
+// Errors: the first Status that stops the run (config problems are caught earlier, in
+// config.cc). Stops cleanly (OK) when *stop becomes true.
+#pragma once
+
+#include <atomic>
+
+#include "cli/config.h"
+#include "mysql/connection.h"
+#include "sink/sink.h"
+#include "util/status.h"
+
+namespace sluice::cli {
+
+struct RunOptions {
+  bool until_caught_up = false;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+Status RunPipeline(const Config& config, const RunOptions& options);
+
+// Opens the configured sink.
+Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config);
+// Connection options for the configured source.
+ConnectOptions SourceConnectOptions(const SourceConfig& source);
+
+}  // namespace sluice::cli

@@ -1,0 +1,199 @@
+#include "stream/streamer.h"
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "binlog/event_stream.h"
+#include "mysql/replication.h"
+#include "mysql/server_probe.h"
+#include "pipeline/bounded_queue.h"
+#include "stream/transaction_assembler.h"
+#include "util/log.h"
+
+namespace sluice {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool Stopping(const std::atomic<bool>* stop) { return stop && stop->load(); }
+
+// Table definitions by "db.table", loaded from information_schema when a table is first
+// seen or after DDL, and handed to the sink so it can create the table.
+class SchemaCache {
+ public:
+  SchemaCache(Connection& conn, const TableFilter& filter, Sink& sink)
+      : conn_(conn), filter_(filter), sink_(sink) {}
+
+  Result<TableSchemaPtr> Resolve(const binlog::TableMap& map) {
+    if (!TableSelected(filter_, map.db, map.table)) return TableSchemaPtr();
+    std::string key = map.db + "." + map.table;
+    auto it = cache_.find(key);
+    if (it != cache_.end() && it->second->columns.size() == map.column_count()) return it->second;
+    ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, map.db, map.table));
+    if (loaded.columns.size() != map.column_count()) {
+      return Status::FailedPrecondition(fmt::format(
+          "table {}: the binlog row has {} columns but the table now has {} (its definition "
+          "changed after this event was written); re-snapshot the table",
+          key, map.column_count(), loaded.columns.size()));
+    }
+    auto ptr = std::make_shared<const TableSchema>(std::move(loaded));
+    RETURN_IF_ERROR(sink_.PrepareTable(*ptr));
+    cache_[key] = ptr;
+    return TableSchemaPtr(ptr);
+  }
+  void Invalidate() { cache_.clear(); }
+
+ private:
+  Connection& conn_;
+  const TableFilter& filter_;
+  Sink& sink_;
+  std::map<std::string, TableSchemaPtr> cache_;
+};
+
+struct RawEvent {
+  std::string bytes;
+};
+
+}  // namespace
+
+Status Streamer::Run(const Checkpoint& start, Sink& sink) {
+  checkpoint_ = start;
+  if (!options_.target.empty() && ComparePositions(checkpoint_.stream_start, options_.target) >= 0) {
+    return sink.SaveCheckpoint(checkpoint_.ToJson());
+  }
+  auto last_success = Clock::now();
+  auto backoff = std::chrono::milliseconds(250);
+  while (true) {
+    bool progress = false;
+    Status st = RunOnce(sink, &progress);
+    if (st.ok()) return st;
+    if (st.code() != StatusCode::kUnavailable) return st;
+    if (progress) {
+      last_success = Clock::now();
+      backoff = std::chrono::milliseconds(250);
+    }
+    if (Stopping(options_.stop)) return sink.SaveCheckpoint(checkpoint_.ToJson());
+    auto down_for = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - last_success);
+    if (down_for.count() >= options_.reconnect_give_up_seconds) {
+      return st.WithContext(fmt::format("gave up reconnecting after {} s", down_for.count()));
+    }
+    LogWarning("{}; reconnecting from {} in {} ms", st.ToString(), checkpoint_.stream_start.ToString(),
+               backoff.count());
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+  }
+}
+
+Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
+  ASSIGN_OR_RETURN(auto meta_conn, Connection::Connect(options_.connection));
+  ReplicationOptions ropts;
+  ropts.server_id = options_.replica_server_id;
+  ropts.start = checkpoint_.stream_start;
+  ropts.heartbeat_period_s = options_.heartbeat_seconds;
+  ASSIGN_OR_RETURN(auto session, ReplicationSession::Start(options_.connection, ropts));
+  *made_progress = true;  // connected
+
+  const Flavor flavor = session->flavor();
+  if (checkpoint_.flavor == Flavor::kUnknown) checkpoint_.flavor = flavor;
+
+  BoundedQueue<RawEvent> queue(options_.queue_max_events, options_.queue_max_bytes);
+  std::atomic<bool> reader_stop{false};
+  std::thread reader([&] {
+    while (!reader_stop.load()) {
+      auto ev = session->Fetch();
+      if (!ev.ok()) {
+        queue.Close(ev.status());
+        return;
+      }
+      if (ev->empty()) {
+        queue.Close(Status::Ok());
+        return;
+      }
+      RawEvent raw{std::string(reinterpret_cast<const char*>(ev->data()), ev->size())};
+      size_t n = raw.bytes.size();
+      if (!queue.Push(std::move(raw), n).ok()) return;
+    }
+  });
+  auto join_reader = [&] {
+    reader_stop = true;
+    queue.Close(Status::Cancelled("stream finished"));
+    reader.join();
+  };
+
+  SchemaCache schemas(*meta_conn, options_.filter, sink);
+  binlog::EventStream stream;
+  stream.SetPosition(checkpoint_.stream_start.file, checkpoint_.stream_start.pos);
+  TransactionAssembler assembler(
+      flavor, [&](const binlog::TableMap& m) { return schemas.Resolve(m); },
+      StreamPoint{checkpoint_.stream_start, checkpoint_.gtid});
+
+  bool checkpoint_dirty = false;
+  auto last_save = Clock::now();
+  auto save_if_due = [&](bool force) -> Status {
+    if (!checkpoint_dirty) return Status::Ok();
+    if (!force && Clock::now() - last_save < std::chrono::seconds(1)) return Status::Ok();
+    RETURN_IF_ERROR(sink.SaveCheckpoint(checkpoint_.ToJson()));
+    checkpoint_dirty = false;
+    last_save = Clock::now();
+    return Status::Ok();
+  };
+  auto caught_up = [&] {
+    return !options_.target.empty() && !assembler.in_transaction() &&
+           ComparePositions(assembler.boundary().position, options_.target) >= 0;
+  };
+
+  auto handle = [&](const binlog::Event& ev) -> Status {
+    ASSIGN_OR_RETURN(auto committed, assembler.Feed(ev));
+    if (!committed) return Status::Ok();
+    checkpoint_.stream_start = committed->end.position;
+    checkpoint_.gtid = committed->end.gtid;
+    if (committed->is_ddl) schemas.Invalidate();
+    if (committed->changes.empty()) {
+      checkpoint_dirty = true;
+      return save_if_due(false);
+    }
+    Transaction txn;
+    txn.changes = std::move(committed->changes);
+    txn.checkpoint = checkpoint_.ToJson();
+    RETURN_IF_ERROR(sink.Apply(txn));
+    checkpoint_dirty = false;
+    if (options_.on_applied) options_.on_applied(checkpoint_, txn.changes.size());
+    return Status::Ok();
+  };
+
+  Status result;
+  while (true) {
+    if (Stopping(options_.stop)) break;
+    if (caught_up()) break;
+    Status qst;
+    bool closed = false;
+    auto raw = queue.Pop(std::chrono::milliseconds(200), &qst, &closed);
+    if (!raw) {
+      if (closed) {
+        result = qst.ok() ? Status::Unavailable("the server ended the binlog stream") : qst;
+        break;
+      }
+      Status st = save_if_due(false);
+      if (!st.ok()) { result = st; break; }
+      continue;
+    }
+    auto span = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw->bytes.data()),
+                                         raw->bytes.size());
+    auto ev = stream.Next(span);
+    if (!ev.ok()) { result = ev.status(); break; }
+    Status st = handle(*ev);
+    while (st.ok() && stream.HasPendingInner()) {
+      auto inner = stream.NextInner();
+      if (!inner.ok()) { st = inner.status(); break; }
+      st = handle(*inner);
+    }
+    if (!st.ok()) { result = st; break; }
+  }
+  join_reader();
+  Status saved = save_if_due(true);
+  if (!result.ok()) return result;
+  return saved;
+}
+
+}  // namespace sluice

@@ -1,0 +1,221 @@
+#include "stream/transaction_assembler.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace sluice {
+namespace {
+
+// Case-insensitive comparison of a statement against a keyword, ignoring surrounding
+// whitespace and a trailing semicolon ("BEGIN", "COMMIT", "ROLLBACK").
+bool StatementIs(std::string_view q, std::string_view keyword) {
+  while (!q.empty() && std::isspace(static_cast<unsigned char>(q.front()))) q.remove_prefix(1);
+  while (!q.empty() && (std::isspace(static_cast<unsigned char>(q.back())) || q.back() == ';'))
+    q.remove_suffix(1);
+  if (q.size() != keyword.size()) return false;
+  for (size_t i = 0; i < q.size(); ++i)
+    if (std::toupper(static_cast<unsigned char>(q[i])) != keyword[i]) return false;
+  return true;
+}
+
+bool StartsWithCi(std::string_view q, std::string_view prefix) {
+  while (!q.empty() && std::isspace(static_cast<unsigned char>(q.front()))) q.remove_prefix(1);
+  if (q.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (std::toupper(static_cast<unsigned char>(q[i])) != prefix[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+TransactionAssembler::TransactionAssembler(Flavor flavor, SchemaResolver resolver,
+                                           StreamPoint start)
+    : flavor_(flavor), resolver_(std::move(resolver)), boundary_(std::move(start)) {
+  current_file_ = boundary_.position.file;
+  if (flavor_ == Flavor::kMariaDB) {
+    auto list = gtid::MariadbGtidList::Parse(boundary_.gtid);
+    if (list.ok()) mariadb_pos_ = *list;
+  } else if (flavor_ == Flavor::kMySQL) {
+    auto set = gtid::MysqlGtidSet::Parse(boundary_.gtid);
+    if (set.ok()) mysql_pos_ = *set;
+  }
+}
+
+void TransactionAssembler::Reset() {
+  in_txn_ = false;
+  standalone_ = false;
+  gtid_.clear();
+  mariadb_gtid_.reset();
+  mysql_gtid_.reset();
+  changes_.clear();
+}
+
+void TransactionAssembler::MoveBoundary(const binlog::Event& event) {
+  // Artificial events (the fake ROTATE and the FORMAT_DESCRIPTION a dump starts with) and
+  // inner events of a TRANSACTION_PAYLOAD do not move the position.
+  if (event.in_payload || event.end_pos == 0 || (event.header.flags & binlog::kFlagArtificial))
+    return;
+  if (!current_file_.empty()) boundary_.position = {current_file_, event.end_pos};
+}
+
+Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const binlog::Event& ev) {
+  using namespace binlog;  // NOLINT: event type names
+  if (!ev.file.empty()) current_file_ = ev.file;
+
+  if (auto* rot = std::get_if<RotateEvent>(&ev.body)) {
+    current_file_ = rot->next_file;
+    if (!in_txn_) {
+      boundary_.position = {rot->next_file, rot->position};
+      return std::optional<CommittedTransaction>(CommittedTransaction{{}, boundary_, "", false, "", ""});
+    }
+    return std::optional<CommittedTransaction>();
+  }
+  if (auto* tm = std::get_if<TableMapEvent>(&ev.body)) {
+    table_maps_[tm->map->table_id] = tm->map;
+    if (!in_txn_) in_txn_ = true;  // a group without BEGIN (e.g. non-GTID MySQL 5.x)
+    return std::optional<CommittedTransaction>();
+  }
+  if (auto* rows = std::get_if<RowsEvent>(&ev.body)) {
+    if (!in_txn_) in_txn_ = true;
+    RETURN_IF_ERROR(AddRows(ev, *rows));
+    return std::optional<CommittedTransaction>();
+  }
+  if (auto* g = std::get_if<MariadbGtidEvent>(&ev.body)) {
+    if (in_txn_ && !changes_.empty()) {
+      return Status::Corruption(fmt::format(
+          "binlog {} at offset {}: GTID {} starts a new transaction before {} committed",
+          current_file_, ev.pos, g->GtidText(), gtid_));
+    }
+    Reset();
+    in_txn_ = true;
+    standalone_ = g->standalone();
+    gtid_ = g->GtidText();
+    mariadb_gtid_ = gtid::MariadbGtid{g->domain_id, g->server_id ? g->server_id : ev.header.server_id,
+                                      g->seq_no};
+    gtid_ = mariadb_gtid_->ToString();
+    return std::optional<CommittedTransaction>();
+  }
+  if (auto* g = std::get_if<GtidEvent>(&ev.body)) {
+    Reset();
+    in_txn_ = true;
+    standalone_ = true;  // until a BEGIN says otherwise: a DDL follows with no XID
+    if (!g->anonymous) {
+      mysql_gtid_ = *g;
+      gtid_ = g->GtidText();
+    }
+    return std::optional<CommittedTransaction>();
+  }
+  if (std::get_if<XidEvent>(&ev.body)) return Commit(ev);
+  if (auto* q = std::get_if<QueryEvent>(&ev.body)) {
+    if (StatementIs(q->query, "BEGIN")) {
+      in_txn_ = true;
+      standalone_ = false;
+      return std::optional<CommittedTransaction>();
+    }
+    if (StatementIs(q->query, "COMMIT")) return Commit(ev);
+    if (StatementIs(q->query, "ROLLBACK")) {
+      // A group that must not be applied (e.g. a non-transactional mix rolled back).
+      std::string gtid = gtid_;
+      Reset();
+      NoteGtid(gtid);
+      MoveBoundary(ev);
+      return std::optional<CommittedTransaction>(CommittedTransaction{{}, boundary_, gtid, false, "", ""});
+    }
+    if (StartsWithCi(q->query, "XA ") || StartsWithCi(q->query, "SAVEPOINT") ||
+        StartsWithCi(q->query, "ROLLBACK TO")) {
+      if (in_txn_ && !standalone_) return std::optional<CommittedTransaction>();
+    }
+    if (in_txn_ && !standalone_) {
+      // A statement inside a transaction (statement-logged); nothing to apply in ROW mode.
+      return std::optional<CommittedTransaction>();
+    }
+    // A self-contained statement, normally DDL: ends its group.
+    ASSIGN_OR_RETURN(auto committed, Commit(ev));
+    if (committed) {
+      committed->is_ddl = true;
+      committed->ddl_schema = q->schema;
+      committed->ddl_query = q->query;
+    }
+    return committed;
+  }
+  if (std::get_if<TransactionPayloadEvent>(&ev.body)) {
+    return std::optional<CommittedTransaction>();  // inner events follow
+  }
+  // FORMAT_DESCRIPTION, GTID_LIST, BINLOG_CHECKPOINT, PREVIOUS_GTIDS, HEARTBEAT, ANNOTATE,
+  // INTVAR/RAND/USER_VAR, STOP, opaque events: only the position moves, between groups.
+  if (auto* hb = std::get_if<HeartbeatEvent>(&ev.body)) {
+    (void)hb;
+    return std::optional<CommittedTransaction>();
+  }
+  if (!in_txn_) {
+    StreamPoint before = boundary_;
+    MoveBoundary(ev);
+    if (!(before.position == boundary_.position))
+      return std::optional<CommittedTransaction>(CommittedTransaction{{}, boundary_, "", false, "", ""});
+  }
+  return std::optional<CommittedTransaction>();
+}
+
+void TransactionAssembler::NoteGtid(const std::string&) {
+  if (mariadb_gtid_) mariadb_pos_.Add(*mariadb_gtid_);
+  if (mysql_gtid_) {
+    auto uuid = gtid::Uuid::Parse(mysql_gtid_->uuid);
+    if (uuid.ok())
+      mysql_pos_.Add(*uuid, mysql_gtid_->tag, static_cast<uint64_t>(mysql_gtid_->gno));
+  }
+  if (flavor_ == Flavor::kMariaDB) boundary_.gtid = mariadb_pos_.ToString();
+  if (flavor_ == Flavor::kMySQL) boundary_.gtid = mysql_pos_.ToString();
+}
+
+Result<std::optional<CommittedTransaction>> TransactionAssembler::Commit(const binlog::Event& ev) {
+  CommittedTransaction out;
+  out.changes = std::move(changes_);
+  out.gtid = gtid_;
+  NoteGtid(gtid_);
+  Reset();
+  MoveBoundary(ev);
+  out.end = boundary_;
+  return std::optional<CommittedTransaction>(std::move(out));
+}
+
+Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::RowsEvent& rows) {
+  auto it = table_maps_.find(rows.table_id);
+  if (it == table_maps_.end()) {
+    return Status::Corruption(fmt::format(
+        "binlog {} at offset {}: rows event for table id {} without a preceding TABLE_MAP",
+        current_file_, ev.pos, rows.table_id));
+  }
+  const binlog::TableMap& map = *it->second;
+  ASSIGN_OR_RETURN(TableSchemaPtr schema, resolver_(map));
+  if (!schema) return Status::Ok();  // table not selected
+
+  std::vector<binlog::DecodedRow> decoded;
+  Status st = binlog::DecodeRows(rows, map, schema.get(), binlog::DecodeOptions{}, &decoded);
+  if (!st.ok()) return st.WithContext(fmt::format("binlog {} event at offset {}", current_file_, ev.pos));
+
+  SourceInfo src;
+  src.flavor = flavor_;
+  src.server_id = ev.header.server_id;
+  src.file = current_file_;
+  src.pos = ev.pos;
+  src.gtid = gtid_;
+  src.timestamp = ev.header.timestamp;
+  for (size_t i = 0; i < decoded.size(); ++i) {
+    RowChange c;
+    switch (rows.kind) {
+      case binlog::RowsKind::kWrite: c.op = Op::kCreate; break;
+      case binlog::RowsKind::kUpdate:
+      case binlog::RowsKind::kPartialUpdate: c.op = Op::kUpdate; break;
+      case binlog::RowsKind::kDelete: c.op = Op::kDelete; break;
+    }
+    c.table = schema;
+    c.before = std::move(decoded[i].before);
+    c.after = std::move(decoded[i].after);
+    c.source = src;
+    c.source.row = static_cast<uint32_t>(i);
+    changes_.push_back(std::move(c));
+  }
+  return Status::Ok();
+}
+
+}  // namespace sluice

@@ -1,0 +1,95 @@
+// TransactionAssembler: turns a stream of decoded binlog events into whole source
+// transactions of row changes, and tracks the position a resume must start from.
+//
+// Grammar of a transaction in a ROW binlog (MySQL sql/binlog.cc, MariaDB sql/log_event.cc):
+//   MariaDB:  GTID(162) [QUERY "BEGIN"] (TABLE_MAP+ ROWS+)* (XID | QUERY "COMMIT")
+//             GTID(162, FL_STANDALONE) QUERY <ddl>            -- no XID, ends after the QUERY
+//   MySQL:    (GTID | ANONYMOUS_GTID) QUERY "BEGIN" (TABLE_MAP+ ROWS+)* (XID | QUERY "COMMIT")
+//             (GTID | ANONYMOUS_GTID) QUERY <ddl>
+//   Either:   QUERY "ROLLBACK" ends a group that must be discarded.
+// A transaction is handed on only when its XID or COMMIT arrives, so a crash or reconnect
+// in the middle never yields half a transaction. Events between transactions (ROTATE,
+// FORMAT_DESCRIPTION, GTID_LIST, heartbeats, ...) only move the resume position.
+//
+// Rows are decoded only for tables the SchemaResolver selects (it returns a null schema for
+// the others), so excluded tables cost only the header decode.
+// Thread safety: single-threaded; owns its state.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "binlog/events.h"
+#include "core/position.h"
+#include "gtid/gtid_set.h"
+#include "pipeline/change.h"
+#include "util/status.h"
+
+namespace sluice {
+
+// Position and GTID state at a transaction boundary.
+struct StreamPoint {
+  BinlogPosition position;  // first byte of the next event to read
+  std::string gtid;         // GTID position after the last applied transaction
+};
+
+// A completed source transaction. `changes` is empty when every row was filtered out, for
+// DDL, and for position-only advances.
+struct CommittedTransaction {
+  std::vector<RowChange> changes;
+  StreamPoint end;        // where to resume after this transaction
+  std::string gtid;       // this transaction's GTID ("" when none)
+  bool is_ddl = false;
+  std::string ddl_schema;  // for DDL: default schema of the statement
+  std::string ddl_query;
+};
+
+class TransactionAssembler {
+ public:
+  // Returns the table definition to decode `map` with, or a null pointer when the table is
+  // not selected. May fail (definition does not match the row layout).
+  using SchemaResolver = std::function<Result<TableSchemaPtr>(const binlog::TableMap& map)>;
+
+  // `start` is the point streaming begins from; `flavor` decides the GTID form.
+  TransactionAssembler(Flavor flavor, SchemaResolver resolver, StreamPoint start);
+
+  // Feeds one decoded event. Returns a CommittedTransaction when the event ends one (or
+  // when it moves the resume position between transactions, with no changes), else
+  // nullopt. Errors name the event position.
+  Result<std::optional<CommittedTransaction>> Feed(const binlog::Event& event);
+
+  // The resume point as of the last transaction boundary.
+  const StreamPoint& boundary() const { return boundary_; }
+  bool in_transaction() const { return in_txn_; }
+
+ private:
+  Result<std::optional<CommittedTransaction>> Commit(const binlog::Event& event);
+  Status AddRows(const binlog::Event& event, const binlog::RowsEvent& rows);
+  void Reset();
+  void NoteGtid(const std::string& gtid_text);
+  void MoveBoundary(const binlog::Event& event);
+
+  Flavor flavor_;
+  SchemaResolver resolver_;
+  StreamPoint boundary_;
+  std::string current_file_;
+
+  // Current transaction.
+  bool in_txn_ = false;
+  bool standalone_ = false;  // MariaDB FL_STANDALONE: ends after its statement
+  std::string gtid_;         // this transaction's GTID text
+  std::optional<gtid::MariadbGtid> mariadb_gtid_;
+  std::optional<binlog::GtidEvent> mysql_gtid_;
+  std::vector<RowChange> changes_;
+
+  std::unordered_map<uint64_t, std::shared_ptr<const binlog::TableMap>> table_maps_;
+  gtid::MariadbGtidList mariadb_pos_;
+  gtid::MysqlGtidSet mysql_pos_;
+};
+
+}  // namespace sluice
