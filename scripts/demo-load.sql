@@ -1,7 +1,7 @@
 -- The demo's write load against Sakila (scripts/demo.sh): every kind of change sluice must carry.
 -- Inserts
 INSERT INTO actor (first_name, last_name) VALUES ('ADA', 'LOVELACE'), ('GRACE', 'HOPPER'), ('ÉMILIE', 'DU CHÂTELET');
-INSERT INTO category (name) VALUES ('Documentary 🎬');
+INSERT INTO category (name) VALUES ('Documentaire — ÉTÉ');
 -- Updates
 UPDATE film SET rental_rate = rental_rate + 1.00, special_features = 'Trailers,Commentaries' WHERE film_id <= 50;
 UPDATE customer SET active = 0, email = CONCAT('x.', email) WHERE customer_id % 7 = 0;

@@ -19,7 +19,7 @@ echo "== 1. Starting a throwaway MariaDB (ROW binlog, GTIDs)"
 scripts/mariadb-test-server.sh start "$work/mariadb"
 # shellcheck disable=SC1091
 . "$work/mariadb/env"
-sql() { mariadb --no-defaults -h "$SLUICE_TEST_MYSQL_HOST" -P "$SLUICE_TEST_MYSQL_PORT" \
+sql() { mariadb --no-defaults --default-character-set=utf8mb4 -h "$SLUICE_TEST_MYSQL_HOST" -P "$SLUICE_TEST_MYSQL_PORT" \
           -u "$SLUICE_TEST_MYSQL_USER" -p"$SLUICE_TEST_MYSQL_PASSWORD" "$@"; }
 
 if [ -f ../shared/fixtures/sakila/sakila-schema.sql ]; then

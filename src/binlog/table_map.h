@@ -51,6 +51,7 @@ struct TableMap {
   bool has_labels = false;
   std::vector<uint32_t> geometry_types;           // per column; 0 when not geometry
   std::vector<uint32_t> primary_key;              // column indexes; empty when unknown
+  std::vector<uint32_t> primary_key_prefix;       // per primary_key entry: prefix length, 0 = whole
   bool has_primary_key = false;
   std::vector<bool> visible;                      // per column; empty when not given
   std::vector<uint32_t> vector_dimensions;        // per column (MySQL 9 VECTOR)

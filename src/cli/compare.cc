@@ -20,12 +20,20 @@ std::string KeyOf(const Row& row, const TableSchema& t) {
   return key;
 }
 
+// BIT and unsigned integer columns hold kUInt values; DECIMAL UNSIGNED stays text.
+bool IsUnsignedInteger(const ColumnDesc& col) {
+  const std::string& t = col.data_type;
+  if (t == "bit") return true;
+  return col.is_unsigned && (t == "tinyint" || t == "smallint" || t == "mediumint" || t == "int" ||
+                             t == "integer" || t == "bigint");
+}
+
 Result<Value> FromSqlite(sqlite3_stmt* s, int i, const ColumnDesc& col) {
   switch (sqlite3_column_type(s, i)) {
     case SQLITE_NULL: return Value::Null();
     case SQLITE_INTEGER: {
       int64_t v = sqlite3_column_int64(s, i);
-      bool unsigned_kind = col.is_unsigned || col.data_type == "bit";
+      bool unsigned_kind = IsUnsignedInteger(col);
       return unsigned_kind ? Value::UInt(static_cast<uint64_t>(v)) : Value::Int(v);
     }
     case SQLITE_FLOAT: {
@@ -35,7 +43,7 @@ Result<Value> FromSqlite(sqlite3_stmt* s, int i, const ColumnDesc& col) {
     case SQLITE_TEXT: {
       std::string text(reinterpret_cast<const char*>(sqlite3_column_text(s, i)),
                        sqlite3_column_bytes(s, i));
-      if (col.is_unsigned || col.data_type == "bit") {
+      if (IsUnsignedInteger(col)) {
         try {
           return Value::UInt(std::stoull(text));
         } catch (...) {

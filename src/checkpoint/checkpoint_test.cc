@@ -1,0 +1,192 @@
+#include "checkpoint/checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint/checkpoint_file.h"
+
+namespace sluice {
+namespace {
+
+Checkpoint Sample() {
+  Checkpoint cp;
+  cp.flavor = Flavor::kMariaDB;
+  cp.stream_start = {"mariadb-bin.000003", 18446744073709551615ull};
+  cp.gtid = "0-1-42,1-2-7";
+  cp.snapshot_done = false;
+  cp.tables["sakila.actor"] = {true, {}, 200};
+  cp.tables["sakila.film_actor"] = {false, {"17", "unicode \xc3\xa9 \"q\""}, 5462};
+  return cp;
+}
+
+void ExpectEqual(const Checkpoint& a, const Checkpoint& b) {
+  EXPECT_EQ(a.flavor, b.flavor);
+  EXPECT_EQ(a.stream_start, b.stream_start);
+  EXPECT_EQ(a.gtid, b.gtid);
+  EXPECT_EQ(a.snapshot_done, b.snapshot_done);
+  ASSERT_EQ(a.tables.size(), b.tables.size());
+  for (const auto& [k, v] : a.tables) {
+    auto it = b.tables.find(k);
+    ASSERT_NE(it, b.tables.end()) << k;
+    EXPECT_EQ(v.done, it->second.done) << k;
+    EXPECT_EQ(v.last_key, it->second.last_key) << k;
+    EXPECT_EQ(v.rows, it->second.rows) << k;
+  }
+}
+
+TEST(CheckpointTest, RoundTrip) {
+  Checkpoint cp = Sample();
+  std::string text = cp.ToJson();
+  Result<Checkpoint> back = Checkpoint::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ExpectEqual(cp, *back);
+  EXPECT_EQ(back->ToJson(), text);  // deterministic
+}
+
+TEST(CheckpointTest, ExactText) {
+  Checkpoint cp;
+  cp.flavor = Flavor::kMySQL;
+  cp.stream_start = {"binlog.000001", 4};
+  cp.gtid = "";
+  cp.snapshot_done = true;
+  cp.tables["d.t"] = {true, {"1"}, 3};
+  EXPECT_EQ(
+      cp.ToJson(),
+      R"({"version":1,"flavor":"mysql","stream_start":{"file":"binlog.000001","pos":4},)"
+      R"("gtid":"","snapshot":{"done":true,"tables":{"d.t":{"done":true,"rows":3,"last_key":["1"]}}}})");
+}
+
+TEST(CheckpointTest, EmptyDefaultRoundTrips) {
+  Checkpoint cp;
+  Result<Checkpoint> back = Checkpoint::FromJson(cp.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ExpectEqual(cp, *back);
+}
+
+TEST(CheckpointTest, UnknownVersionIsFailedPrecondition) {
+  Checkpoint cp = Sample();
+  std::string text = cp.ToJson();
+  std::string v2 = text;
+  v2.replace(v2.find("\"version\":1"), 11, "\"version\":2");
+  Result<Checkpoint> r = Checkpoint::FromJson(v2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("version 2"), std::string::npos) << r.status().ToString();
+
+  r = Checkpoint::FromJson(R"({"version":0})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(CheckpointTest, GarbageIsCorruption) {
+  const char* cases[] = {
+      "",
+      "not json",
+      "{\"version\":1",       // truncated
+      "[1,2]",                // not an object
+      "{}",                   // no version
+      "{\"version\":\"1\"}",  // version of the wrong type
+      "{\"version\":1.0}",
+      "{\"version\":1}",  // fields missing
+      R"({"version":1,"flavor":"oracle","stream_start":{"file":"f","pos":4},"gtid":"",)"
+      R"("snapshot":{"done":false,"tables":{}}})",
+      R"({"version":1,"flavor":"mysql","stream_start":{"file":"f","pos":-4},"gtid":"",)"
+      R"("snapshot":{"done":false,"tables":{}}})",
+      R"({"version":1,"flavor":"mysql","stream_start":{"file":"f","pos":4},"gtid":null,)"
+      R"("snapshot":{"done":false,"tables":{}}})",
+      R"({"version":1,"flavor":"mysql","stream_start":{"file":"f","pos":4},"gtid":"",)"
+      R"("snapshot":{"done":false,"tables":{"a.b":{"done":1,"rows":0,"last_key":[]}}}})",
+      R"({"version":1,"flavor":"mysql","stream_start":{"file":"f","pos":4},"gtid":"",)"
+      R"("snapshot":{"done":false,"tables":{"a.b":{"done":true,"rows":0,"last_key":[1]}}}})",
+  };
+  for (const char* c : cases) {
+    Result<Checkpoint> r = Checkpoint::FromJson(c);
+    ASSERT_FALSE(r.ok()) << c;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << c << " -> " << r.status().ToString();
+  }
+  Result<Checkpoint> r = Checkpoint::FromJson(
+      R"({"version":1,"flavor":"mysql","stream_start":{"file":"f","pos":4},"gtid":"",)"
+      R"("snapshot":{"done":false,"tables":{"a.b":{"done":true,"rows":"x","last_key":[]}}}})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("snapshot.tables[\"a.b\"].rows"), std::string::npos)
+      << r.status().ToString();
+}
+
+TEST(CheckpointTest, UnknownKeysAreIgnored) {
+  Result<Checkpoint> r = Checkpoint::FromJson(
+      R"({"version":1,"future":[1],"flavor":"mariadb","stream_start":{"file":"f","pos":4},)"
+      R"("gtid":"0-1-1","snapshot":{"done":true,"tables":{}}})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->gtid, "0-1-1");
+}
+
+class CheckpointFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sluice-cpfile-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+  std::string dir_;
+};
+
+TEST_F(CheckpointFileTest, WriteReadReplace) {
+  const std::string path = dir_ + "/state.json";
+  Result<std::optional<std::string>> r = ReadSmallFile(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->has_value());
+
+  ASSERT_TRUE(WriteFileAtomic(path, "first").ok());
+  r = ReadSmallFile(path);
+  ASSERT_TRUE(r.ok() && r->has_value());
+  EXPECT_EQ(**r, "first");
+
+  ASSERT_TRUE(WriteFileAtomic(path, std::string("se\0cond", 7)).ok());
+  r = ReadSmallFile(path);
+  ASSERT_TRUE(r.ok() && r->has_value());
+  EXPECT_EQ(**r, std::string("se\0cond", 7));
+  EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0) << "tmp file left behind";
+}
+
+TEST_F(CheckpointFileTest, StaleTmpIsIgnoredAndOverwritten) {
+  const std::string path = dir_ + "/state.json";
+  ASSERT_TRUE(WriteFileAtomic(path, "good").ok());
+  ASSERT_TRUE(WriteFileAtomic(path + ".tmp", "half-writ").ok());  // crash left a tmp file
+  Result<std::optional<std::string>> r = ReadSmallFile(path);
+  ASSERT_TRUE(r.ok() && r->has_value());
+  EXPECT_EQ(**r, "good");
+  ASSERT_TRUE(WriteFileAtomic(path, "better").ok());
+  r = ReadSmallFile(path);
+  EXPECT_EQ(**r, "better");
+}
+
+TEST_F(CheckpointFileTest, WriteIntoMissingDirectoryFails) {
+  Status st = WriteFileAtomic(dir_ + "/no/such/dir/state.json", "x");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("no/such/dir"), std::string::npos) << st.ToString();
+}
+
+TEST_F(CheckpointFileTest, CheckpointHelpers) {
+  const std::string path = dir_ + "/cp.json";
+  Result<std::optional<Checkpoint>> none = LoadCheckpointFile(path);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  ASSERT_TRUE(SaveCheckpointFile(path, Sample()).ok());
+  Result<std::optional<Checkpoint>> back = LoadCheckpointFile(path);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back->has_value());
+  ExpectEqual(Sample(), **back);
+
+  ASSERT_TRUE(WriteFileAtomic(path, "{garbage").ok());
+  back = LoadCheckpointFile(path);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(back.status().message().find(path), std::string::npos) << back.status().ToString();
+}
+
+}  // namespace
+}  // namespace sluice

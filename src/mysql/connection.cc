@@ -1,0 +1,245 @@
+#include "mysql/connection.h"
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+
+#include <mutex>
+
+namespace sluice {
+
+namespace {
+
+constexpr size_t kSqlInMessage = 200;
+
+// mysql_init() initialises the library lazily, which is not thread-safe; do it once.
+void InitLibraryOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
+}
+
+std::string TruncateSql(std::string_view sql) {
+  if (sql.size() <= kSqlInMessage) return std::string(sql);
+  return std::string(sql.substr(0, kSqlInMessage)) + "...";
+}
+
+}  // namespace
+
+std::string ConnectOptions::Describe() const {
+  if (unix_socket) return fmt::format("{}@unix:{}", user, *unix_socket);
+  return fmt::format("{}@{}:{}", user, host, port);
+}
+
+int QueryResult::ColumnIndex(std::string_view name) const {
+  for (size_t i = 0; i < columns.size(); ++i)
+    if (columns[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+StatusCode MapMysqlErrorCode(unsigned int errnum) {
+  switch (errnum) {
+    case CR_CONNECTION_ERROR:
+    case CR_CONN_HOST_ERROR:
+    case CR_IPSOCK_ERROR:
+    case CR_UNKNOWN_HOST:
+    case CR_SERVER_GONE_ERROR:
+    case CR_SERVER_LOST:
+    case CR_SERVER_LOST_EXTENDED:
+    case CR_ERR_NET_READ:
+    case CR_ERR_NET_WRITE:
+    case ER_CONNECTION_KILLED:
+    case ER_SERVER_SHUTDOWN:
+    case ER_QUERY_INTERRUPTED:
+    case ER_LOCK_DEADLOCK:
+    case ER_LOCK_WAIT_TIMEOUT:
+    case ER_NET_READ_INTERRUPTED:
+    case ER_NET_WRITE_INTERRUPTED:
+      return StatusCode::kUnavailable;
+    case ER_DBACCESS_DENIED_ERROR:
+    case ER_ACCESS_DENIED_ERROR:
+    case ER_TABLEACCESS_DENIED_ERROR:
+    case 1143:  // ER_COLUMNACCESS_DENIED_ERROR
+    case ER_SPECIFIC_ACCESS_DENIED_ERROR:
+    case 1370:  // ER_PROCACCESS_DENIED_ERROR
+      return StatusCode::kFailedPrecondition;
+    case ER_BAD_DB_ERROR:
+    case ER_NO_SUCH_TABLE:
+      return StatusCode::kNotFound;
+    default:
+      return StatusCode::kInvalidArgument;
+  }
+}
+
+std::string RedactSecret(std::string text, std::string_view secret) {
+  if (secret.empty()) return text;
+  size_t pos = 0;
+  while ((pos = text.find(secret, pos)) != std::string::npos) {
+    text.replace(pos, secret.size(), "***");
+    pos += 3;
+  }
+  return text;
+}
+
+Result<std::unique_ptr<Connection>> Connection::Connect(const ConnectOptions& options) {
+  InitLibraryOnce();
+  MYSQL* m = mysql_init(nullptr);
+  if (m == nullptr) return Status::Internal("mysql_init failed (out of memory)");
+  unsigned int connect_timeout = options.connect_timeout_s;
+  unsigned int read_timeout = options.read_timeout_s;
+  unsigned int write_timeout = options.write_timeout_s;
+  if (connect_timeout > 0) mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
+  if (read_timeout > 0) mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &read_timeout);
+  if (write_timeout > 0) mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &write_timeout);
+  mysql_options(m, MYSQL_SET_CHARSET_NAME, options.charset.c_str());
+  my_bool no_reconnect = 0;
+  mysql_options(m, MYSQL_OPT_RECONNECT, &no_reconnect);
+  unsigned int protocol = options.unix_socket ? MYSQL_PROTOCOL_SOCKET : MYSQL_PROTOCOL_TCP;
+  mysql_options(m, MYSQL_OPT_PROTOCOL, &protocol);
+
+  const char* db = options.database ? options.database->c_str() : nullptr;
+  const char* sock = options.unix_socket ? options.unix_socket->c_str() : nullptr;
+  if (mysql_real_connect(m, options.host.c_str(), options.user.c_str(), options.password.c_str(),
+                         db, options.port, sock, 0) == nullptr) {
+    unsigned int err = mysql_errno(m);
+    std::string msg = RedactSecret(
+        fmt::format("connect to {} failed: [{}] {}", options.Describe(), err, mysql_error(m)),
+        options.password);
+    mysql_close(m);
+    StatusCode code = MapMysqlErrorCode(err);
+    switch (code) {
+      case StatusCode::kUnavailable: return Status::Unavailable(std::move(msg));
+      case StatusCode::kNotFound: return Status::NotFound(std::move(msg));
+      case StatusCode::kFailedPrecondition: return Status::FailedPrecondition(std::move(msg));
+      default:
+        // Other connect-time failures (TLS, protocol, too many connections) are transient
+        // from the caller's point of view only when they are network errors; the rest
+        // need a person.
+        if (err == 1040 /* ER_CON_COUNT_ERROR */) return Status::Unavailable(std::move(msg));
+        return Status::FailedPrecondition(std::move(msg));
+    }
+  }
+  return std::unique_ptr<Connection>(new Connection(m, options));
+}
+
+Connection::~Connection() {
+  if (mysql_ != nullptr) mysql_close(mysql_);
+}
+
+Status Connection::LastError(std::string_view what, std::string_view sql) const {
+  unsigned int err = mysql_errno(mysql_);
+  std::string msg = fmt::format("{} on {}: [{}] {}", what, options_.Describe(), err,
+                                err != 0 ? mysql_error(mysql_) : "unknown error");
+  if (!sql.empty()) msg += fmt::format(" (SQL: {})", TruncateSql(sql));
+  msg = RedactSecret(std::move(msg), options_.password);
+  switch (MapMysqlErrorCode(err)) {
+    case StatusCode::kUnavailable: return Status::Unavailable(std::move(msg));
+    case StatusCode::kFailedPrecondition: return Status::FailedPrecondition(std::move(msg));
+    case StatusCode::kNotFound: return Status::NotFound(std::move(msg));
+    default: return Status::InvalidArgument(std::move(msg));
+  }
+}
+
+Status Connection::DrainResults() {
+  while (true) {
+    int rc = mysql_next_result(mysql_);
+    if (rc == -1) return Status::Ok();  // no more results
+    if (rc > 0) return LastError("reading further result sets");
+    MYSQL_RES* res = mysql_store_result(mysql_);
+    if (res != nullptr) mysql_free_result(res);
+  }
+}
+
+Result<QueryResult> Connection::Query(std::string_view sql) {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return LastError("query", sql);
+  QueryResult out;
+  MYSQL_RES* res = mysql_store_result(mysql_);
+  if (res == nullptr) {
+    if (mysql_field_count(mysql_) != 0) return LastError("reading result", sql);
+    out.affected_rows = mysql_affected_rows(mysql_);
+    RETURN_IF_ERROR(DrainResults());
+    return out;
+  }
+  unsigned int nfields = mysql_num_fields(res);
+  MYSQL_FIELD* fields = mysql_fetch_fields(res);
+  out.columns.reserve(nfields);
+  for (unsigned int i = 0; i < nfields; ++i)
+    out.columns.emplace_back(fields[i].name, fields[i].name_length);
+  out.rows.reserve(mysql_num_rows(res));
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    unsigned long* lengths = mysql_fetch_lengths(res);
+    TextRow r;
+    r.reserve(nfields);
+    for (unsigned int i = 0; i < nfields; ++i) {
+      if (row[i] == nullptr) r.emplace_back(std::nullopt);
+      else r.emplace_back(std::string(row[i], lengths[i]));
+    }
+    out.rows.push_back(std::move(r));
+  }
+  mysql_free_result(res);
+  RETURN_IF_ERROR(DrainResults());
+  return out;
+}
+
+Status Connection::Execute(std::string_view sql) {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return LastError("query", sql);
+  MYSQL_RES* res = mysql_store_result(mysql_);
+  if (res != nullptr) {
+    mysql_free_result(res);
+  } else if (mysql_field_count(mysql_) != 0) {
+    return LastError("reading result", sql);
+  }
+  return DrainResults();
+}
+
+Status Connection::QueryStream(std::string_view sql, const RowCallback& on_row,
+                               std::vector<std::string>* columns) {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return LastError("query", sql);
+  MYSQL_RES* res = mysql_use_result(mysql_);
+  if (res == nullptr) {
+    if (mysql_field_count(mysql_) != 0) return LastError("reading result", sql);
+    return DrainResults();
+  }
+  unsigned int nfields = mysql_num_fields(res);
+  if (columns != nullptr) {
+    MYSQL_FIELD* fields = mysql_fetch_fields(res);
+    columns->clear();
+    for (unsigned int i = 0; i < nfields; ++i)
+      columns->emplace_back(fields[i].name, fields[i].name_length);
+  }
+  std::vector<TextCellView> cells(nfields);
+  Status st;
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    unsigned long* lengths = mysql_fetch_lengths(res);
+    for (unsigned int i = 0; i < nfields; ++i) {
+      if (row[i] == nullptr) cells[i] = std::nullopt;
+      else cells[i] = std::string_view(row[i], lengths[i]);
+    }
+    st = on_row(cells);
+    if (!st.ok()) break;
+  }
+  // mysql_fetch_row returns NULL both at the end and on error.
+  Status read_error;
+  if (st.ok() && mysql_errno(mysql_) != 0) read_error = LastError("reading streamed rows", sql);
+  mysql_free_result(res);  // drains unread rows
+  if (!st.ok()) return st;
+  if (!read_error.ok()) return read_error;
+  return DrainResults();
+}
+
+std::string Connection::Escape(std::string_view s) {
+  std::string out(s.size() * 2 + 1, '\0');
+  unsigned long n = mysql_real_escape_string(mysql_, out.data(), s.data(), s.size());
+  out.resize(n);
+  return out;
+}
+
+std::string Connection::Quote(std::string_view s) { return "'" + Escape(s) + "'"; }
+
+uint64_t Connection::connection_id() const { return mysql_thread_id(mysql_); }
+
+std::string Connection::server_version() const {
+  const char* v = mysql_get_server_info(mysql_);
+  return v ? v : "";
+}
+
+}  // namespace sluice

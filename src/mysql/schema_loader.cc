@@ -1,0 +1,238 @@
+#include "mysql/schema_loader.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace sluice {
+
+namespace {
+
+bool IsSystemSchema(std::string_view db) {
+  return db == "mysql" || db == "sys" || db == "information_schema" ||
+         db == "performance_schema";
+}
+
+bool HasWildcard(std::string_view p) { return p.find_first_of("*?") != std::string_view::npos; }
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+template <typename T>
+T ParseNumberOr(const TextCell& cell, T fallback) {
+  if (!cell) return fallback;
+  T v{};
+  auto [p, ec] = std::from_chars(cell->data(), cell->data() + cell->size(), v);
+  if (ec != std::errc() || p != cell->data() + cell->size()) return fallback;
+  return v;
+}
+
+bool IsBinaryStringType(std::string_view data_type) {
+  return data_type == "binary" || data_type == "varbinary" || data_type == "tinyblob" ||
+         data_type == "blob" || data_type == "mediumblob" || data_type == "longblob";
+}
+
+}  // namespace
+
+bool GlobMatch(std::string_view pattern, std::string_view text) {
+  // Iterative matcher with single-star backtracking: O(|p|*|t|) worst case.
+  size_t p = 0, t = 0;
+  size_t star = std::string_view::npos, star_t = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      star_t = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++star_t;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+bool PatternMatchesTable(std::string_view pattern, std::string_view db, std::string_view table) {
+  size_t dot = pattern.find('.');
+  if (dot == std::string_view::npos) return false;
+  std::string_view db_pat = pattern.substr(0, dot);
+  std::string_view table_pat = pattern.substr(dot + 1);
+  if (IsSystemSchema(db) && HasWildcard(db_pat)) return false;
+  return GlobMatch(db_pat, db) && GlobMatch(table_pat, table);
+}
+
+bool TableSelected(const TableFilter& filter, std::string_view db, std::string_view table) {
+  bool included = std::any_of(filter.include.begin(), filter.include.end(),
+                              [&](const std::string& p) { return PatternMatchesTable(p, db, table); });
+  if (!included) return false;
+  return std::none_of(filter.exclude.begin(), filter.exclude.end(),
+                      [&](const std::string& p) { return PatternMatchesTable(p, db, table); });
+}
+
+Result<std::vector<TableName>> ListTables(Connection& conn, const TableFilter& filter) {
+  if (filter.include.empty())
+    return Status::InvalidArgument("no tables selected: the include list is empty");
+  for (const auto* list : {&filter.include, &filter.exclude})
+    for (const std::string& p : *list)
+      if (p.find('.') == std::string::npos)
+        return Status::InvalidArgument(fmt::format(
+            "table pattern '{}' has no '.': write it as db.table (e.g. '{}.*')", p, p));
+
+  ASSIGN_OR_RETURN(QueryResult r,
+                   conn.Query("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+                              "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') "
+                              "ORDER BY TABLE_SCHEMA, TABLE_NAME"));
+  std::vector<TableName> all;
+  for (const TextRow& row : r.rows)
+    if (row.size() >= 2 && row[0] && row[1]) all.push_back({*row[0], *row[1]});
+
+  for (const std::string& p : filter.include) {
+    bool any = std::any_of(all.begin(), all.end(), [&](const TableName& t) {
+      return PatternMatchesTable(p, t.db, t.table);
+    });
+    if (!any)
+      return Status::NotFound(fmt::format("table pattern '{}' matches no table on {}", p,
+                                          conn.options().Describe()));
+  }
+  std::vector<TableName> out;
+  for (TableName& t : all)
+    if (TableSelected(filter, t.db, t.table)) out.push_back(std::move(t));
+  if (out.empty())
+    return Status::NotFound("every table matched by the include patterns is excluded");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<std::vector<std::string>> ParseEnumSetLabels(std::string_view column_type) {
+  auto bad = [&](std::string_view why) {
+    return Status::Corruption(
+        fmt::format("cannot parse ENUM/SET labels from COLUMN_TYPE \"{}\": {}", column_type, why));
+  };
+  size_t open = column_type.find('(');
+  if (open == std::string_view::npos) return bad("no '('");
+  std::string kind = Lower(column_type.substr(0, open));
+  while (!kind.empty() && kind.back() == ' ') kind.pop_back();
+  if (kind != "enum" && kind != "set") return bad("not an enum or set type");
+  std::vector<std::string> labels;
+  size_t i = open + 1;
+  if (i < column_type.size() && column_type[i] == ')') return labels;
+  while (true) {
+    if (i >= column_type.size() || column_type[i] != '\'') return bad("expected a quoted label");
+    ++i;
+    std::string label;
+    bool closed = false;
+    while (i < column_type.size()) {
+      char c = column_type[i];
+      if (c == '\'') {
+        if (i + 1 < column_type.size() && column_type[i + 1] == '\'') {
+          label.push_back('\'');
+          i += 2;
+          continue;
+        }
+        ++i;
+        closed = true;
+        break;
+      }
+      if (c == '\\' && i + 1 < column_type.size()) {
+        char e = column_type[i + 1];
+        switch (e) {
+          case '0': label.push_back('\0'); break;
+          case 'n': label.push_back('\n'); break;
+          case 'r': label.push_back('\r'); break;
+          case 't': label.push_back('\t'); break;
+          case 'b': label.push_back('\b'); break;
+          case 'Z': label.push_back('\x1a'); break;
+          default: label.push_back(e); break;
+        }
+        i += 2;
+        continue;
+      }
+      label.push_back(c);
+      ++i;
+    }
+    if (!closed) return bad("unterminated label");
+    labels.push_back(std::move(label));
+    if (i >= column_type.size()) return bad("missing ')'");
+    if (column_type[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (column_type[i] == ')') break;
+    return bad("unexpected character after a label");
+  }
+  return labels;
+}
+
+Result<TableSchema> LoadTableSchema(Connection& conn, std::string_view db,
+                                    std::string_view table) {
+  std::string where = fmt::format("TABLE_SCHEMA = {} AND TABLE_NAME = {}", conn.Quote(db),
+                                  conn.Quote(table));
+  ASSIGN_OR_RETURN(
+      QueryResult cols,
+      conn.Query("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, "
+                 "COLLATION_NAME, CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, "
+                 "NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, EXTRA, "
+                 "GENERATION_EXPRESSION, COLUMN_DEFAULT "
+                 "FROM information_schema.COLUMNS WHERE " +
+                 where + " ORDER BY ORDINAL_POSITION"));
+  if (cols.rows.empty())
+    return Status::NotFound(fmt::format("table {}.{} not found on {}", db, table,
+                                        conn.options().Describe()));
+  TableSchema schema;
+  schema.db = std::string(db);
+  schema.table = std::string(table);
+  for (const TextRow& row : cols.rows) {
+    if (row.size() < 14) return Status::Internal("information_schema.COLUMNS: short row");
+    ColumnDesc c;
+    c.name = row[0].value_or("");
+    c.data_type = Lower(row[1].value_or(""));
+    c.column_type = row[2].value_or("");
+    std::string ct_lower = Lower(c.column_type);
+    c.is_unsigned = ct_lower.find(" unsigned") != std::string::npos;
+    c.nullable = row[3].value_or("YES") == "YES";
+    c.charset = row[4].value_or("");
+    c.collation = row[5].value_or("");
+    if (c.charset.empty() && IsBinaryStringType(c.data_type)) c.charset = "binary";
+    c.char_max_length = ParseNumberOr<uint64_t>(row[6], 0);
+    c.octet_length = ParseNumberOr<uint64_t>(row[7], 0);
+    c.numeric_precision = ParseNumberOr<uint32_t>(row[8], 0);
+    c.numeric_scale = ParseNumberOr<uint32_t>(row[9], 0);
+    c.fsp = ParseNumberOr<uint32_t>(row[10], 0);
+    std::string extra = Lower(row[11].value_or(""));
+    bool has_gen_expr = row[12].has_value() && !row[12]->empty();
+    c.is_generated = has_gen_expr || extra.find("virtual generated") != std::string::npos ||
+                     extra.find("stored generated") != std::string::npos ||
+                     extra.find("persistent generated") != std::string::npos;
+    c.is_invisible = extra.find("invisible") != std::string::npos;
+    c.default_value = row[13];
+    if (c.data_type == "enum" || c.data_type == "set") {
+      Result<std::vector<std::string>> labels = ParseEnumSetLabels(c.column_type);
+      if (!labels.ok())
+        return labels.status().WithContext(fmt::format("{}.{} column {}", db, table, c.name));
+      c.labels = std::move(labels).value();
+    }
+    schema.columns.push_back(std::move(c));
+  }
+
+  ASSIGN_OR_RETURN(QueryResult pk,
+                   conn.Query("SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE " +
+                              where + " AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX"));
+  for (const TextRow& row : pk.rows) {
+    if (row.empty() || !row[0]) continue;
+    int idx = schema.ColumnIndex(*row[0]);
+    if (idx < 0)
+      return Status::Internal(fmt::format("{}.{}: primary key column {} is not among the columns",
+                                          db, table, *row[0]));
+    schema.primary_key.push_back(static_cast<size_t>(idx));
+  }
+  return schema;
+}
+
+}  // namespace sluice

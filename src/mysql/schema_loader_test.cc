@@ -1,0 +1,166 @@
+#include "mysql/schema_loader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "mysql/testing_env.h"
+
+namespace sluice {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(GlobTest, Wildcards) {
+  EXPECT_TRUE(GlobMatch("*", ""));
+  EXPECT_TRUE(GlobMatch("*", "abc"));
+  EXPECT_TRUE(GlobMatch("a?c", "abc"));
+  EXPECT_FALSE(GlobMatch("a?c", "ac"));
+  EXPECT_TRUE(GlobMatch("a*c", "ac"));
+  EXPECT_TRUE(GlobMatch("a*c", "abbbc"));
+  EXPECT_FALSE(GlobMatch("a*c", "abbbd"));
+  EXPECT_TRUE(GlobMatch("*_log", "film_log"));
+  EXPECT_TRUE(GlobMatch("a*b*c", "axxbyyc"));
+  EXPECT_FALSE(GlobMatch("abc", "ABC"));  // case-sensitive
+}
+
+TEST(GlobTest, TablePatternsAndSystemSchemas) {
+  EXPECT_TRUE(PatternMatchesTable("sakila.*", "sakila", "film"));
+  EXPECT_FALSE(PatternMatchesTable("sakila.*", "sakila2", "film"));
+  EXPECT_TRUE(PatternMatchesTable("*.*", "shop", "orders"));
+  EXPECT_FALSE(PatternMatchesTable("*.*", "mysql", "user"));
+  EXPECT_FALSE(PatternMatchesTable("*.*", "information_schema", "TABLES"));
+  EXPECT_FALSE(PatternMatchesTable("*.*", "performance_schema", "threads"));
+  EXPECT_FALSE(PatternMatchesTable("*.*", "sys", "x"));
+  EXPECT_FALSE(PatternMatchesTable("mysq?.*", "mysql", "user"));
+  EXPECT_TRUE(PatternMatchesTable("mysql.user", "mysql", "user"));
+  EXPECT_TRUE(PatternMatchesTable("mysql.*", "mysql", "user"));
+  EXPECT_FALSE(PatternMatchesTable("nodot", "nodot", "x"));
+
+  TableFilter f{{"shop.*"}, {"shop.tmp_*"}};
+  EXPECT_TRUE(TableSelected(f, "shop", "orders"));
+  EXPECT_FALSE(TableSelected(f, "shop", "tmp_x"));
+  EXPECT_FALSE(TableSelected(f, "other", "orders"));
+}
+
+TEST(EnumLabelsTest, ParsesEscapes) {
+  auto l = ParseEnumSetLabels("enum('a','b''c','d\\\\e','f,g','')");
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_THAT(*l, ElementsAre("a", "b'c", "d\\e", "f,g", ""));
+  auto s = ParseEnumSetLabels("set('x','y')");
+  ASSERT_TRUE(s.ok());
+  EXPECT_THAT(*s, ElementsAre("x", "y"));
+  EXPECT_EQ(ParseEnumSetLabels("enum('a'").status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(ParseEnumSetLabels("int(11)").status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(ParseEnumSetLabels("enum('a' 'b')").status().code(), StatusCode::kCorruption);
+}
+
+class SchemaLoaderLiveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    c_ = testing::ConnectTestServer();
+    ASSERT_NE(c_, nullptr);
+    for (const char* sql : {
+             "DROP DATABASE IF EXISTS sl_test",
+             "DROP DATABASE IF EXISTS sl_test2",
+             "CREATE DATABASE sl_test",
+             "CREATE DATABASE sl_test2",
+             "CREATE TABLE sl_test.wide ("
+             "  k2 VARCHAR(10) CHARACTER SET latin1 COLLATE latin1_swedish_ci NOT NULL,"
+             "  id INT UNSIGNED NOT NULL,"
+             "  e ENUM('a','b''c','d\\\\e','f,g') DEFAULT 'a',"
+             "  s SET('x','y'),"
+             "  d DECIMAL(12,3),"
+             "  t DATETIME(4),"
+             "  bits BIT(5),"
+             "  b VARBINARY(16),"
+             "  bl BLOB,"
+             "  g INT AS (id + 1) VIRTUAL,"
+             "  h INT INVISIBLE DEFAULT 5,"
+             "  PRIMARY KEY (id, k2))",
+             "CREATE TABLE sl_test.nopk (a INT, b TEXT)",
+             "CREATE TABLE sl_test.tmp_x (a INT PRIMARY KEY)",
+             "CREATE VIEW sl_test.v AS SELECT a FROM sl_test.nopk",
+             "CREATE TABLE sl_test2.other (a INT PRIMARY KEY)",
+         }) {
+      Status st = c_->Execute(sql);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+    }
+  }
+  std::unique_ptr<Connection> c_;
+};
+
+TEST_F(SchemaLoaderLiveTest, ListsSelectedBaseTables) {
+  auto t = ListTables(*c_, TableFilter{{"sl_test.*"}, {"sl_test.tmp_*"}});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_THAT(*t, ElementsAre(TableName{"sl_test", "nopk"}, TableName{"sl_test", "wide"}));
+
+  auto both = ListTables(*c_, TableFilter{{"sl_test?.*", "sl_test.nopk"}, {}});
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  EXPECT_THAT(*both, ElementsAre(TableName{"sl_test", "nopk"}, TableName{"sl_test2", "other"}));
+
+  auto all = ListTables(*c_, TableFilter{{"*.*"}, {}});
+  ASSERT_TRUE(all.ok());
+  for (const TableName& n : *all) EXPECT_NE(n.db, "mysql");
+
+  auto missing = ListTables(*c_, TableFilter{{"sl_test.nope"}, {}});
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("sl_test.nope"));
+  EXPECT_EQ(ListTables(*c_, TableFilter{{"sl_test"}, {}}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(SchemaLoaderLiveTest, LoadsEveryColumnField) {
+  auto s = LoadTableSchema(*c_, "sl_test", "wide");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->QualifiedName(), "sl_test.wide");
+  ASSERT_EQ(s->columns.size(), 11u);
+  // PK is (id, k2): key order, not column order.
+  EXPECT_THAT(s->primary_key, ElementsAre(1u, 0u));
+
+  const ColumnDesc& k2 = s->columns[0];
+  EXPECT_EQ(k2.name, "k2");
+  EXPECT_EQ(k2.data_type, "varchar");
+  EXPECT_EQ(k2.charset, "latin1");
+  EXPECT_EQ(k2.collation, "latin1_swedish_ci");
+  EXPECT_EQ(k2.char_max_length, 10u);
+  EXPECT_EQ(k2.octet_length, 10u);
+  EXPECT_FALSE(k2.nullable);
+
+  const ColumnDesc& id = s->columns[1];
+  EXPECT_EQ(id.data_type, "int");
+  EXPECT_TRUE(id.is_unsigned);
+  EXPECT_TRUE(id.charset.empty());
+
+  const ColumnDesc& e = s->columns[2];
+  EXPECT_EQ(e.data_type, "enum");
+  EXPECT_THAT(e.labels, ElementsAre("a", "b'c", "d\\e", "f,g"));
+  EXPECT_TRUE(e.nullable);
+  ASSERT_TRUE(e.default_value.has_value());
+  EXPECT_THAT(*e.default_value, HasSubstr("a"));
+
+  EXPECT_THAT(s->columns[3].labels, ElementsAre("x", "y"));
+  EXPECT_EQ(s->columns[4].numeric_precision, 12u);
+  EXPECT_EQ(s->columns[4].numeric_scale, 3u);
+  EXPECT_EQ(s->columns[5].fsp, 4u);
+  EXPECT_EQ(s->columns[6].numeric_precision, 5u);  // BIT width
+  EXPECT_EQ(s->columns[7].charset, "binary");
+  EXPECT_TRUE(s->columns[7].IsBinaryString());
+  EXPECT_EQ(s->columns[8].charset, "binary");
+  EXPECT_TRUE(s->columns[9].is_generated);
+  EXPECT_FALSE(s->columns[9].is_invisible);
+  EXPECT_TRUE(s->columns[10].is_invisible);
+  EXPECT_FALSE(s->columns[10].is_generated);
+  EXPECT_FALSE(s->columns[1].is_generated);
+
+  auto nopk = LoadTableSchema(*c_, "sl_test", "nopk");
+  ASSERT_TRUE(nopk.ok());
+  EXPECT_FALSE(nopk->has_primary_key());
+
+  auto missing = LoadTableSchema(*c_, "sl_test", "nope");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("sl_test.nope"));
+}
+
+}  // namespace
+}  // namespace sluice

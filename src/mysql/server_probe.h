@@ -1,0 +1,68 @@
+// Server probe: what kind of server we talk to and whether it can feed sluice.
+//
+// ProbeServer reads, over an open Connection:
+//   flavor/version  SELECT @@version (MariaDB if it contains "MariaDB")
+//   settings        SHOW GLOBAL VARIABLES for server_id, log_bin, binlog_format,
+//                   binlog_row_image, binlog_row_metadata, binlog_checksum, and the GTID
+//                   settings (MariaDB: gtid_binlog_pos, gtid_strict_mode, gtid_domain_id;
+//                   MySQL: gtid_mode, gtid_executed). A variable the server does not have
+//                   stays empty (e.g. binlog_row_metadata before MySQL 8.0.1 / MariaDB 10.5).
+//   position        the current binlog position (ReadBinlogPosition).
+// CheckReplicationReady turns the settings into kFailedPrecondition errors a person can act
+// on (log_bin off, binlog_format not ROW) and warnings (row image not FULL, row metadata not
+// FULL, MySQL gtid_mode off).
+// Thread safety: free functions over a Connection the caller uses from one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/position.h"
+#include "mysql/connection.h"
+#include "util/status.h"
+
+namespace sluice {
+
+struct ServerInfo {
+  Flavor flavor = Flavor::kUnknown;
+  std::string version;  // @@version, e.g. "10.11.19-MariaDB-0+deb12u1", "8.0.36"
+  uint32_t version_major = 0, version_minor = 0, version_patch = 0;
+  uint32_t server_id = 0;
+  bool log_bin = false;
+  std::string binlog_format;        // "ROW", "MIXED", "STATEMENT" (upper case as the server says)
+  std::string binlog_row_image;     // "FULL", "MINIMAL", "NOBLOB", "FULL_NODUP"
+  std::string binlog_row_metadata;  // "FULL", "MINIMAL", "NO_LOG"; empty if unsupported
+  std::string binlog_checksum;      // "CRC32" or "NONE"
+  // MariaDB GTID state.
+  std::string gtid_binlog_pos;  // "0-1-42,1-1-7"
+  bool gtid_strict_mode = false;
+  uint32_t gtid_domain_id = 0;
+  // MySQL GTID state.
+  std::string gtid_mode;      // "ON", "OFF", "ON_PERMISSIVE", ...
+  std::string gtid_executed;  // "uuid:1-42,..."
+  BinlogPosition position;    // current end of the binlog; empty when log_bin is off
+};
+
+// Reads everything above. kUnavailable on network errors.
+Result<ServerInfo> ProbeServer(Connection& conn);
+
+// Parses "10.11.19-MariaDB-0+deb12u1" / "8.0.36-28" into flavor and numbers.
+void ParseServerVersion(std::string_view version, ServerInfo* info);
+
+// The current binlog file and position: `SHOW BINARY LOG STATUS` (MySQL 8.2+, MariaDB
+// 10.5.2+) falling back to `SHOW MASTER STATUS`. kFailedPrecondition when binary logging
+// is off (empty result).
+Result<BinlogPosition> ReadBinlogPosition(Connection& conn);
+
+// SHOW BINARY LOGS: (file name, size in bytes), oldest first.
+Result<std::vector<std::pair<std::string, uint64_t>>> ListBinaryLogs(Connection& conn);
+
+// kFailedPrecondition if log_bin is off or binlog_format is not ROW, naming the setting and
+// how to fix it. Conditions sluice can live with are appended to `warnings` (if not null):
+// binlog_row_image != FULL (updates then carry only some columns; missing ones are kAbsent),
+// binlog_row_metadata != FULL, MySQL gtid_mode not ON.
+Status CheckReplicationReady(const ServerInfo& info, std::vector<std::string>* warnings = nullptr);
+
+}  // namespace sluice

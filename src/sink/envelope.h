@@ -1,0 +1,53 @@
+// Envelope: the Debezium-style JSON text of one RowChange (docs/sinks.md), written straight
+// into a string with a small escaper (no JSON tree per row).
+//
+// Shape, keys in this order, no whitespace, no trailing newline:
+//   {"before":{<col>:<value>,...}|null,
+//    "before_absent":["col",...],          only when the before image has kAbsent columns
+//    "after":{...}|null,
+//    "after_absent":["col",...],           only when the after image has kAbsent columns
+//    "op":"c"|"u"|"d"|"r",
+//    "ts_ms":<ts_ms argument: wall-clock ms when sluice processed the change>,
+//    "source":{"connector":"sluice","flavor":"mariadb"|"mysql"|"unknown","server_id":N,
+//              "file":"...","pos":N,"gtid":"..."|null,"db":"...","table":"...",
+//              "snapshot":true|false,"ts_ms":<event time, seconds*1000>,"row":N}}
+// Images list columns in table order; absent columns are left out of the image and named
+// in the "*_absent" array instead. Values: kNull null; kInt/kUInt exact decimal integers;
+// kFloat the shortest decimal that round-trips the float32; kDouble the shortest that
+// round-trips the double (NaN/inf, impossible from MySQL, as the strings "NaN", "Infinity",
+// "-Infinity"); kText a JSON string (UTF-8 passed through; '"', '\\' and U+0000..U+001F
+// escaped); kBytes a base64 string (RFC 4648 standard alphabet, with '=' padding).
+// Output is a pure function of (change, ts_ms): identical Values give identical bytes.
+//
+// Errors: kInvalidArgument when the change has no table, or an image is missing, present
+// when it must not be (c/r have no before, d has no after), or has a value count other than
+// the table's column count; kCorruption when text (value, name, file, gtid) is not valid
+// UTF-8, naming the table and column. On error *out may hold a partial envelope: callers
+// cut it back to its old size.
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/value.h"
+#include "pipeline/change.h"
+#include "util/status.h"
+
+namespace sluice {
+
+// Appends the envelope of `change` to *out.
+[[nodiscard]] Status AppendEnvelope(const RowChange& change, int64_t ts_ms, std::string* out);
+
+// Building blocks, exposed for tests and other JSON writers.
+// Appends `s` as a quoted JSON string; false (with *out partly written) if `s` is not valid
+// UTF-8 (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF).
+[[nodiscard]] bool AppendJsonString(std::string_view s, std::string* out);
+// Appends the RFC 4648 base64 of `bytes` (standard alphabet, padded), without quotes.
+void AppendBase64(std::string_view bytes, std::string* out);
+// Appends the JSON form of a value (as in the envelope). kAbsent is written as null here;
+// the envelope never calls this for absent values. False only for invalid UTF-8 text.
+[[nodiscard]] bool AppendJsonValue(const Value& v, std::string* out);
+
+}  // namespace sluice

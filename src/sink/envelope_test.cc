@@ -1,0 +1,212 @@
+#include "sink/envelope.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace sluice {
+namespace {
+
+TableSchemaPtr MakeTable(std::vector<std::string> names) {
+  auto t = std::make_shared<TableSchema>();
+  t->db = "shop";
+  t->table = "items";
+  for (auto& n : names) t->columns.push_back(ColumnDesc{n});
+  t->primary_key = {0};
+  return t;
+}
+
+SourceInfo Source() {
+  SourceInfo s;
+  s.flavor = Flavor::kMariaDB;
+  s.server_id = 7;
+  s.file = "mariadb-bin.000002";
+  s.pos = 1234;
+  s.gtid = "0-7-99";
+  s.timestamp = 1700000000;
+  s.snapshot = false;
+  s.row = 3;
+  return s;
+}
+
+std::string Env(const RowChange& c, int64_t ts = 1700000000123) {
+  std::string out;
+  Status st = AppendEnvelope(c, ts, &out);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return out;
+}
+
+std::string JsonValue(const Value& v) {
+  std::string out;
+  EXPECT_TRUE(AppendJsonValue(v, &out));
+  return out;
+}
+
+const char kSource[] =
+    R"("source":{"connector":"sluice","flavor":"mariadb","server_id":7,"file":"mariadb-bin.000002",)"
+    R"("pos":1234,"gtid":"0-7-99","db":"shop","table":"items","snapshot":false,"ts_ms":1700000000000,"row":3}})";
+
+TEST(EnvelopeTest, EveryValueKind) {
+  RowChange c;
+  c.op = Op::kCreate;
+  c.table = MakeTable({"id", "neg", "big", "f", "d", "txt", "bin", "nul", "gone"});
+  c.after = {Value::Int(1),
+             Value::Int(std::numeric_limits<int64_t>::min()),
+             Value::UInt(std::numeric_limits<uint64_t>::max()),
+             Value::Float(0.1f),
+             Value::Double(0.1 + 0.2),
+             Value::Text("h\xc3\xa9llo \xf0\x9f\x98\x80 \"q\" \\ \n\t\x01\x1f\x7f"),
+             Value::Bytes(std::string("\x00\xff\x10", 3)),
+             Value::Null(),
+             Value::Absent()};
+  c.source = Source();
+  EXPECT_EQ(
+      Env(c),
+      std::string(
+          R"({"before":null,"after":{"id":1,"neg":-9223372036854775808,)"
+          R"("big":18446744073709551615,"f":0.1,"d":0.30000000000000004,)"
+          "\"txt\":\"h\xc3\xa9llo \xf0\x9f\x98\x80 \\\"q\\\" \\\\ \\n\\t\\u0001\\u001f\x7f\","
+          R"("bin":"AP8Q","nul":null},"after_absent":["gone"],"op":"c","ts_ms":1700000000123,)") +
+          kSource);
+}
+
+TEST(EnvelopeTest, UpdateDeleteReadAndSourceVariants) {
+  RowChange u;
+  u.op = Op::kUpdate;
+  u.table = MakeTable({"id", "v"});
+  u.before = {Value::Int(1), Value::Absent()};
+  u.after = {Value::Int(2), Value::Text("x")};
+  u.source = Source();
+  EXPECT_EQ(Env(u),
+            std::string(R"({"before":{"id":1},"before_absent":["v"],"after":{"id":2,"v":"x"},)"
+                        R"("op":"u","ts_ms":1700000000123,)") +
+                kSource);
+
+  RowChange d;
+  d.op = Op::kDelete;
+  d.table = u.table;
+  d.before = {Value::Int(2), Value::Text("x")};
+  d.source = Source();
+  d.source.gtid.clear();
+  d.source.flavor = Flavor::kMySQL;
+  d.source.snapshot = true;
+  EXPECT_EQ(
+      Env(d, 5),
+      R"({"before":{"id":2,"v":"x"},"after":null,"op":"d","ts_ms":5,)"
+      R"("source":{"connector":"sluice","flavor":"mysql","server_id":7,"file":"mariadb-bin.000002",)"
+      R"("pos":1234,"gtid":null,"db":"shop","table":"items","snapshot":true,"ts_ms":1700000000000,"row":3}})");
+
+  RowChange r;
+  r.op = Op::kRead;
+  r.table = u.table;
+  r.after = {Value::Int(3), Value::Text("")};
+  std::string out = Env(r, 0);
+  EXPECT_EQ(out.substr(0, 60), R"({"before":null,"after":{"id":3,"v":""},"op":"r","ts_ms":0,"s)");
+  // Every envelope is valid JSON.
+  for (const std::string& text : {Env(u), Env(d), out}) {
+    EXPECT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded()) << text;
+  }
+}
+
+TEST(EnvelopeTest, Numbers) {
+  EXPECT_EQ(JsonValue(Value::Float(0.1f)), "0.1");
+  EXPECT_EQ(JsonValue(Value::Float(3.4028235e38f)), "3.4028235e+38");
+  EXPECT_EQ(JsonValue(Value::Float(-1.5f)), "-1.5");
+  EXPECT_EQ(JsonValue(Value::Float(1e-7f)), "1e-07");
+  EXPECT_EQ(JsonValue(Value::Double(0.1 + 0.2)), "0.30000000000000004");
+  EXPECT_EQ(JsonValue(Value::Double(1e300)), "1e+300");
+  EXPECT_EQ(JsonValue(Value::Double(-0.0)), "-0");
+  EXPECT_EQ(JsonValue(Value::Double(100)), "100");
+  EXPECT_EQ(JsonValue(Value::Double(std::numeric_limits<double>::quiet_NaN())), "\"NaN\"");
+  EXPECT_EQ(JsonValue(Value::Double(std::numeric_limits<double>::infinity())), "\"Infinity\"");
+  EXPECT_EQ(JsonValue(Value::Float(-std::numeric_limits<float>::infinity())), "\"-Infinity\"");
+  EXPECT_EQ(JsonValue(Value::UInt(std::numeric_limits<uint64_t>::max())), "18446744073709551615");
+  EXPECT_EQ(JsonValue(Value::UInt(0)), "0");
+  EXPECT_EQ(JsonValue(Value::Int(-1)), "-1");
+  // Numbers parse back to the same values.
+  auto j = nlohmann::json::parse("[" + JsonValue(Value::UInt(18446744073709551615ull)) + "," +
+                                 JsonValue(Value::Double(0.1 + 0.2)) + "]");
+  EXPECT_EQ(j[0].get<uint64_t>(), 18446744073709551615ull);
+  EXPECT_EQ(j[1].get<double>(), 0.1 + 0.2);
+}
+
+TEST(EnvelopeTest, Base64) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"", ""},
+      {"f", "Zg=="},
+      {"fo", "Zm8="},
+      {"foo", "Zm9v"},
+      {"foob", "Zm9vYg=="},
+      {"fooba", "Zm9vYmE="},
+      {"foobar", "Zm9vYmFy"},
+      {std::string("\xfb\xff\xbf", 3), "+/+/"},
+  };
+  for (const auto& [in, want] : cases) {
+    std::string out;
+    AppendBase64(in, &out);
+    EXPECT_EQ(out, want) << in;
+  }
+  std::string all;
+  for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
+  std::string out;
+  AppendBase64(all, &out);
+  EXPECT_EQ(out.size(), 344u);
+  EXPECT_EQ(out.substr(0, 12), "AAECAwQFBgcI");
+  EXPECT_EQ(out.substr(out.size() - 8), "/P3+/w==");
+  EXPECT_EQ(JsonValue(Value::Bytes("")), "\"\"");
+}
+
+TEST(EnvelopeTest, StringEscapes) {
+  std::string out;
+  ASSERT_TRUE(AppendJsonString(std::string("a\0b", 3), &out));
+  EXPECT_EQ(out, "\"a\\u0000b\"");
+  out.clear();
+  ASSERT_TRUE(AppendJsonString("\b\f\r/\xe2\x80\xa8", &out));  // U+2028 passes through
+  EXPECT_EQ(out, "\"\\b\\f\\r/\xe2\x80\xa8\"");
+  // Invalid UTF-8: lone continuation, truncated sequence, overlong, surrogate, > U+10FFFF.
+  for (const char* bad : {"\x80", "ab\xc3", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",
+                          "\xf4\x90\x80\x80", "\xf8\x88\x80\x80\x80", "\xe2\x28\xa1"}) {
+    out.clear();
+    EXPECT_FALSE(AppendJsonString(bad, &out)) << bad;
+  }
+  // Edge valid: U+07FF, U+FFFF, U+10FFFF, U+0080.
+  out.clear();
+  EXPECT_TRUE(AppendJsonString("\xdf\xbf\xef\xbf\xbf\xf4\x8f\xbf\xbf\xc2\x80", &out));
+}
+
+TEST(EnvelopeTest, Errors) {
+  RowChange c;
+  c.op = Op::kCreate;
+  std::string out;
+  EXPECT_EQ(AppendEnvelope(c, 0, &out).code(), StatusCode::kInvalidArgument);  // no table
+
+  c.table = MakeTable({"id", "v"});
+  c.after = {Value::Int(1)};
+  out.clear();
+  Status st = AppendEnvelope(c, 0, &out);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("shop.items"), std::string::npos) << st.ToString();
+
+  c.after = {Value::Int(1), Value::Text("ok")};
+  c.before = {Value::Int(1), Value::Text("ok")};  // insert with a before image
+  out.clear();
+  EXPECT_EQ(AppendEnvelope(c, 0, &out).code(), StatusCode::kInvalidArgument);
+
+  c.op = Op::kDelete;  // delete without a before image
+  c.before.clear();
+  out.clear();
+  EXPECT_EQ(AppendEnvelope(c, 0, &out).code(), StatusCode::kInvalidArgument);
+
+  c.op = Op::kCreate;
+  c.after = {Value::Int(1), Value::Text("bad \xff")};
+  out.clear();
+  st = AppendEnvelope(c, 0, &out);
+  EXPECT_EQ(st.code(), StatusCode::kCorruption);
+  EXPECT_NE(st.message().find("column v"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("shop.items"), std::string::npos) << st.ToString();
+}
+
+}  // namespace
+}  // namespace sluice

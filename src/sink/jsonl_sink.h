@@ -1,0 +1,82 @@
+// JsonlSink: change events as JSON lines (one envelope per line, see envelope.h) to a file
+// or to stdout.
+//
+// File mode (path != "-"): exactly-once. The state file (default "<path>.checkpoint")
+// holds the last checkpoint together with the byte length of the output at that moment,
+// and is replaced atomically (checkpoint_file.h) only after the output is fsynced. Open()
+// truncates an output file that is longer than the recorded length (a crash after a write,
+// before its checkpoint), so a restart from the checkpoint re-emits exactly the missing
+// transactions. A new sink records the output's current length before writing anything,
+// so existing content is kept and only sluice's own unconfirmed lines are ever cut.
+// An output shorter than the recorded length is kDataLoss (someone truncated or replaced it).
+//
+// Stdout mode (path == "-"): at-least-once. Lines are written to file descriptor 1 and the
+// checkpoint is saved after each write to `checkpoint_path`, which must be given; a crash
+// between the two makes a restart emit the last transaction(s) again. The process should
+// ignore SIGPIPE so that a closed reader gives an error instead of killing it.
+//
+// Durability policy: with sync_every_txn (default) every Apply()/SaveCheckpoint() writes,
+// fsyncs (file mode) and saves the checkpoint before returning. Without it, lines are
+// buffered (written out past 1 MiB) and the checkpoint is saved only by Flush()/Close();
+// the guarantee is unchanged, only more may be re-emitted after a crash.
+// An Apply() with an empty txn.checkpoint writes its lines but leaves the stored checkpoint
+// as it was. After a write error the sink refuses further calls with that error.
+//
+// State file format (a JSON object; keys written in sorted order): {"checkpoint":
+// "<checkpoint text>"|null,"format":"sluice-jsonl-state","output_bytes":N|null,"version":1}
+// (output_bytes is null in stdout mode). Another version is kFailedPrecondition.
+// Ownership/thread safety: one thread at a time; the destructor flushes (ignoring errors).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "sink/sink.h"
+
+namespace sluice {
+
+struct JsonlSinkOptions {
+  std::string path;             // output file, or "-" for stdout
+  std::string checkpoint_path;  // default "<path>.checkpoint"; required when path == "-"
+  bool sync_every_txn = true;
+  // Clock for the envelope's ts_ms (ms since the epoch); default: the system clock.
+  std::function<int64_t()> now_ms;
+};
+
+class JsonlSink : public Sink {
+ public:
+  // Errors: kInvalidArgument (empty path, stdout without checkpoint_path), kUnavailable
+  // (I/O), kCorruption (unreadable state file), kDataLoss (output shorter than recorded).
+  [[nodiscard]] static Result<std::unique_ptr<JsonlSink>> Open(JsonlSinkOptions options);
+  ~JsonlSink() override;
+
+  Result<std::optional<std::string>> LoadCheckpoint() override;
+  Status PrepareTable(const TableSchema& table) override;  // nothing to do
+  Status Apply(const Transaction& txn) override;
+  Status SaveCheckpoint(const std::string& checkpoint) override;
+  Status Flush() override;
+  // Flushes and closes the output; later calls fail.
+  [[nodiscard]] Status Close();
+
+  const std::string& checkpoint_path() const { return state_path_; }
+
+ private:
+  explicit JsonlSink(JsonlSinkOptions options);
+  Status WriteBuffer();
+  Status WriteState();
+
+  JsonlSinkOptions options_;
+  bool to_stdout_ = false;
+  std::string state_path_;
+  int fd_ = -1;
+  uint64_t output_bytes_ = 0;           // bytes of the output written (and, if synced, durable)
+  std::optional<std::string> stored_;   // checkpoint text in the state file
+  std::optional<std::string> pending_;  // checkpoint to store at the next flush
+  std::string buffer_;                  // lines not yet written
+  Status broken_;                       // first I/O error; every later call returns it
+};
+
+}  // namespace sluice

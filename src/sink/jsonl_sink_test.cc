@@ -1,0 +1,234 @@
+#include "sink/jsonl_sink.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "checkpoint/checkpoint_file.h"
+#include "sink/envelope.h"
+
+namespace sluice {
+namespace {
+
+TableSchemaPtr Items() {
+  auto t = std::make_shared<TableSchema>();
+  t->db = "shop";
+  t->table = "items";
+  t->columns = {ColumnDesc{"id"}, ColumnDesc{"name"}};
+  t->primary_key = {0};
+  return t;
+}
+
+RowChange Insert(int64_t id, std::string name) {
+  RowChange c;
+  c.op = Op::kCreate;
+  c.table = Items();
+  c.after = {Value::Int(id), Value::Text(std::move(name))};
+  c.source.flavor = Flavor::kMariaDB;
+  c.source.file = "mariadb-bin.000001";
+  c.source.pos = 100 + static_cast<uint64_t>(id);
+  return c;
+}
+
+Transaction Txn(std::vector<RowChange> changes, std::string cp) {
+  Transaction t;
+  t.changes = std::move(changes);
+  t.checkpoint = std::move(cp);
+  return t;
+}
+
+std::string Line(const RowChange& c) {
+  std::string out;
+  EXPECT_TRUE(AppendEnvelope(c, 42, &out).ok());
+  return out + "\n";
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void Append(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out << bytes;
+}
+
+class JsonlSinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sluice-jsonl-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/out.jsonl";
+  }
+  void TearDown() override { (void)std::system(("rm -rf " + dir_).c_str()); }
+
+  std::unique_ptr<JsonlSink> OpenSink(bool sync = true, std::string path = "") {
+    JsonlSinkOptions o;
+    o.path = path.empty() ? path_ : path;
+    o.sync_every_txn = sync;
+    o.now_ms = [] { return int64_t{42}; };
+    if (o.path == "-") o.checkpoint_path = dir_ + "/stdout.checkpoint";
+    Result<std::unique_ptr<JsonlSink>> s = JsonlSink::Open(std::move(o));
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  std::optional<std::string> Checkpoint(JsonlSink& s) {
+    Result<std::optional<std::string>> r = s.LoadCheckpoint();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : std::nullopt;
+  }
+
+  std::string dir_, path_;
+};
+
+TEST_F(JsonlSinkTest, WritesOneLinePerChangeAndCheckpoints) {
+  auto s = OpenSink();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->checkpoint_path(), path_ + ".checkpoint");
+  EXPECT_EQ(Checkpoint(*s), std::nullopt);
+  ASSERT_TRUE(s->PrepareTable(*Items()).ok());
+  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a"), Insert(2, "b")}, "cp1")).ok());
+  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")) + Line(Insert(2, "b")));
+  ASSERT_TRUE(s->Apply(Txn({Insert(3, "c\nd")}, "cp2")).ok());
+  EXPECT_EQ(Checkpoint(*s), "cp2");
+  const std::string want = Line(Insert(1, "a")) + Line(Insert(2, "b")) + Line(Insert(3, "c\nd"));
+  EXPECT_EQ(ReadAll(path_), want);
+  ASSERT_TRUE(s->Close().ok());
+
+  s = OpenSink();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Checkpoint(*s), "cp2");
+  ASSERT_TRUE(s->Apply(Txn({Insert(4, "e")}, "cp3")).ok());
+  EXPECT_EQ(ReadAll(path_), want + Line(Insert(4, "e")));
+}
+
+TEST_F(JsonlSinkTest, TruncatesUnconfirmedOutputOnReopen) {
+  auto s = OpenSink();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
+  s.reset();
+  const std::string good = ReadAll(path_);
+  // A crash after writing the next transaction but before its checkpoint.
+  Append(path_, Line(Insert(2, "b")) + "{\"partial");
+  s = OpenSink();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ReadAll(path_), good);
+  EXPECT_EQ(Checkpoint(*s), "cp1");
+  ASSERT_TRUE(s->Apply(Txn({Insert(2, "b")}, "cp2")).ok());
+  EXPECT_EQ(ReadAll(path_), good + Line(Insert(2, "b")));
+}
+
+TEST_F(JsonlSinkTest, KeepsExistingContentAndCutsBackBeforeFirstCheckpoint) {
+  Append(path_, "earlier run\n");
+  auto s = OpenSink();
+  ASSERT_TRUE(s);
+  s.reset();
+  Append(path_, Line(Insert(1, "a")));  // written, then killed before any checkpoint
+  s = OpenSink();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ReadAll(path_), "earlier run\n");
+  EXPECT_EQ(Checkpoint(*s), std::nullopt);
+}
+
+TEST_F(JsonlSinkTest, ShorterOutputIsDataLoss) {
+  auto s = OpenSink();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
+  s.reset();
+  ASSERT_EQ(truncate(path_.c_str(), 3), 0);
+  JsonlSinkOptions o;
+  o.path = path_;
+  Result<std::unique_ptr<JsonlSink>> r = JsonlSink::Open(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+}
+
+TEST_F(JsonlSinkTest, CorruptStateFile) {
+  ASSERT_TRUE(WriteFileAtomic(path_ + ".checkpoint", "{nonsense").ok());
+  JsonlSinkOptions o;
+  o.path = path_;
+  Result<std::unique_ptr<JsonlSink>> r = JsonlSink::Open(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+}
+
+TEST_F(JsonlSinkTest, FailedApplyWritesNothing) {
+  auto s = OpenSink();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
+  RowChange bad = Insert(2, "b");
+  bad.after.pop_back();  // value count does not match the table
+  Status st = s->Apply(Txn({Insert(3, "c"), bad}, "cp2"));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")));
+  EXPECT_EQ(Checkpoint(*s), "cp1");
+  ASSERT_TRUE(s->Apply(Txn({Insert(4, "d")}, "cp3")).ok());  // the sink still works
+  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")) + Line(Insert(4, "d")));
+}
+
+TEST_F(JsonlSinkTest, EmptyCheckpointLeavesStoredOne) {
+  auto s = OpenSink();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
+  ASSERT_TRUE(s->Apply(Txn({Insert(2, "b")}, "")).ok());
+  EXPECT_EQ(Checkpoint(*s), "cp1");
+  s.reset();
+  // The unconfirmed line goes on reopen: a restart from cp1 emits it again.
+  s = OpenSink();
+  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")));
+}
+
+TEST_F(JsonlSinkTest, BatchedModeSavesCheckpointOnFlush) {
+  auto s = OpenSink(/*sync=*/false);
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
+  ASSERT_TRUE(s->Apply(Txn({Insert(2, "b")}, "cp2")).ok());
+  EXPECT_EQ(ReadAll(path_), "");  // still buffered
+  Result<std::optional<std::string>> stored = ReadSmallFile(path_ + ".checkpoint");
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->find("cp"), std::string::npos) << **stored;
+  ASSERT_TRUE(s->Flush().ok());
+  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")) + Line(Insert(2, "b")));
+  stored = ReadSmallFile(path_ + ".checkpoint");
+  EXPECT_NE((*stored)->find("\"cp2\""), std::string::npos) << **stored;
+  ASSERT_TRUE(s->SaveCheckpoint("cp3").ok());
+  ASSERT_TRUE(s->Close().ok());
+  s = OpenSink(false);
+  EXPECT_EQ(Checkpoint(*s), "cp3");
+}
+
+TEST_F(JsonlSinkTest, StdoutNeedsCheckpointPath) {
+  JsonlSinkOptions o;
+  o.path = "-";
+  Result<std::unique_ptr<JsonlSink>> r = JsonlSink::Open(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  o.path = "";
+  EXPECT_EQ(JsonlSink::Open(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(JsonlSinkTest, Stdout) {
+  testing::internal::CaptureStdout();
+  auto s = OpenSink(true, "-");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->checkpoint_path(), dir_ + "/stdout.checkpoint");
+  Status st = s->Apply(Txn({Insert(1, "a"), Insert(2, "b")}, "cp1"));
+  std::string out = testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(out, Line(Insert(1, "a")) + Line(Insert(2, "b")));
+  s.reset();
+  s = OpenSink(true, "-");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Checkpoint(*s), "cp1");
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,715 @@
+// SqliteSink implementation. SQL written here (identifiers quoted with SqliteQuote):
+//   upsert   INSERT INTO t(<present cols>) VALUES(?...)
+//              ON CONFLICT(<pk>) DO UPDATE SET c=excluded.c... | DO NOTHING   (PK tables)
+//   update   UPDATE t SET c=?... WHERE pk1=? AND ...
+//   delete   DELETE FROM t WHERE pk1=? AND ...
+//   no PK    UPDATE t SET c=?... WHERE rowid=(SELECT rowid FROM t WHERE c IS ? AND ... LIMIT 1)
+//            DELETE FROM t WHERE rowid=(SELECT rowid FROM t WHERE c IS ? AND ... LIMIT 1)
+// Statements are prepared once per (table, kind, present-column mask) and cached.
+#include "sink/sqlite_sink.h"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace sluice {
+
+namespace {
+
+// Statement cache key kinds (first byte of the key).
+constexpr char kUpsert = 'I';
+constexpr char kUpdateByKey = 'U';
+constexpr char kDeleteByKey = 'D';
+constexpr char kUpdateFirstMatch = 'u';
+constexpr char kDeleteFirstMatch = 'd';
+
+StatusCode CodeFor(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_PROTOCOL:
+      return StatusCode::kUnavailable;
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+    case SQLITE_TOOBIG:
+    case SQLITE_RANGE:
+      return StatusCode::kInvalidArgument;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return StatusCode::kCorruption;
+    default:
+      return StatusCode::kInternal;
+  }
+}
+
+Status MakeStatus(StatusCode code, std::string msg) {
+  switch (code) {
+    case StatusCode::kUnavailable:
+      return Status::Unavailable(std::move(msg));
+    case StatusCode::kInvalidArgument:
+      return Status::InvalidArgument(std::move(msg));
+    case StatusCode::kCorruption:
+      return Status::Corruption(std::move(msg));
+    default:
+      return Status::Internal(std::move(msg));
+  }
+}
+
+bool IsIn(const std::string& s, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (s == n) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string SqliteTableName(const TableSchema& table) { return table.db + "." + table.table; }
+
+std::string SqliteQuote(std::string_view name) {
+  std::string out;
+  out.reserve(name.size() + 2);
+  out.push_back('"');
+  for (char c : name) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string SqliteColumnType(const ColumnDesc& c) {
+  const std::string& t = c.data_type;
+  if (IsIn(t, {"tinyint", "smallint", "mediumint", "int", "integer", "year"})) return "INTEGER";
+  if (t == "bigint") return c.is_unsigned ? "" : "INTEGER";
+  if (t == "bit") return c.numeric_precision >= 1 && c.numeric_precision <= 63 ? "INTEGER" : "";
+  if (IsIn(t, {"float", "double", "real", "double precision"})) return "REAL";
+  if (IsIn(t, {"decimal", "numeric", "date", "time", "datetime", "timestamp", "char", "varchar",
+               "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json", "uuid", "inet4",
+               "inet6"})) {
+    return "TEXT";
+  }
+  if (IsIn(t, {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry",
+               "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+               "geometrycollection", "geomcollection"})) {
+    return "BLOB";
+  }
+  return "";  // unknown: no affinity, so whatever is bound is stored unchanged
+}
+
+struct SqliteSink::Table {
+  TableSchemaPtr schema;
+  std::string name;    // SQLite table name
+  std::string quoted;  // SqliteQuote(name)
+  std::vector<std::string> qcols;
+  std::vector<char> affinity;  // 'I' INTEGER, 'R' REAL, 'T' TEXT, 'B' BLOB/none
+  std::vector<bool> is_pk;
+  std::string rowid;  // name of the rowid for tables without a PK
+  std::unordered_map<std::string, sqlite3_stmt*> stmts;
+
+  const std::string& column(size_t i) const { return schema->columns[i].name; }
+};
+
+SqliteSink::SqliteSink(SqliteSinkOptions options) : options_(std::move(options)) {}
+
+SqliteSink::~SqliteSink() {
+  for (auto& [sql, s] : prepared_) sqlite3_finalize(s);
+  if (db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+Status SqliteSink::SqlError(std::string_view what, int rc) const {
+  const char* msg = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  return MakeStatus(CodeFor(rc),
+                    fmt::format("sqlite {}: {}: {} ({})", options_.path, what, msg, rc));
+}
+
+Status SqliteSink::Exec(const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (rc == SQLITE_OK) return Status::Ok();
+  std::string msg = err != nullptr ? err : sqlite3_errstr(rc);
+  sqlite3_free(err);
+  return MakeStatus(CodeFor(rc), fmt::format("sqlite {}: {}: {}", options_.path, sql, msg));
+}
+
+Result<sqlite3_stmt*> SqliteSink::Prepare(const std::string& sql) {
+  auto it = prepared_.find(sql);
+  if (it != prepared_.end()) return it->second;
+  sqlite3_stmt* s = nullptr;
+  int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                              SQLITE_PREPARE_PERSISTENT, &s, nullptr);
+  if (rc != SQLITE_OK) return SqlError("prepare " + sql, rc);
+  prepared_.emplace(sql, s);
+  return s;
+}
+
+Result<std::unique_ptr<SqliteSink>> SqliteSink::Open(SqliteSinkOptions options) {
+  if (options.path.empty()) return Status::InvalidArgument("sqlite sink: database path is empty");
+  std::unique_ptr<SqliteSink> sink(new SqliteSink(std::move(options)));
+  const std::string& path = sink->options_.path;
+  int rc =
+      sqlite3_open_v2(path.c_str(), &sink->db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) return sink->SqlError("open", rc);
+  sqlite3_extended_result_codes(sink->db_, 1);
+  sqlite3_busy_timeout(sink->db_, sink->options_.busy_timeout_ms);
+
+  // journal_mode answers with the mode in force; anything but WAL means no WAL here.
+  {
+    ASSIGN_OR_RETURN(sqlite3_stmt * s, sink->Prepare("PRAGMA journal_mode=WAL"));
+    rc = sqlite3_step(s);
+    std::string mode = rc == SQLITE_ROW && sqlite3_column_text(s, 0) != nullptr
+                           ? reinterpret_cast<const char*>(sqlite3_column_text(s, 0))
+                           : "";
+    if (rc != SQLITE_ROW) return sink->SqlError("PRAGMA journal_mode=WAL", rc);
+    sqlite3_reset(s);
+    if (mode != "wal" && !(path == ":memory:" && mode == "memory")) {
+      return Status::FailedPrecondition(
+          fmt::format("sqlite {}: cannot switch to WAL journal mode (got \"{}\")", path, mode));
+    }
+  }
+  RETURN_IF_ERROR(sink->Exec(sink->options_.synchronous_full ? "PRAGMA synchronous=FULL"
+                                                             : "PRAGMA synchronous=NORMAL"));
+  RETURN_IF_ERROR(
+      sink->Exec("CREATE TABLE IF NOT EXISTS _sluice_checkpoint("
+                 "id INTEGER PRIMARY KEY CHECK(id = 1), state TEXT NOT NULL);"
+                 "CREATE TABLE IF NOT EXISTS _sluice_tables("
+                 "name TEXT PRIMARY KEY COLLATE NOCASE, source_db TEXT NOT NULL, "
+                 "source_table TEXT NOT NULL, columns TEXT NOT NULL);"));
+  ASSIGN_OR_RETURN(sink->begin_, sink->Prepare("BEGIN IMMEDIATE"));
+  ASSIGN_OR_RETURN(sink->commit_, sink->Prepare("COMMIT"));
+  ASSIGN_OR_RETURN(sink->rollback_, sink->Prepare("ROLLBACK"));
+  ASSIGN_OR_RETURN(sink->save_checkpoint_,
+                   sink->Prepare("INSERT INTO _sluice_checkpoint(id, state) VALUES(1, ?) "
+                                 "ON CONFLICT(id) DO UPDATE SET state = excluded.state"));
+  return sink;
+}
+
+Status SqliteSink::Run(Table* t, sqlite3_stmt* s, int* changes) {
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+  }
+  Status st;
+  if (rc != SQLITE_DONE) {
+    st = SqlError(t != nullptr ? "table " + t->name : std::string(sqlite3_sql(s)), rc);
+  }
+  sqlite3_reset(s);
+  if (changes != nullptr) *changes = sqlite3_changes(db_);
+  return st;
+}
+
+Status SqliteSink::BeginImmediate() { return Run(nullptr, begin_); }
+
+void SqliteSink::Rollback() {
+  if (sqlite3_get_autocommit(db_) == 0) (void)Run(nullptr, rollback_);
+}
+
+Result<std::optional<std::string>> SqliteSink::LoadCheckpoint() {
+  ASSIGN_OR_RETURN(sqlite3_stmt * s, Prepare("SELECT state FROM _sluice_checkpoint WHERE id = 1"));
+  int rc = sqlite3_step(s);
+  std::optional<std::string> out;
+  if (rc == SQLITE_ROW) {
+    const unsigned char* text = sqlite3_column_text(s, 0);
+    if (text != nullptr) {
+      out.emplace(reinterpret_cast<const char*>(text),
+                  static_cast<size_t>(sqlite3_column_bytes(s, 0)));
+    }
+  }
+  Status st =
+      rc == SQLITE_ROW || rc == SQLITE_DONE ? Status::Ok() : SqlError("load checkpoint", rc);
+  sqlite3_reset(s);
+  RETURN_IF_ERROR(st);
+  return out;
+}
+
+Status SqliteSink::WriteCheckpoint(const std::string& checkpoint) {
+  int rc = sqlite3_bind_text64(save_checkpoint_, 1, checkpoint.data(), checkpoint.size(),
+                               SQLITE_STATIC, SQLITE_UTF8);
+  if (rc != SQLITE_OK) return SqlError("bind checkpoint", rc);
+  return Run(nullptr, save_checkpoint_);
+}
+
+Status SqliteSink::SaveCheckpoint(const std::string& checkpoint) {
+  return WriteCheckpoint(checkpoint);  // one statement: its own atomic transaction
+}
+
+Status SqliteSink::Flush() { return Status::Ok(); }
+
+Status SqliteSink::PrepareTable(const TableSchema& schema) {
+  const std::string name = SqliteTableName(schema);
+  if (schema.columns.empty()) {
+    return Status::InvalidArgument(fmt::format("table {}: no columns", name));
+  }
+  for (size_t k : schema.primary_key) {
+    if (k >= schema.columns.size()) {
+      return Status::InvalidArgument(
+          fmt::format("table {}: primary key index {} out of range", name, k));
+    }
+  }
+  auto existing = tables_.find(name);
+  if (existing != tables_.end()) {
+    const TableSchema& old = *existing->second->schema;
+    bool same = old.db == schema.db && old.table == schema.table &&
+                old.columns.size() == schema.columns.size() &&
+                old.primary_key == schema.primary_key;
+    for (size_t i = 0; same && i < old.columns.size(); ++i) {
+      same = old.columns[i].name == schema.columns[i].name &&
+             SqliteColumnType(old.columns[i]) == SqliteColumnType(schema.columns[i]);
+    }
+    if (!same) {
+      return Status::FailedPrecondition(fmt::format(
+          "table {}: its definition changed while sluice was running (DDL is not followed yet)",
+          name));
+    }
+    return Status::Ok();
+  }
+
+  auto t = std::make_unique<Table>();
+  t->schema = std::make_shared<const TableSchema>(schema);
+  t->name = name;
+  t->quoted = SqliteQuote(name);
+  t->is_pk.assign(schema.columns.size(), false);
+  for (size_t k : schema.primary_key) t->is_pk[k] = true;
+  nlohmann::json cols = nlohmann::json::array();
+  std::string sql = "CREATE TABLE IF NOT EXISTS " + t->quoted + " (";
+  for (size_t i = 0; i < schema.columns.size(); ++i) {
+    const ColumnDesc& c = schema.columns[i];
+    const std::string type = SqliteColumnType(c);
+    t->qcols.push_back(SqliteQuote(c.name));
+    t->affinity.push_back(type == "INTEGER" ? 'I'
+                          : type == "REAL"  ? 'R'
+                          : type == "TEXT"  ? 'T'
+                                            : 'B');
+    if (i > 0) sql += ", ";
+    sql += t->qcols.back();
+    if (!type.empty()) sql += " " + type;
+    cols.push_back({{"name", c.name}, {"column_type", c.column_type}, {"sqlite_type", type}});
+  }
+  if (schema.has_primary_key()) {
+    sql += ", PRIMARY KEY (";
+    for (size_t j = 0; j < schema.primary_key.size(); ++j) {
+      if (j > 0) sql += ", ";
+      sql += t->qcols[schema.primary_key[j]];
+    }
+    sql += ")";
+  } else {
+    for (const char* alias : {"rowid", "_rowid_", "oid"}) {
+      if (schema.ColumnIndex(alias) < 0) {
+        t->rowid = alias;
+        break;
+      }
+    }
+    if (t->rowid.empty()) {
+      return Status::NotSupported(fmt::format(
+          "table {}: has no primary key and columns named rowid, _rowid_ and oid", name));
+    }
+  }
+  sql += ")";
+
+  RETURN_IF_ERROR(BeginImmediate());
+  Status st = [&]() -> Status {
+    // A different source table already using this SQLite name?
+    {
+      ASSIGN_OR_RETURN(
+          sqlite3_stmt * s,
+          Prepare("SELECT source_db, source_table FROM _sluice_tables WHERE name = ?"));
+      sqlite3_bind_text64(s, 1, name.data(), name.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      int rc = sqlite3_step(s);
+      std::string db, tbl;
+      if (rc == SQLITE_ROW) {
+        db = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+        tbl = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
+      }
+      sqlite3_reset(s);
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqlError("read _sluice_tables", rc);
+      if (rc == SQLITE_ROW && (db != schema.db || tbl != schema.table)) {
+        return Status::FailedPrecondition(
+            fmt::format("source tables `{}`.`{}` and `{}`.`{}` both map to the SQLite table \"{}\"",
+                        db, tbl, schema.db, schema.table, name));
+      }
+    }
+    RETURN_IF_ERROR(Exec(sql));
+    // The table may have existed: its columns must be the ones the schema describes.
+    {
+      ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                       Prepare("SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid"));
+      sqlite3_bind_text64(s, 1, name.data(), name.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      size_t i = 0;
+      int rc;
+      Status mismatch;
+      while ((rc = sqlite3_step(s)) == SQLITE_ROW && mismatch.ok()) {
+        const char* cname = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+        const char* ctype = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
+        const int pk = sqlite3_column_int(s, 2);
+        if (i >= schema.columns.size()) {
+          mismatch = Status::FailedPrecondition(
+              fmt::format("table {}: SQLite table has extra column {}", name, cname ? cname : ""));
+          break;
+        }
+        int want_pk = 0;
+        for (size_t j = 0; j < schema.primary_key.size(); ++j)
+          if (schema.primary_key[j] == i) want_pk = static_cast<int>(j) + 1;
+        const ColumnDesc& c = schema.columns[i];
+        if ((cname ? cname : "") != c.name || (ctype ? ctype : "") != SqliteColumnType(c) ||
+            pk != want_pk) {
+          mismatch = Status::FailedPrecondition(fmt::format(
+              "table {}: existing SQLite column {} ({} {}, pk {}) does not match source column "
+              "{} ({}, pk {})",
+              name, i + 1, cname ? cname : "", ctype ? ctype : "", pk, c.name, SqliteColumnType(c),
+              want_pk));
+        }
+        ++i;
+      }
+      sqlite3_reset(s);
+      RETURN_IF_ERROR(mismatch);
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqlError("read table_info of " + name, rc);
+      if (i != schema.columns.size()) {
+        return Status::FailedPrecondition(
+            fmt::format("table {}: SQLite table has {} columns, source has {}", name, i,
+                        schema.columns.size()));
+      }
+    }
+    {
+      ASSIGN_OR_RETURN(
+          sqlite3_stmt * s,
+          Prepare("INSERT OR REPLACE INTO _sluice_tables(name, source_db, source_table, columns) "
+                  "VALUES(?, ?, ?, ?)"));
+      const std::string cols_text =
+          cols.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      sqlite3_bind_text64(s, 1, name.data(), name.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      sqlite3_bind_text64(s, 2, schema.db.data(), schema.db.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      sqlite3_bind_text64(s, 3, schema.table.data(), schema.table.size(), SQLITE_TRANSIENT,
+                          SQLITE_UTF8);
+      sqlite3_bind_text64(s, 4, cols_text.data(), cols_text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      RETURN_IF_ERROR(Run(t.get(), s));
+    }
+    return Run(nullptr, commit_);
+  }();
+  if (!st.ok()) {
+    Rollback();
+    return st;
+  }
+  tables_.emplace(name, std::move(t));
+  return Status::Ok();
+}
+
+Result<SqliteSink::Table*> SqliteSink::TableFor(const TableSchemaPtr& schema) {
+  if (schema == nullptr) return Status::InvalidArgument("row change without a table schema");
+  auto it = by_schema_.find(schema.get());
+  if (it != by_schema_.end()) return it->second.second;
+  RETURN_IF_ERROR(PrepareTable(*schema));  // creates it, or checks it matches
+  Table* t = tables_.at(SqliteTableName(*schema)).get();
+  by_schema_.emplace(schema.get(), std::make_pair(schema, t));
+  return t;
+}
+
+Result<sqlite3_stmt*> SqliteSink::CachedStatement(Table& t, const std::string& key) {
+  auto it = t.stmts.find(key);
+  if (it != t.stmts.end()) return it->second;
+  const size_t n = t.qcols.size();
+  const char kind = key[0];
+  // Columns whose mask byte (at key[offset + i]) is '1'.
+  const auto cols_in = [&](size_t offset) {
+    std::vector<size_t> v;
+    for (size_t i = 0; i < n; ++i)
+      if (key[offset + i] == '1') v.push_back(i);
+    return v;
+  };
+  const auto pk_where = [&]() {
+    std::string w;
+    for (size_t j = 0; j < t.schema->primary_key.size(); ++j) {
+      w += j == 0 ? " WHERE " : " AND ";
+      w += t.qcols[t.schema->primary_key[j]] + " = ?";
+    }
+    return w;
+  };
+  const auto set_list = [&](const std::vector<size_t>& cols) {
+    std::string s;
+    for (size_t j = 0; j < cols.size(); ++j) s += (j ? ", " : "") + t.qcols[cols[j]] + " = ?";
+    return s;
+  };
+  const auto first_match = [&](size_t offset) {
+    std::string s = " WHERE " + t.rowid + " = (SELECT " + t.rowid + " FROM " + t.quoted;
+    std::vector<size_t> cols = cols_in(offset);
+    for (size_t j = 0; j < cols.size(); ++j)
+      s += (j ? " AND " : " WHERE ") + t.qcols[cols[j]] + " IS ?";
+    return s + " ORDER BY " + t.rowid + " LIMIT 1)";
+  };
+  std::string sql;
+  switch (kind) {
+    case kUpsert: {
+      std::vector<size_t> cols = cols_in(1);
+      if (cols.empty()) {
+        sql = "INSERT INTO " + t.quoted + " DEFAULT VALUES";
+        break;
+      }
+      sql = "INSERT INTO " + t.quoted + " (";
+      std::string values;
+      for (size_t j = 0; j < cols.size(); ++j) {
+        sql += (j ? ", " : "") + t.qcols[cols[j]];
+        values += j ? ", ?" : "?";
+      }
+      sql += ") VALUES (" + values + ")";
+      if (t.schema->has_primary_key()) {
+        sql += " ON CONFLICT (";
+        for (size_t j = 0; j < t.schema->primary_key.size(); ++j)
+          sql += (j ? ", " : "") + t.qcols[t.schema->primary_key[j]];
+        sql += ") DO ";
+        std::string set;
+        for (size_t c : cols) {
+          if (t.is_pk[c]) continue;
+          set += (set.empty() ? "" : ", ") + t.qcols[c] + " = excluded." + t.qcols[c];
+        }
+        sql += set.empty() ? "NOTHING" : "UPDATE SET " + set;
+      }
+      break;
+    }
+    case kUpdateByKey:
+      sql = "UPDATE " + t.quoted + " SET " + set_list(cols_in(1)) + pk_where();
+      break;
+    case kDeleteByKey:
+      sql = "DELETE FROM " + t.quoted + pk_where();
+      break;
+    case kUpdateFirstMatch:
+      sql = "UPDATE " + t.quoted + " SET " + set_list(cols_in(1)) + first_match(1 + n);
+      break;
+    case kDeleteFirstMatch:
+      sql = "DELETE FROM " + t.quoted + first_match(1);
+      break;
+    default:
+      return Status::Internal(fmt::format("bad statement kind {}", kind));
+  }
+  ASSIGN_OR_RETURN(sqlite3_stmt * s, Prepare(sql));
+  t.stmts.emplace(key, s);
+  return s;
+}
+
+Status SqliteSink::Bind(Table& t, sqlite3_stmt* s, int index, size_t column, const Value& v) {
+  int rc = SQLITE_OK;
+  switch (v.kind) {
+    case Value::Kind::kNull:
+      rc = sqlite3_bind_null(s, index);
+      break;
+    case Value::Kind::kAbsent:
+      return Status::Internal(
+          fmt::format("table {}: column {}: absent value bound", t.name, t.column(column)));
+    case Value::Kind::kInt:
+      rc = sqlite3_bind_int64(s, index, v.i);
+      break;
+    case Value::Kind::kUInt:
+      if (v.u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        rc = sqlite3_bind_int64(s, index, static_cast<int64_t>(v.u));
+      } else if (t.affinity[column] == 'I' || t.affinity[column] == 'R') {
+        return Status::InvalidArgument(
+            fmt::format("table {}: column {}: unsigned value {} does not fit its INTEGER column",
+                        t.name, t.column(column), v.u));
+      } else {
+        const std::string text = std::to_string(v.u);
+        rc = sqlite3_bind_text64(s, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      }
+      break;
+    case Value::Kind::kFloat:
+    case Value::Kind::kDouble:
+      if (std::isnan(v.d)) {
+        // SQLite would store NaN as NULL.
+        return Status::InvalidArgument(
+            fmt::format("table {}: column {}: NaN cannot be stored", t.name, t.column(column)));
+      }
+      rc = sqlite3_bind_double(s, index, v.d);
+      break;
+    case Value::Kind::kText:
+      rc = sqlite3_bind_text64(s, index, v.s.data(), v.s.size(), SQLITE_STATIC, SQLITE_UTF8);
+      break;
+    case Value::Kind::kBytes:
+      rc = sqlite3_bind_blob64(s, index, v.s.data(), v.s.size(), SQLITE_STATIC);
+      break;
+  }
+  if (rc != SQLITE_OK)
+    return SqlError(fmt::format("table {}: column {}: bind", t.name, t.column(column)), rc);
+  return Status::Ok();
+}
+
+Status SqliteSink::ApplyInsert(Table& t, const std::vector<const Value*>& image) {
+  const size_t n = t.qcols.size();
+  key_.assign(1 + n, '0');
+  key_[0] = kUpsert;
+  for (size_t i = 0; i < n; ++i) {
+    const bool present = image[i] != nullptr && !image[i]->is_absent();
+    if (t.is_pk[i] && !present) {
+      return Status::InvalidArgument(fmt::format(
+          "table {}: row to insert has no value for key column {}", t.name, t.column(i)));
+    }
+    if (present) key_[1 + i] = '1';
+  }
+  ASSIGN_OR_RETURN(sqlite3_stmt * s, CachedStatement(t, key_));
+  int index = 1;
+  for (size_t i = 0; i < n; ++i) {
+    if (key_[1 + i] == '1') RETURN_IF_ERROR(Bind(t, s, index++, i, *image[i]));
+  }
+  return Run(&t, s);
+}
+
+Status SqliteSink::ApplyUpdatePk(Table& t, const RowChange& c) {
+  const size_t n = t.qcols.size();
+  const std::vector<size_t>& pk = t.schema->primary_key;
+  bool key_changed = false;
+  for (size_t k : pk) {
+    if (c.before[k].is_absent()) {
+      return Status::InvalidArgument(fmt::format(
+          "table {}: update without before value of key column {}", t.name, t.column(k)));
+    }
+    if (!c.after[k].is_absent() && !(c.after[k] == c.before[k])) key_changed = true;
+  }
+  const auto new_key = [&](size_t k) -> const Value& {
+    return c.after[k].is_absent() ? c.before[k] : c.after[k];
+  };
+  if (key_changed) {
+    // Free the new key (a row there cannot exist in a faithful replica), then move the row.
+    ASSIGN_OR_RETURN(sqlite3_stmt * del, CachedStatement(t, std::string(1, kDeleteByKey)));
+    for (size_t j = 0; j < pk.size(); ++j)
+      RETURN_IF_ERROR(Bind(t, del, static_cast<int>(j) + 1, pk[j], new_key(pk[j])));
+    RETURN_IF_ERROR(Run(&t, del));
+  }
+  key_.assign(1 + n, '0');
+  key_[0] = kUpdateByKey;
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (c.after[i].is_absent() || (t.is_pk[i] && !key_changed)) continue;
+    key_[1 + i] = '1';
+    any = true;
+  }
+  int changes = 0;
+  if (any) {
+    ASSIGN_OR_RETURN(sqlite3_stmt * s, CachedStatement(t, key_));
+    int index = 1;
+    for (size_t i = 0; i < n; ++i)
+      if (key_[1 + i] == '1') RETURN_IF_ERROR(Bind(t, s, index++, i, c.after[i]));
+    for (size_t k : pk) RETURN_IF_ERROR(Bind(t, s, index++, k, c.before[k]));
+    RETURN_IF_ERROR(Run(&t, s, &changes));
+  }
+  if (changes > 0) return Status::Ok();
+  // No row with the old key: insert the after image (upsert semantics).
+  image_.assign(n, nullptr);
+  for (size_t i = 0; i < n; ++i) image_[i] = t.is_pk[i] ? &new_key(i) : &c.after[i];
+  return ApplyInsert(t, image_);
+}
+
+Status SqliteSink::ApplyUpdateNoPk(Table& t, const RowChange& c) {
+  const size_t n = t.qcols.size();
+  key_.assign(1 + 2 * n, '0');
+  key_[0] = kUpdateFirstMatch;
+  bool any_set = false, any_where = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!c.after[i].is_absent()) key_[1 + i] = '1', any_set = true;
+    if (!c.before[i].is_absent()) key_[1 + n + i] = '1', any_where = true;
+  }
+  if (!any_where) {
+    return Status::InvalidArgument(
+        fmt::format("table {}: update with an empty before image", t.name));
+  }
+  if (!any_set) return Status::Ok();
+  ASSIGN_OR_RETURN(sqlite3_stmt * s, CachedStatement(t, key_));
+  int index = 1;
+  for (size_t i = 0; i < n; ++i)
+    if (key_[1 + i] == '1') RETURN_IF_ERROR(Bind(t, s, index++, i, c.after[i]));
+  for (size_t i = 0; i < n; ++i)
+    if (key_[1 + n + i] == '1') RETURN_IF_ERROR(Bind(t, s, index++, i, c.before[i]));
+  int changes = 0;
+  RETURN_IF_ERROR(Run(&t, s, &changes));
+  if (changes > 0) return Status::Ok();
+  image_.assign(n, nullptr);
+  for (size_t i = 0; i < n; ++i) image_[i] = &c.after[i];
+  return ApplyInsert(t, image_);
+}
+
+Status SqliteSink::ApplyDelete(Table& t, const RowChange& c) {
+  const size_t n = t.qcols.size();
+  if (t.schema->has_primary_key()) {
+    ASSIGN_OR_RETURN(sqlite3_stmt * s, CachedStatement(t, std::string(1, kDeleteByKey)));
+    int index = 1;
+    for (size_t k : t.schema->primary_key) {
+      if (c.before[k].is_absent()) {
+        return Status::InvalidArgument(
+            fmt::format("table {}: delete without value of key column {}", t.name, t.column(k)));
+      }
+      RETURN_IF_ERROR(Bind(t, s, index++, k, c.before[k]));
+    }
+    return Run(&t, s);
+  }
+  key_.assign(1 + n, '0');
+  key_[0] = kDeleteFirstMatch;
+  bool any = false;
+  for (size_t i = 0; i < n; ++i)
+    if (!c.before[i].is_absent()) key_[1 + i] = '1', any = true;
+  if (!any)
+    return Status::InvalidArgument(
+        fmt::format("table {}: delete with an empty before image", t.name));
+  ASSIGN_OR_RETURN(sqlite3_stmt * s, CachedStatement(t, key_));
+  int index = 1;
+  for (size_t i = 0; i < n; ++i)
+    if (key_[1 + i] == '1') RETURN_IF_ERROR(Bind(t, s, index++, i, c.before[i]));
+  return Run(&t, s);
+}
+
+Status SqliteSink::ApplyChange(Table& t, const RowChange& c) {
+  const size_t n = t.qcols.size();
+  const auto check = [&](const Row& row, bool want, const char* which) -> Status {
+    if (!want && row.empty()) return Status::Ok();
+    if (!want) {
+      return Status::InvalidArgument(
+          fmt::format("table {}: op '{}' has a {} image", t.name, static_cast<char>(c.op), which));
+    }
+    if (row.size() != n) {
+      return Status::InvalidArgument(fmt::format(
+          "table {}: {} image has {} values, table has {} columns", t.name, which, row.size(), n));
+    }
+    return Status::Ok();
+  };
+  switch (c.op) {
+    case Op::kCreate:
+    case Op::kRead:
+      RETURN_IF_ERROR(check(c.before, false, "before"));
+      RETURN_IF_ERROR(check(c.after, true, "after"));
+      image_.assign(n, nullptr);
+      for (size_t i = 0; i < n; ++i) image_[i] = &c.after[i];
+      return ApplyInsert(t, image_);
+    case Op::kUpdate:
+      RETURN_IF_ERROR(check(c.before, true, "before"));
+      RETURN_IF_ERROR(check(c.after, true, "after"));
+      return t.schema->has_primary_key() ? ApplyUpdatePk(t, c) : ApplyUpdateNoPk(t, c);
+    case Op::kDelete:
+      RETURN_IF_ERROR(check(c.before, true, "before"));
+      RETURN_IF_ERROR(check(c.after, false, "after"));
+      return ApplyDelete(t, c);
+  }
+  return Status::InvalidArgument(
+      fmt::format("table {}: unknown op code {}", t.name, static_cast<int>(c.op)));
+}
+
+Status SqliteSink::Apply(const Transaction& txn) {
+  if (txn.changes.empty() && txn.checkpoint.empty()) return Status::Ok();
+  // Create missing tables first, each in its own transaction, outside the data transaction.
+  std::vector<Table*> targets;
+  targets.reserve(txn.changes.size());
+  for (const RowChange& c : txn.changes) {
+    ASSIGN_OR_RETURN(Table * t, TableFor(c.table));
+    targets.push_back(t);
+  }
+  RETURN_IF_ERROR(BeginImmediate());
+  Status st;
+  for (size_t i = 0; i < txn.changes.size() && st.ok(); ++i)
+    st = ApplyChange(*targets[i], txn.changes[i]);
+  if (st.ok() && !txn.checkpoint.empty()) st = WriteCheckpoint(txn.checkpoint);
+  if (st.ok()) st = Run(nullptr, commit_);
+  if (!st.ok()) Rollback();
+  return st;
+}
+
+}  // namespace sluice

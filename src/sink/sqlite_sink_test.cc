@@ -1,0 +1,367 @@
+#include "sink/sqlite_sink.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <limits>
+
+namespace sluice {
+namespace {
+
+ColumnDesc Col(std::string name, std::string type, bool is_unsigned = false) {
+  ColumnDesc c;
+  c.name = std::move(name);
+  c.data_type = std::move(type);
+  c.is_unsigned = is_unsigned;
+  return c;
+}
+
+TableSchemaPtr Table(std::string db, std::string table, std::vector<ColumnDesc> cols,
+                     std::vector<size_t> pk) {
+  auto t = std::make_shared<TableSchema>();
+  t->db = std::move(db);
+  t->table = std::move(table);
+  t->columns = std::move(cols);
+  t->primary_key = std::move(pk);
+  return t;
+}
+
+// shop.items(id INT PK, name VARCHAR, price DECIMAL, qty INT)
+TableSchemaPtr Items() {
+  static TableSchemaPtr t = Table(
+      "shop", "items",
+      {Col("id", "int"), Col("name", "varchar"), Col("price", "decimal"), Col("qty", "int")}, {0});
+  return t;
+}
+
+RowChange Change(Op op, TableSchemaPtr t, Row before, Row after) {
+  RowChange c;
+  c.op = op;
+  c.table = std::move(t);
+  c.before = std::move(before);
+  c.after = std::move(after);
+  return c;
+}
+
+Row Item(int64_t id, std::string name, std::string price, int64_t qty) {
+  return {Value::Int(id), Value::Text(std::move(name)), Value::Text(std::move(price)),
+          Value::Int(qty)};
+}
+
+Transaction Txn(std::vector<RowChange> changes, std::string cp) {
+  Transaction t;
+  t.changes = std::move(changes);
+  t.checkpoint = std::move(cp);
+  return t;
+}
+
+class SqliteSinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sluice-sqlite-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/replica.db";
+    sink_ = OpenSink();
+  }
+  void TearDown() override {
+    sink_.reset();
+    (void)std::system(("rm -rf " + dir_).c_str());
+  }
+
+  std::unique_ptr<SqliteSink> OpenSink() {
+    SqliteSinkOptions o;
+    o.path = path_;
+    Result<std::unique_ptr<SqliteSink>> s = SqliteSink::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  void ApplyOk(std::vector<RowChange> changes, std::string cp = "") {
+    Status st = sink_->Apply(Txn(std::move(changes), std::move(cp)));
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+
+  // Rows of `sql` through a separate connection, each value as "<type>:<text>".
+  std::vector<std::vector<std::string>> Query(const std::string& sql) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    std::vector<std::vector<std::string>> rows;
+    while (s != nullptr && sqlite3_step(s) == SQLITE_ROW) {
+      std::vector<std::string> row;
+      for (int i = 0; i < sqlite3_column_count(s); ++i) {
+        switch (sqlite3_column_type(s, i)) {
+          case SQLITE_NULL:
+            row.push_back("null");
+            break;
+          case SQLITE_INTEGER:
+            row.push_back("i:" + std::to_string(sqlite3_column_int64(s, i)));
+            break;
+          case SQLITE_FLOAT:
+            row.push_back(fmt::format("r:{}", sqlite3_column_double(s, i)));
+            break;
+          case SQLITE_TEXT:
+            row.push_back("t:" +
+                          std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, i)),
+                                      sqlite3_column_bytes(s, i)));
+            break;
+          case SQLITE_BLOB: {
+            std::string hex;
+            const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(s, i));
+            for (int k = 0; k < sqlite3_column_bytes(s, i); ++k) hex += fmt::format("{:02x}", p[k]);
+            row.push_back("b:" + hex);
+          }
+        }
+      }
+      rows.push_back(row);
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return rows;
+  }
+
+  std::optional<std::string> Checkpoint() {
+    Result<std::optional<std::string>> r = sink_->LoadCheckpoint();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : std::nullopt;
+  }
+
+  using Rows = std::vector<std::vector<std::string>>;
+  std::string dir_, path_;
+  std::unique_ptr<SqliteSink> sink_;
+};
+
+TEST(SqliteNamesTest, NamesTypesAndQuoting) {
+  EXPECT_EQ(SqliteTableName(*Items()), "shop.items");
+  EXPECT_EQ(SqliteQuote("a\"b"), "\"a\"\"b\"");
+  EXPECT_EQ(SqliteColumnType(Col("c", "tinyint", true)), "INTEGER");
+  EXPECT_EQ(SqliteColumnType(Col("c", "int", true)), "INTEGER");
+  EXPECT_EQ(SqliteColumnType(Col("c", "bigint")), "INTEGER");
+  EXPECT_EQ(SqliteColumnType(Col("c", "bigint", true)), "");
+  EXPECT_EQ(SqliteColumnType(Col("c", "year")), "INTEGER");
+  ColumnDesc bit = Col("c", "bit");
+  bit.numeric_precision = 8;
+  EXPECT_EQ(SqliteColumnType(bit), "INTEGER");
+  bit.numeric_precision = 64;
+  EXPECT_EQ(SqliteColumnType(bit), "");
+  EXPECT_EQ(SqliteColumnType(Col("c", "float")), "REAL");
+  EXPECT_EQ(SqliteColumnType(Col("c", "double")), "REAL");
+  for (const char* t : {"decimal", "datetime", "timestamp", "time", "date", "varchar", "enum",
+                        "set", "json", "longtext"}) {
+    EXPECT_EQ(SqliteColumnType(Col("c", t)), "TEXT") << t;
+  }
+  for (const char* t : {"varbinary", "blob", "binary", "geometry", "point"}) {
+    EXPECT_EQ(SqliteColumnType(Col("c", t)), "BLOB") << t;
+  }
+  EXPECT_EQ(SqliteColumnType(Col("c", "vector")), "");
+}
+
+TEST_F(SqliteSinkTest, CreatesTableWithMappedTypes) {
+  ASSERT_TRUE(sink_);
+  ASSERT_TRUE(sink_->PrepareTable(*Items()).ok());
+  ASSERT_TRUE(sink_->PrepareTable(*Items()).ok());  // idempotent
+  EXPECT_EQ(Query("SELECT name, type, pk FROM pragma_table_info('shop.items') ORDER BY cid"),
+            (Rows{{"t:id", "t:INTEGER", "i:1"},
+                  {"t:name", "t:TEXT", "i:0"},
+                  {"t:price", "t:TEXT", "i:0"},
+                  {"t:qty", "t:INTEGER", "i:0"}}));
+  EXPECT_EQ(Query("SELECT name, source_db, source_table FROM _sluice_tables"),
+            (Rows{{"t:shop.items", "t:shop", "t:items"}}));
+  EXPECT_EQ(Query("PRAGMA journal_mode"), (Rows{{"t:wal"}}));
+  EXPECT_EQ(Checkpoint(), std::nullopt);
+}
+
+TEST_F(SqliteSinkTest, UpsertUpdateKeyChangeDelete) {
+  ASSERT_TRUE(sink_);
+  ApplyOk({Change(Op::kRead, Items(), {}, Item(1, "pen", "1.50", 10)),
+           Change(Op::kRead, Items(), {}, Item(2, "ink", "0.99", 5))},
+          "cp1");
+  ApplyOk({Change(Op::kCreate, Items(), {}, Item(1, "pen", "1.75", 11))}, "cp2");  // upsert
+  EXPECT_EQ(Query("SELECT * FROM \"shop.items\" ORDER BY id"),
+            (Rows{{"i:1", "t:pen", "t:1.75", "i:11"}, {"i:2", "t:ink", "t:0.99", "i:5"}}));
+  // Plain update, then a primary-key change, then a delete.
+  ApplyOk({Change(Op::kUpdate, Items(), Item(2, "ink", "0.99", 5), Item(2, "ink", "1.09", 4))});
+  ApplyOk({Change(Op::kUpdate, Items(), Item(1, "pen", "1.75", 11), Item(7, "pen", "1.75", 11))});
+  EXPECT_EQ(Query("SELECT * FROM \"shop.items\" ORDER BY id"),
+            (Rows{{"i:2", "t:ink", "t:1.09", "i:4"}, {"i:7", "t:pen", "t:1.75", "i:11"}}));
+  ApplyOk({Change(Op::kDelete, Items(), Item(2, "ink", "1.09", 4), {})}, "cp3");
+  EXPECT_EQ(Query("SELECT * FROM \"shop.items\" ORDER BY id"),
+            (Rows{{"i:7", "t:pen", "t:1.75", "i:11"}}));
+  EXPECT_EQ(Checkpoint(), "cp3");
+  // Deleting a missing row is not an error; updating one inserts the after image.
+  ApplyOk({Change(Op::kDelete, Items(), Item(2, "ink", "1.09", 4), {}),
+           Change(Op::kUpdate, Items(), Item(9, "cap", "2", 1), Item(9, "cap", "3", 1))});
+  EXPECT_EQ(Query("SELECT * FROM \"shop.items\" ORDER BY id"),
+            (Rows{{"i:7", "t:pen", "t:1.75", "i:11"}, {"i:9", "t:cap", "t:3", "i:1"}}));
+  // Swapping two keys inside one transaction.
+  ApplyOk({Change(Op::kUpdate, Items(), Item(7, "pen", "1.75", 11), Item(100, "pen", "1.75", 11)),
+           Change(Op::kUpdate, Items(), Item(9, "cap", "3", 1), Item(7, "cap", "3", 1)),
+           Change(Op::kUpdate, Items(), Item(100, "pen", "1.75", 11), Item(9, "pen", "1.75", 11))});
+  EXPECT_EQ(Query("SELECT id, name FROM \"shop.items\" ORDER BY id"),
+            (Rows{{"i:7", "t:cap"}, {"i:9", "t:pen"}}));
+}
+
+TEST_F(SqliteSinkTest, AbsentColumnsAreUntouched) {
+  ASSERT_TRUE(sink_);
+  ApplyOk({Change(Op::kCreate, Items(), {}, Item(1, "pen", "1.50", 10))});
+  // MINIMAL image: before has the key only, after only the changed column.
+  Row before = {Value::Int(1), Value::Absent(), Value::Absent(), Value::Absent()};
+  Row after = {Value::Absent(), Value::Absent(), Value::Absent(), Value::Int(3)};
+  ApplyOk({Change(Op::kUpdate, Items(), before, after)});
+  EXPECT_EQ(Query("SELECT * FROM \"shop.items\""), (Rows{{"i:1", "t:pen", "t:1.50", "i:3"}}));
+  // Key change with a minimal after image keeps the other columns.
+  after = {Value::Int(5), Value::Absent(), Value::Absent(), Value::Absent()};
+  ApplyOk({Change(Op::kUpdate, Items(), before, after)});
+  EXPECT_EQ(Query("SELECT * FROM \"shop.items\""), (Rows{{"i:5", "t:pen", "t:1.50", "i:3"}}));
+  // Insert with absent columns: they get the SQLite default (NULL).
+  ApplyOk({Change(Op::kCreate, Items(), {},
+                  {Value::Int(6), Value::Text("cup"), Value::Absent(), Value::Absent()})});
+  EXPECT_EQ(Query("SELECT * FROM \"shop.items\" WHERE id = 6"),
+            (Rows{{"i:6", "t:cup", "null", "null"}}));
+  // Upsert over an existing row leaves its absent columns alone.
+  ApplyOk({Change(Op::kCreate, Items(), {},
+                  {Value::Int(5), Value::Text("pencil"), Value::Absent(), Value::Absent()})});
+  EXPECT_EQ(Query("SELECT * FROM \"shop.items\" WHERE id = 5"),
+            (Rows{{"i:5", "t:pencil", "t:1.50", "i:3"}}));
+  // Delete by a key-only before image.
+  ApplyOk({Change(Op::kDelete, Items(),
+                  {Value::Int(5), Value::Absent(), Value::Absent(), Value::Absent()}, {})});
+  EXPECT_EQ(Query("SELECT id FROM \"shop.items\""), (Rows{{"i:6"}}));
+}
+
+TEST_F(SqliteSinkTest, TableWithoutPrimaryKey) {
+  ASSERT_TRUE(sink_);
+  auto log = Table("shop", "log", {Col("msg", "varchar"), Col("n", "int")}, {});
+  auto row = [](const char* m, std::optional<int64_t> n) {
+    return Row{Value::Text(m), n ? Value::Int(*n) : Value::Null()};
+  };
+  ApplyOk({Change(Op::kRead, log, {}, row("a", 1)), Change(Op::kRead, log, {}, row("a", 1)),
+           Change(Op::kCreate, log, {}, row("b", std::nullopt))});
+  // Update touches only the first matching row; NULL matches NULL.
+  ApplyOk({Change(Op::kUpdate, log, row("a", 1), row("a", 2)),
+           Change(Op::kUpdate, log, row("b", std::nullopt), row("b", 3))});
+  EXPECT_EQ(Query("SELECT msg, n FROM \"shop.log\" ORDER BY rowid"),
+            (Rows{{"t:a", "i:2"}, {"t:a", "i:1"}, {"t:b", "i:3"}}));
+  ApplyOk({Change(Op::kDelete, log, row("a", 1), {})});
+  EXPECT_EQ(Query("SELECT msg, n FROM \"shop.log\" ORDER BY rowid"),
+            (Rows{{"t:a", "i:2"}, {"t:b", "i:3"}}));
+  // An update that matches nothing inserts the after image.
+  ApplyOk({Change(Op::kUpdate, log, row("zz", 0), row("c", 4))});
+  EXPECT_EQ(Query("SELECT count(*) FROM \"shop.log\""), (Rows{{"i:3"}}));
+  EXPECT_EQ(Query("SELECT pk FROM pragma_table_info('shop.log')"), (Rows{{"i:0"}, {"i:0"}}));
+}
+
+TEST_F(SqliteSinkTest, ValuesAreStoredLosslessly) {
+  ASSERT_TRUE(sink_);
+  ColumnDesc bit64 = Col("bits", "bit");
+  bit64.numeric_precision = 64;
+  auto t =
+      Table("db", "all\"types",
+            {Col("id", "bigint", true), Col("i", "bigint"), Col("f", "float"), Col("d", "double"),
+             Col("we\"ird", "varchar"), Col("b", "varbinary"), bit64, Col("nul", "int")},
+            {0});
+  const uint64_t umax = std::numeric_limits<uint64_t>::max();
+  ApplyOk({Change(Op::kCreate, t, {},
+                  {Value::UInt(umax), Value::Int(std::numeric_limits<int64_t>::min()),
+                   Value::Float(0.1f), Value::Double(0.1 + 0.2), Value::Text("\xf0\x9f\x98\x80"),
+                   Value::Bytes(std::string("\x00\xff", 2)), Value::UInt(1), Value::Null()}),
+           Change(Op::kCreate, t, {},
+                  {Value::UInt(9223372036854775807ull), Value::Int(0), Value::Float(-1.5f),
+                   Value::Double(1e300), Value::Text(""), Value::Bytes(""), Value::UInt(umax),
+                   Value::Int(1)})});
+  EXPECT_EQ(Query("SELECT id, i, f = CAST(0.1 AS REAL), d, \"we\"\"ird\", b, bits, nul FROM "
+                  "\"db.all\"\"types\" ORDER BY rowid"),
+            (Rows{{"t:18446744073709551615", "i:-9223372036854775808", "i:0",
+                   "r:0.30000000000000004", "t:\xf0\x9f\x98\x80", "b:00ff", "i:1", "null"},
+                  {"i:9223372036854775807", "i:0", "i:0", "r:1e+300",
+                   "t:", "b:", "t:18446744073709551615", "i:1"}}));
+  // FLOAT keeps the float32 value exactly (widened to double).
+  EXPECT_EQ(Query("SELECT f FROM \"db.all\"\"types\" WHERE i = 0"), (Rows{{"r:-1.5"}}));
+  EXPECT_EQ(Query("SELECT f = " + fmt::format("{}", static_cast<double>(0.1f)) +
+                  " FROM \"db.all\"\"types\" ORDER BY rowid LIMIT 1"),
+            (Rows{{"i:1"}}));
+  // The text form of UINT64_MAX still works as a key.
+  ApplyOk({Change(Op::kDelete, t,
+                  {Value::UInt(umax), Value::Absent(), Value::Absent(), Value::Absent(),
+                   Value::Absent(), Value::Absent(), Value::Absent(), Value::Absent()},
+                  {})});
+  EXPECT_EQ(Query("SELECT count(*) FROM \"db.all\"\"types\""), (Rows{{"i:1"}}));
+}
+
+TEST_F(SqliteSinkTest, FailedApplyChangesNothing) {
+  ASSERT_TRUE(sink_);
+  ApplyOk({Change(Op::kCreate, Items(), {}, Item(1, "pen", "1.50", 10))}, "cp1");
+  Row short_row = {Value::Int(3), Value::Text("x")};
+  Status st = sink_->Apply(
+      Txn({Change(Op::kCreate, Items(), {}, Item(2, "ink", "1", 1)),
+           Change(Op::kUpdate, Items(), Item(1, "pen", "1.50", 10), Item(1, "pen", "9", 9)),
+           Change(Op::kCreate, Items(), {}, short_row)},
+          "cp2"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("shop.items"), std::string::npos) << st.ToString();
+  EXPECT_EQ(Query("SELECT * FROM \"shop.items\""), (Rows{{"i:1", "t:pen", "t:1.50", "i:10"}}));
+  EXPECT_EQ(Checkpoint(), "cp1");
+  // An unsigned value too large for an INTEGER column fails the same way, naming the column.
+  auto u = Table("shop", "u", {Col("id", "int", true)}, {0});
+  st = sink_->Apply(
+      Txn({Change(Op::kCreate, Items(), {}, Item(2, "ink", "1", 1)),
+           Change(Op::kCreate, u, {}, {Value::UInt(std::numeric_limits<uint64_t>::max())})},
+          "cp2"));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("column id"), std::string::npos) << st.ToString();
+  EXPECT_EQ(Query("SELECT count(*) FROM \"shop.items\""), (Rows{{"i:1"}}));
+  EXPECT_EQ(Checkpoint(), "cp1");
+  // The sink is still usable.
+  ApplyOk({Change(Op::kCreate, Items(), {}, Item(2, "ink", "1", 1))}, "cp3");
+  EXPECT_EQ(Checkpoint(), "cp3");
+}
+
+TEST_F(SqliteSinkTest, CheckpointSurvivesReopen) {
+  ASSERT_TRUE(sink_);
+  ASSERT_TRUE(sink_->SaveCheckpoint("{\"version\":1}").ok());
+  EXPECT_EQ(Checkpoint(), "{\"version\":1}");
+  ApplyOk({Change(Op::kCreate, Items(), {}, Item(1, "pen", "1.50", 10))}, "cp-a");
+  ApplyOk({Change(Op::kCreate, Items(), {}, Item(2, "ink", "1", 1))});  // no checkpoint: kept
+  ASSERT_TRUE(sink_->Flush().ok());
+  sink_ = OpenSink();
+  ASSERT_TRUE(sink_);
+  EXPECT_EQ(Checkpoint(), "cp-a");
+  ApplyOk({Change(Op::kCreate, Items(), {}, Item(3, "cup", "2", 1))}, "cp-b");
+  EXPECT_EQ(Query("SELECT count(*) FROM \"shop.items\""), (Rows{{"i:3"}}));
+  EXPECT_EQ(Query("SELECT state FROM _sluice_checkpoint"), (Rows{{"t:cp-b"}}));
+}
+
+TEST_F(SqliteSinkTest, SchemaConflicts) {
+  ASSERT_TRUE(sink_);
+  // Two source tables, one SQLite name.
+  ASSERT_TRUE(sink_->PrepareTable(*Table("a.b", "c", {Col("x", "int")}, {0})).ok());
+  Status st = sink_->PrepareTable(*Table("a", "b.c", {Col("x", "int")}, {0}));
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  // Same name in another case (SQLite names are case-insensitive).
+  st = sink_->PrepareTable(*Table("A.B", "C", {Col("x", "int")}, {0}));
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  // The same table with other columns, after a restart.
+  ASSERT_TRUE(sink_->PrepareTable(*Items()).ok());
+  sink_ = OpenSink();
+  auto changed = Table("shop", "items",
+                       {Col("id", "int"), Col("name", "varchar"), Col("price", "decimal")}, {0});
+  st = sink_->PrepareTable(*changed);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("shop.items"), std::string::npos) << st.ToString();
+  auto retyped = Table(
+      "shop", "items",
+      {Col("id", "int"), Col("name", "varchar"), Col("price", "double"), Col("qty", "int")}, {0});
+  st = sink_->PrepareTable(*retyped);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("price"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(sink_->PrepareTable(*Items()).ok());
+}
+
+}  // namespace
+}  // namespace sluice

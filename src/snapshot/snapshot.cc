@@ -1,0 +1,394 @@
+// Consistent snapshot and the snapshot -> stream hand-off.
+//
+// Claim. Let P = point().position. For every selected table T, the rows ReadTable returns
+// are exactly T's contents after applying, in binlog order, every transaction whose events
+// lie before P, and no transaction whose events lie at or after P. Hence a consumer that
+// loads the snapshot rows and then applies the binlog from P on (stream/ starts its dump at
+// P, or at point().gtid) sees every committed change to T exactly once: no change is lost
+// (each is either before P, so in the rows, or at/after P, so in the stream) and none is
+// applied twice (it cannot be both).
+//
+// MariaDB (kSnapshotStatus). MariaDB's binlog group commit writes transactions to the binlog
+// and commits them in the storage engine in the same order, and
+// START TRANSACTION WITH CONSISTENT SNAPSHOT creates the InnoDB read view while holding
+// LOCK_commit_ordered, the lock that orders those engine commits. Under that lock it also
+// records the binlog file/offset just past the last transaction whose commit_ordered step
+// has run, exposed in the session as Binlog_snapshot_file/Binlog_snapshot_position
+// (MariaDB KB, "Enhancements for START TRANSACTION WITH CONSISTENT SNAPSHOT"; sql/log.cc
+// binlog_snapshot_*). So: a transaction before that offset has committed in InnoDB before
+// the read view was made, so it is visible; one at or after it commits later, so it is not.
+// That is the claim with no lock at all. BINLOG_GTID_POS(file, pos) maps that offset to the
+// GTID position (the last GTID per domain before it), so a GTID start resumes at the same
+// place. @@gtid_binlog_pos would NOT do: read inside the transaction it reflects the binlog
+// now, not the read view, and may already include transactions the snapshot cannot see.
+// (Transactions on non-transactional engines such as MyISAM are outside this guarantee.)
+//
+// MySQL (kLockTables). MySQL has no binlog_snapshot status, so a side session takes
+// LOCK TABLES T1 READ, ... on every selected table. LOCK TABLES ... READ waits until no
+// transaction holds a write metadata lock on those tables, and a transaction keeps its
+// metadata locks until its commit — binlog write and engine commit — is complete. While the
+// lock is held no transaction can change the tables. So, with the lock held: (1) every
+// transaction that changed a Ti is fully committed and written before the current binlog
+// end P (read with SHOW BINARY LOG STATUS) and in @@gtid_executed; (2) the main session's
+// START TRANSACTION WITH CONSISTENT SNAPSHOT, also opened under the lock, sees all of them;
+// (3) no change to any Ti lies between P and the moment the read view was made. Then the
+// lock is released; later changes come after P and are not in the read view. Transactions
+// on tables that are not selected may interleave with these reads (P and gtid_executed may
+// differ on them), but the stream filters those tables out, so the claim is unaffected.
+// The lock is an RAII guard: every error path unlocks (and closing the side connection
+// would release it anyway).
+//
+// Keyset pagination keeps the claim per chunk: every chunk is read in the same read view
+// (one REPEATABLE READ transaction), the WHERE (key) > (last key) ORDER BY key LIMIT n
+// sequence visits each primary key exactly once in key order (the comparison and the order
+// use the same collation), and resuming after a stored last key in a NEW snapshot is the
+// caller's business (sluice restarts a table's snapshot with a new point after a crash,
+// unless it can prove otherwise).
+#include "snapshot/snapshot.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include "mysql/server_probe.h"
+#include "schema/text_value.h"
+
+namespace sluice {
+
+namespace {
+
+bool IsDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+bool IsInteger(std::string_view s) {
+  if (!s.empty() && s[0] == '-') s.remove_prefix(1);
+  return IsDigits(s);
+}
+
+bool IsDecimal(std::string_view s) {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  size_t dot = s.find('.');
+  if (dot == std::string_view::npos) return IsDigits(s);
+  return IsDigits(s.substr(0, dot)) && (dot + 1 == s.size() || IsDigits(s.substr(dot + 1)));
+}
+
+bool IsFloatingText(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  std::string z(s);
+  char* end = nullptr;
+  double d = std::strtod(z.c_str(), &end);
+  return end == z.c_str() + z.size() && std::isfinite(d);
+}
+
+bool Among(std::string_view t, std::initializer_list<std::string_view> names) {
+  for (auto n : names)
+    if (t == n) return true;
+  return false;
+}
+
+std::string Hex(std::string_view bytes) {
+  static const char* kDigits = "0123456789ABCDEF";
+  std::string out = "X'";
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  out.push_back('\'');
+  return out;
+}
+
+std::string QualifiedTable(const TableSchema& s) {
+  return QuoteIdentifier(s.db) + "." + QuoteIdentifier(s.table);
+}
+
+// Holds LOCK TABLES on a side connection; unlocks when destroyed.
+class TableLockGuard {
+ public:
+  explicit TableLockGuard(Connection* conn) : conn_(conn) {}
+  ~TableLockGuard() { (void)Release(); }
+  Status Lock(const std::vector<TableName>& tables) {
+    std::string sql = "LOCK TABLES ";
+    for (size_t i = 0; i < tables.size(); ++i) {
+      if (i > 0) sql += ", ";
+      sql += QuoteIdentifier(tables[i].db) + "." + QuoteIdentifier(tables[i].table) + " READ";
+    }
+    RETURN_IF_ERROR(conn_->Execute(sql));
+    locked_ = true;
+    return Status::Ok();
+  }
+  Status Release() {
+    if (!locked_) return Status::Ok();
+    locked_ = false;
+    return conn_->Execute("UNLOCK TABLES");
+  }
+
+ private:
+  Connection* conn_;
+  bool locked_ = false;
+};
+
+Status SetUpSession(Connection& c) {
+  for (const char* sql : {
+           "SET time_zone = '+00:00'",
+           "SET NAMES utf8mb4",
+           "SET SESSION sql_mode = ''",
+           "SET SESSION net_write_timeout = 3600, net_read_timeout = 3600",
+           "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+       })
+    RETURN_IF_ERROR(c.Execute(sql));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::string> KeyLiteral(Connection& conn, const ColumnDesc& col, std::string_view text) {
+  auto bad = [&]() {
+    return Status::InvalidArgument(fmt::format(
+        "resume key '{}' does not fit column {} ({})", text.substr(0, 64), col.name,
+        col.column_type.empty() ? col.data_type : col.column_type));
+  };
+  const std::string_view t = col.data_type;
+  if (Among(t, {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year", "bit"})) {
+    if (!IsInteger(text)) return bad();
+    return std::string(text);
+  }
+  if (Among(t, {"decimal", "numeric"})) {
+    if (!IsDecimal(text)) return bad();
+    return std::string(text);
+  }
+  if (t == "float") {
+    if (!IsFloatingText(text)) return bad();
+    return fmt::format("CAST({} AS FLOAT)", text);
+  }
+  if (Among(t, {"double", "real", "double precision"})) {
+    if (!IsFloatingText(text)) return bad();
+    std::string lit(text);
+    if (lit.find_first_of("eE") == std::string::npos) lit += "e0";  // a DOUBLE literal
+    return lit;
+  }
+  if (t == "enum") {
+    for (size_t i = 0; i < col.labels.size(); ++i)
+      if (col.labels[i] == text) return std::to_string(i + 1);
+    if (text.empty()) return std::string("0");  // the '' error value of non-strict inserts
+    return bad();
+  }
+  if (t == "set") {
+    uint64_t mask = 0;
+    std::string_view rest = text;
+    while (!rest.empty()) {
+      size_t comma = rest.find(',');
+      std::string_view member = rest.substr(0, comma);
+      bool found = false;
+      for (size_t i = 0; i < col.labels.size() && i < 64; ++i)
+        if (col.labels[i] == member) {
+          mask |= uint64_t{1} << i;
+          found = true;
+        }
+      if (!found) return bad();
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+    return std::to_string(mask);
+  }
+  if (col.charset == "binary" ||
+      Among(t, {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}))
+    return Hex(text);
+  return conn.Quote(text);
+}
+
+Result<std::unique_ptr<Snapshot>> Snapshot::Begin(const ConnectOptions& conn_options,
+                                                  const SnapshotOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, Connection::Connect(conn_options));
+  std::unique_ptr<Snapshot> snap(new Snapshot(std::move(conn)));
+  Connection& c = *snap->conn_;
+  ServerInfo version;
+  ParseServerVersion(c.server_version(), &version);
+  snap->point_.flavor = version.flavor;
+  RETURN_IF_ERROR(SetUpSession(c));
+
+  SnapshotMethod method = options.method;
+  if (method == SnapshotMethod::kAuto)
+    method = version.flavor == Flavor::kMariaDB ? SnapshotMethod::kSnapshotStatus
+                                                : SnapshotMethod::kLockTables;
+  if (method == SnapshotMethod::kSnapshotStatus && version.flavor != Flavor::kMariaDB)
+    return Status::InvalidArgument("the snapshot-status method needs MariaDB");
+
+  const char* kStart = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY";
+  if (method == SnapshotMethod::kSnapshotStatus) {
+    RETURN_IF_ERROR(c.Execute(kStart));
+    ASSIGN_OR_RETURN(QueryResult st, c.Query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'"));
+    std::string file, pos_text;
+    for (const TextRow& row : st.rows) {
+      if (row.size() < 2 || !row[0]) continue;
+      if (*row[0] == "Binlog_snapshot_file") file = row[1].value_or("");
+      if (*row[0] == "Binlog_snapshot_position") pos_text = row[1].value_or("");
+    }
+    uint64_t pos = 0;
+    auto [p, ec] = std::from_chars(pos_text.data(), pos_text.data() + pos_text.size(), pos);
+    if (file.empty() || ec != std::errc() || p != pos_text.data() + pos_text.size())
+      return Status::FailedPrecondition(
+          "the server reports no Binlog_snapshot_file/position: is binary logging on "
+          "(log_bin)?");
+    snap->point_.position = {file, pos};
+    ASSIGN_OR_RETURN(QueryResult g, c.Query(fmt::format("SELECT BINLOG_GTID_POS({}, {})",
+                                                        c.Quote(file), pos)));
+    if (g.rows.empty() || !g.rows[0][0])
+      return Status::FailedPrecondition(fmt::format(
+          "BINLOG_GTID_POS({}, {}) returned NULL: the snapshot point is not a GTID position",
+          file, pos));
+    snap->point_.gtid = *g.rows[0][0];
+    return snap;
+  }
+
+  // kLockTables.
+  if (options.lock_tables.empty())
+    return Status::InvalidArgument("the lock-tables snapshot method needs the list of tables");
+  ASSIGN_OR_RETURN(std::unique_ptr<Connection> side, Connection::Connect(conn_options));
+  TableLockGuard lock(side.get());
+  RETURN_IF_ERROR(lock.Lock(options.lock_tables));
+  ASSIGN_OR_RETURN(snap->point_.position, ReadBinlogPosition(*side));
+  ASSIGN_OR_RETURN(QueryResult g,
+                   side->Query(version.flavor == Flavor::kMariaDB ? "SELECT @@global.gtid_binlog_pos"
+                                                                  : "SELECT @@global.gtid_executed"));
+  if (!g.rows.empty() && g.rows[0][0]) {
+    snap->point_.gtid = *g.rows[0][0];
+    std::erase(snap->point_.gtid, '\n');
+  }
+  RETURN_IF_ERROR(c.Execute(kStart));
+  RETURN_IF_ERROR(lock.Release());
+  return snap;
+}
+
+Snapshot::~Snapshot() {
+  if (!finished_) (void)conn_->Execute("ROLLBACK");
+}
+
+Status Snapshot::Finish() {
+  if (finished_) return Status::Ok();
+  finished_ = true;
+  return conn_->Execute("COMMIT");
+}
+
+Status Snapshot::ReadTableNoKey(const TableSchema& schema, const std::string& select_list,
+                                size_t chunk_rows, const ChunkCallback& on_chunk) {
+  std::string sql = "SELECT " + select_list + " FROM " + QualifiedTable(schema);
+  std::vector<Row> rows;
+  static const std::vector<std::string> kNoKey;
+  RETURN_IF_ERROR(conn_->QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
+    if (cells.size() != schema.columns.size())
+      return Status::Internal(fmt::format("{}: got {} cells for {} columns",
+                                          schema.QualifiedName(), cells.size(),
+                                          schema.columns.size()));
+    Row row;
+    row.reserve(cells.size());
+    for (size_t i = 0; i < cells.size(); ++i) {
+      Result<Value> v = ValueFromText(schema.columns[i], cells[i]);
+      if (!v.ok()) return v.status().WithContext(schema.QualifiedName());
+      row.push_back(std::move(v).value());
+    }
+    rows.push_back(std::move(row));
+    if (rows.size() >= chunk_rows) {
+      std::vector<Row> out;
+      out.swap(rows);
+      return on_chunk(std::move(out), kNoKey);
+    }
+    return Status::Ok();
+  }));
+  if (!rows.empty()) return on_chunk(std::move(rows), kNoKey);
+  return Status::Ok();
+}
+
+Status Snapshot::ReadTable(const TableSchema& schema,
+                           const std::optional<std::vector<std::string>>& start_after_key,
+                           size_t chunk_rows, const ChunkCallback& on_chunk) {
+  if (finished_) return Status::FailedPrecondition("the snapshot transaction has ended");
+  if (chunk_rows == 0) return Status::InvalidArgument("chunk_rows must be > 0");
+  if (schema.columns.empty())
+    return Status::InvalidArgument(schema.QualifiedName() + " has no columns");
+  std::string select_list;
+  for (size_t i = 0; i < schema.columns.size(); ++i) {
+    if (i > 0) select_list += ", ";
+    select_list += SnapshotSelectExpr(schema.columns[i]);
+  }
+  if (!schema.has_primary_key()) {
+    if (start_after_key && !start_after_key->empty())
+      return Status::InvalidArgument(schema.QualifiedName() +
+                                     " has no primary key, so a read cannot resume after a key");
+    return ReadTableNoKey(schema, select_list, chunk_rows, on_chunk);
+  }
+
+  const size_t nkey = schema.primary_key.size();
+  for (size_t k : schema.primary_key)
+    if (k >= schema.columns.size())
+      return Status::Internal(schema.QualifiedName() + ": primary key index out of range");
+  std::string key_cols, order_by;
+  for (size_t k = 0; k < nkey; ++k) {
+    if (k > 0) key_cols += ", ";
+    key_cols += QuoteIdentifier(schema.columns[schema.primary_key[k]].name);
+  }
+  order_by = key_cols;
+  if (nkey > 1) key_cols = "(" + key_cols + ")";
+
+  std::optional<std::vector<std::string>> after = start_after_key;
+  if (after && after->size() != nkey)
+    return Status::InvalidArgument(fmt::format(
+        "resume key for {} has {} values, the primary key has {} columns",
+        schema.QualifiedName(), after->size(), nkey));
+
+  const std::string head = "SELECT " + select_list + " FROM " + QualifiedTable(schema);
+  const std::string tail = fmt::format(" ORDER BY {} LIMIT {}", order_by, chunk_rows);
+  while (true) {
+    std::string sql = head;
+    if (after) {
+      std::string lits;
+      for (size_t k = 0; k < nkey; ++k) {
+        ASSIGN_OR_RETURN(std::string lit,
+                         KeyLiteral(*conn_, schema.columns[schema.primary_key[k]], (*after)[k]));
+        if (k > 0) lits += ", ";
+        lits += lit;
+      }
+      if (nkey > 1) lits = "(" + lits + ")";
+      sql += " WHERE " + key_cols + " > " + lits;
+    }
+    sql += tail;
+    ASSIGN_OR_RETURN(QueryResult r, conn_->Query(sql));
+    if (r.rows.empty()) return Status::Ok();
+    std::vector<Row> rows;
+    rows.reserve(r.rows.size());
+    for (const TextRow& cells : r.rows) {
+      if (cells.size() != schema.columns.size())
+        return Status::Internal(fmt::format("{}: got {} cells for {} columns",
+                                            schema.QualifiedName(), cells.size(),
+                                            schema.columns.size()));
+      Row row;
+      row.reserve(cells.size());
+      for (size_t i = 0; i < cells.size(); ++i) {
+        std::optional<std::string_view> cell;
+        if (cells[i]) cell = std::string_view(*cells[i]);
+        Result<Value> v = ValueFromText(schema.columns[i], cell);
+        if (!v.ok()) return v.status().WithContext(schema.QualifiedName());
+        row.push_back(std::move(v).value());
+      }
+      rows.push_back(std::move(row));
+    }
+    std::vector<std::string> last_key;
+    last_key.reserve(nkey);
+    for (size_t k : schema.primary_key) {
+      const Value& v = rows.back()[k];
+      if (v.is_null())
+        return Status::Corruption(fmt::format("{}: primary key column {} is NULL",
+                                              schema.QualifiedName(), schema.columns[k].name));
+      last_key.push_back(v.ToText());
+    }
+    const bool last_chunk = rows.size() < chunk_rows;
+    RETURN_IF_ERROR(on_chunk(std::move(rows), last_key));
+    if (last_chunk) return Status::Ok();
+    after = std::move(last_key);
+  }
+}
+
+}  // namespace sluice

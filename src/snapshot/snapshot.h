@@ -1,0 +1,113 @@
+// Snapshot: a consistent read of the source tables at a known binlog point.
+//
+// Snapshot::Begin opens a REPEATABLE READ, READ ONLY transaction WITH CONSISTENT SNAPSHOT on
+// its own connection and learns the exact binlog point that snapshot corresponds to
+// (SnapshotPoint: file/pos of the first event NOT visible in the snapshot, and the GTID
+// position as the server writes it). The stream starts at that point, so every change is
+// seen exactly once: either in the snapshot rows or in the binlog (proof in snapshot.cc).
+//   MariaDB  no lock: session status Binlog_snapshot_file/Binlog_snapshot_position inside
+//            the transaction, and BINLOG_GTID_POS(file, pos) for the GTID position.
+//   MySQL    a side session holds LOCK TABLES ... READ on the selected tables while the
+//            position (SHOW BINARY LOG STATUS / SHOW MASTER STATUS) and @@gtid_executed are
+//            read and the transaction is opened; then UNLOCK TABLES (RAII, every path).
+// Session settings for reads: time_zone '+00:00' (TIMESTAMP in UTC), NAMES utf8mb4,
+// sql_mode '' (zero dates readable and comparable), long net timeouts for streamed reads.
+//
+// ReadTable reads one table in primary-key order by keyset pagination:
+//   SELECT <SnapshotSelectExpr(col)...> FROM `db`.`t` WHERE (`k1`,`k2`) > (v1,v2)
+//   ORDER BY `k1`,`k2` LIMIT n
+// and maps every cell with ValueFromText (schema/text_value.h), the snapshot half of the one
+// value converter. Each chunk goes to the callback with the canonical texts
+// (Value::ToText) of its last row's key columns; passing those back as start_after_key
+// resumes after that row. Key literals are typed per column: integers/decimals bare, FLOAT as
+// CAST(x AS FLOAT), DOUBLE as a double literal, ENUM by index, SET by bit mask, binary strings
+// as X'..', everything else as a quoted string. Tables without a primary key are read in
+// one streamed pass (mysql_use_result), handed out in chunks with an empty last_key; such
+// a read cannot be resumed, only restarted.
+//
+// Errors: kFailedPrecondition when binary logging is off or the snapshot point cannot be
+// read; kInvalidArgument for a start_after_key that does not fit the key; connection errors
+// as in mysql/connection.h (kUnavailable: start the snapshot over); kCorruption from
+// ValueFromText naming the column; the callback's own error is returned as is.
+//
+// Ownership: a Snapshot owns its connection; the transaction ends at Finish() or
+// destruction. Thread safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/position.h"
+#include "core/value.h"
+#include "mysql/connection.h"
+#include "mysql/schema_loader.h"
+#include "schema/table_schema.h"
+#include "util/status.h"
+
+namespace sluice {
+
+struct SnapshotPoint {
+  Flavor flavor = Flavor::kUnknown;
+  BinlogPosition position;  // first event not contained in the snapshot
+  std::string gtid;         // MariaDB "0-1-42,..." / MySQL gtid_executed; may be empty
+};
+
+enum class SnapshotMethod : uint8_t {
+  kAuto,            // MariaDB: kSnapshotStatus; MySQL: kLockTables
+  kSnapshotStatus,  // MariaDB only: Binlog_snapshot_file/position, no lock
+  kLockTables,      // LOCK TABLES ... READ in a side session (MySQL; also works on MariaDB)
+};
+
+struct SnapshotOptions {
+  // Tables to hold read-locked while the point is taken (kLockTables); must not be empty
+  // for that method.
+  std::vector<TableName> lock_tables;
+  SnapshotMethod method = SnapshotMethod::kAuto;
+};
+
+class Snapshot {
+ public:
+  // `rows` are whole rows in the schema's column order; `last_key` holds the canonical texts of
+  // the last row's primary-key columns (empty for tables without a primary key).
+  using ChunkCallback =
+      std::function<Status(std::vector<Row> rows, const std::vector<std::string>& last_key)>;
+
+  static Result<std::unique_ptr<Snapshot>> Begin(const ConnectOptions& conn_options,
+                                                 const SnapshotOptions& options = {});
+  ~Snapshot();
+  Snapshot(const Snapshot&) = delete;
+  Snapshot& operator=(const Snapshot&) = delete;
+
+  const SnapshotPoint& point() const { return point_; }
+
+  // Reads `schema`'s table (see above). `start_after_key`, when given, must have one text per
+  // primary-key column. chunk_rows must be > 0. Chunks are never empty; a table with no
+  // (remaining) rows produces no callback.
+  Status ReadTable(const TableSchema& schema,
+                   const std::optional<std::vector<std::string>>& start_after_key,
+                   size_t chunk_rows, const ChunkCallback& on_chunk);
+
+  // Ends the transaction (COMMIT). Further ReadTable calls fail.
+  Status Finish();
+
+  uint64_t connection_id() const { return conn_->connection_id(); }
+
+ private:
+  explicit Snapshot(std::unique_ptr<Connection> conn) : conn_(std::move(conn)) {}
+  Status ReadTableNoKey(const TableSchema& schema, const std::string& select_list,
+                        size_t chunk_rows, const ChunkCallback& on_chunk);
+
+  std::unique_ptr<Connection> conn_;
+  SnapshotPoint point_;
+  bool finished_ = false;
+};
+
+// The SQL literal for key text `text` of column `col` (rules above). Exposed for tests.
+// kInvalidArgument when the text does not fit the column type.
+Result<std::string> KeyLiteral(Connection& conn, const ColumnDesc& col, std::string_view text);
+
+}  // namespace sluice

@@ -1,0 +1,159 @@
+// End-to-end tests of `sluice run` against the live test MariaDB: Sakila plus a mixed write
+// load, --until-caught-up behaviour, and config/server errors. Each test works in its own
+// database or sink so they do not depend on one another.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace sluice::testing {
+namespace {
+
+using std::chrono::seconds;
+
+const std::string kFixtures = std::string(SLUICE_SOURCE_DIR) + "/../shared/fixtures";
+
+TEST(EndToEnd, SakilaSnapshotThenMixedLoadMatchesSourceExactly) {
+  const std::string schema = kFixtures + "/sakila/sakila-schema.sql";
+  const std::string data = kFixtures + "/sakila/sakila-data.sql";
+  ASSERT_TRUE(std::filesystem::exists(schema)) << schema << " is missing: the Sakila fixture is required";
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS sakila"), 0);
+  ASSERT_EQ(RunSqlFile(schema), 0);
+  ASSERT_EQ(RunSqlFile(data), 0);
+
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"sakila.*"};
+  spec.sink_path = dir.File("replica.db");
+  spec.chunk_rows = 2000;
+  std::string config = WriteConfig(dir, spec);
+
+  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ExpectReplicaEqualsSource({"sakila.*"}, spec.sink_path);
+
+  // Mixed load: inserts, updates, deletes, a PK change, a multi-statement transaction and a
+  // rolled-back one (scripts/demo-load.sql), plus more of each.
+  ASSERT_EQ(RunSqlFile(std::string(SLUICE_SOURCE_DIR) + "/scripts/demo-load.sql", "sakila"), 0);
+  ASSERT_EQ(RunSqlText(R"(
+    START TRANSACTION;
+    INSERT INTO actor (first_name, last_name) VALUES ('Ünïcødé', '€ three-byte');
+    UPDATE film SET description = NULL, original_language_id = 2 WHERE film_id BETWEEN 200 AND 210;
+    DELETE FROM film_category WHERE film_id BETWEEN 300 AND 305;
+    UPDATE address SET address2 = 'moved', postal_code = '' WHERE address_id < 20;
+    COMMIT;
+    UPDATE film_actor SET actor_id = 1 WHERE actor_id = 2 AND film_id NOT IN (SELECT film_id FROM (SELECT film_id FROM film_actor WHERE actor_id = 1) x);
+    START TRANSACTION;
+    UPDATE payment SET amount = 0 WHERE payment_id < 100;
+    ROLLBACK;
+  )", "sakila"), 0);
+
+  auto second = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  ExpectReplicaEqualsSource({"sakila.*"}, spec.sink_path);
+}
+
+TEST(EndToEnd, UntilCaughtUpReturnsPromptlyWhenIdleAndAfterLoad) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_idle; CREATE DATABASE it_idle;"
+                       "CREATE TABLE it_idle.t (id INT PRIMARY KEY, v VARCHAR(20));"
+                       "INSERT INTO it_idle.t VALUES (1, 'a'), (2, 'b');"), 0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_idle.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Idle: nothing new; must return at once (not wait for a heartbeat or a time-out).
+  auto t1 = std::chrono::steady_clock::now();
+  r = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto idle = std::chrono::steady_clock::now() - t1;
+  EXPECT_LT(idle, seconds(5)) << r.output;
+  (void)t0;
+
+  // After a load of 200 transactions.
+  std::string load;
+  for (int i = 3; i < 203; ++i) load += "INSERT INTO it_idle.t VALUES (" + std::to_string(i) + ", 'x');\n";
+  load += "UPDATE it_idle.t SET v = 'updated' WHERE id % 3 = 0; DELETE FROM it_idle.t WHERE id % 5 = 0;";
+  ASSERT_EQ(RunSqlText(load), 0);
+  auto t2 = std::chrono::steady_clock::now();
+  r = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_LT(std::chrono::steady_clock::now() - t2, seconds(15)) << r.output;
+  ExpectReplicaEqualsSource({"it_idle.*"}, spec.sink_path);
+
+  // Writes to other databases only: still returns, and records the new position.
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_other; CREATE DATABASE it_other; CREATE TABLE it_other.x (id INT PRIMARY KEY);"
+                       "INSERT INTO it_other.x VALUES (1), (2), (3);"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto conn = Connect();
+  auto pos = conn->Query("SHOW MASTER STATUS");
+  ASSERT_TRUE(pos.ok());
+  std::string expect = *pos->rows[0][0] + ":" + *pos->rows[0][1];
+  r = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(60));
+  EXPECT_NE(r.output.find("streaming from " + expect), std::string::npos) << r.output;
+}
+
+TEST(EndToEnd, StreamsUntilSigtermThenExitsZero) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_sig; CREATE DATABASE it_sig;"
+                       "CREATE TABLE it_sig.t (id INT PRIMARY KEY, v INT);"), 0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_sig.t"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  for (int i = 0; i < 50; ++i)
+    ASSERT_EQ(RunSqlText("INSERT INTO it_sig.t VALUES (" + std::to_string(i) + ", " + std::to_string(i) + ")"), 0);
+  // Wait until the rows arrived, then stop it.
+  bool arrived = false;
+  for (int i = 0; i < 100 && !arrived; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto cmp = cli::CompareTables(TestServer(), TableFilter{{"it_sig.t"}, {}}, spec.sink_path);
+    arrived = cmp.ok() && !cmp->empty() && (*cmp)[0].equal();
+  }
+  EXPECT_TRUE(arrived) << ReadFile(dir.File("log"));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, seconds(20)), 0) << ReadFile(dir.File("log"));
+}
+
+TEST(EndToEnd, ClearErrorsForBadConfigAndServerState) {
+  TempDir dir;
+  std::ofstream(dir.File("bad.toml")) << "[source]\nserver_id = 1\ntables = [\"a.*\"]\nprot = 1\n";
+  auto r = RunSluice({"run", "--config", dir.File("bad.toml")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("source.prot: unknown key"), std::string::npos) << r.output;
+
+  SluiceConfigSpec spec;
+  spec.tables = {"it_no_such_db.no_such_table"};
+  spec.sink_path = dir.File("replica.db");
+  r = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("it_no_such_db.no_such_table"), std::string::npos) << r.output;
+
+  std::ofstream(dir.File("sock.toml")) << "[source]\nhost = \"/run/mysqld/mysqld.sock\"\nserver_id = 9\n"
+                                          "tables = [\"a.*\"]\n";
+  r = RunSluice({"run", "--config", dir.File("sock.toml")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unix socket"), std::string::npos) << r.output;
+
+  // A server logging STATEMENT binlogs.
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_fmt; CREATE TABLE IF NOT EXISTS it_fmt.t (id INT PRIMARY KEY);"
+                       "SET GLOBAL binlog_format = 'STATEMENT'"), 0);
+  spec.tables = {"it_fmt.*"};
+  r = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+  ASSERT_EQ(RunSqlText("SET GLOBAL binlog_format = 'ROW'"), 0);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("binlog_format"), std::string::npos) << r.output;
+  // The password never shows up.
+  EXPECT_EQ(r.output.find(TestServer().password), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::testing

@@ -1,0 +1,184 @@
+#include "harness.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <sqlite3.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace sluice::testing {
+
+namespace {
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+}  // namespace
+
+ConnectOptions TestServer() {
+  ConnectOptions o;
+  if (Env("SLUICE_TEST_MYSQL_PORT").empty()) {
+    ADD_FAILURE() << "SLUICE_TEST_MYSQL_* is not set: run the integration tests through "
+                     "`make test` (scripts/run-tests.sh starts the test MariaDB)";
+    return o;
+  }
+  o.host = Env("SLUICE_TEST_MYSQL_HOST");
+  o.port = static_cast<uint16_t>(std::stoi(Env("SLUICE_TEST_MYSQL_PORT")));
+  o.user = Env("SLUICE_TEST_MYSQL_USER");
+  o.password = Env("SLUICE_TEST_MYSQL_PASSWORD");
+  return o;
+}
+
+std::unique_ptr<Connection> Connect() {
+  auto c = Connection::Connect(TestServer());
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return nullptr;
+  return std::move(c).value();
+}
+
+int RunSqlText(const std::string& sql, const std::string& database) {
+  TempDir dir;
+  std::string file = dir.File("in.sql");
+  std::ofstream(file) << sql;
+  return RunSqlFile(file, database);
+}
+
+int RunSqlFile(const std::string& path, const std::string& database) {
+  ConnectOptions o = TestServer();
+  std::string cmd = "MYSQL_PWD='" + o.password + "' mariadb --no-defaults --default-character-set=utf8mb4 -h " + o.host + " -P " +
+                    std::to_string(o.port) + " -u " + o.user + " " + database + " < '" + path + "'";
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/sluice-it.XXXXXX";
+  char* p = mkdtemp(tmpl);
+  path_ = p ? p : "/tmp";
+}
+
+TempDir::~TempDir() {
+  if (std::getenv("SLUICE_KEEP_TEST_DIRS")) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string WriteConfig(const TempDir& dir, const SluiceConfigSpec& spec) {
+  ConnectOptions o = TestServer();
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", \"" : "\"") + v[i] + "\"";
+    return s + "]";
+  };
+  std::ostringstream t;
+  t << "[source]\nhost = \"" << o.host << "\"\nport = " << o.port << "\nuser = \"" << o.user
+    << "\"\npassword_env = \"SLUICE_TEST_MYSQL_PASSWORD\"\nserver_id = " << spec.server_id
+    << "\ntables = " << list(spec.tables) << "\nexclude = " << list(spec.exclude)
+    << "\n\n[snapshot]\nmode = \"" << spec.snapshot_mode << "\"\nchunk_rows = " << spec.chunk_rows
+    << "\n\n[sink]\ntype = \"" << spec.sink_type << "\"\npath = \"" << spec.sink_path << "\"\n";
+  std::string path = dir.File("sluice.toml");
+  std::ofstream(path) << t.str();
+  return path;
+}
+
+namespace {
+pid_t Spawn(const std::vector<std::string>& args, int out_fd) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_fd, 1);
+    dup2(out_fd, 2);
+    std::vector<char*> argv;
+    std::string bin = SLUICE_BINARY;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+}  // namespace
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int WaitChild(pid_t pid, std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (true) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      ADD_FAILURE() << "sluice did not finish within " << timeout.count() << " s";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return -WTERMSIG(status);
+  return -1000;
+}
+
+ProcessResult RunSluice(const std::vector<std::string>& args, std::chrono::seconds timeout) {
+  TempDir dir;
+  std::string log = dir.File("out.log");
+  int fd = open(log.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  pid_t pid = Spawn(args, fd);
+  close(fd);
+  ProcessResult r;
+  r.exit_code = WaitChild(pid, timeout);
+  r.output = ReadFile(log);
+  return r;
+}
+
+pid_t StartSluice(const std::vector<std::string>& args, const std::string& log_path) {
+  int fd = open(log_path.c_str(), O_CREAT | O_WRONLY | O_APPEND, 0644);
+  pid_t pid = Spawn(args, fd);
+  close(fd);
+  return pid;
+}
+
+std::string ReadSqliteCheckpoint(const std::string& sqlite_path) {
+  if (!std::filesystem::exists(sqlite_path)) return "";
+  sqlite3* db = nullptr;
+  std::string out;
+  if (sqlite3_open_v2(sqlite_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 1000);
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT state FROM _sluice_checkpoint", -1, &s, nullptr) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+void ExpectReplicaEqualsSource(const std::vector<std::string>& tables, const std::string& sqlite_path) {
+  auto result = cli::CompareTables(TestServer(), TableFilter{tables, {}}, sqlite_path);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_FALSE(result->empty());
+  for (const auto& t : *result) {
+    std::string examples;
+    for (const auto& e : t.examples) examples += "\n    " + e;
+    EXPECT_TRUE(t.equal()) << t.table << ": source " << t.source_rows << " rows, replica "
+                           << t.replica_rows << ", missing " << t.missing << ", extra " << t.extra
+                           << ", differing " << t.differing << examples;
+  }
+}
+
+}  // namespace sluice::testing

@@ -1,0 +1,74 @@
+// Test harness for the integration tests: a live MariaDB started by
+// scripts/mariadb-test-server.sh (found through SLUICE_TEST_MYSQL_* variables; a test
+// fails, never skips, when they are missing), the sluice binary run as a child process
+// (so it can be killed with SIGKILL), and helpers to write configs and compare results.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cli/compare.h"
+#include "mysql/connection.h"
+
+namespace sluice::testing {
+
+// Connection options of the test server; ADD_FAILURE and empty options when unset.
+ConnectOptions TestServer();
+// A connection to the test server (asserts success).
+std::unique_ptr<Connection> Connect();
+// Runs statements separated by ";\n" boundaries as one multi-statement string through the
+// mariadb client (so files like Sakila load as they do for a user). Returns its exit code.
+int RunSqlFile(const std::string& path, const std::string& database = "");
+int RunSqlText(const std::string& sql, const std::string& database = "");
+
+// A fresh temporary directory, removed at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct SluiceConfigSpec {
+  std::vector<std::string> tables;
+  std::vector<std::string> exclude;
+  std::string sink_type = "sqlite";
+  std::string sink_path;
+  std::string snapshot_mode = "initial";
+  int chunk_rows = 1000;
+  int server_id = 5401;
+};
+// Writes a TOML config for the test server and returns its path.
+std::string WriteConfig(const TempDir& dir, const SluiceConfigSpec& spec);
+
+struct ProcessResult {
+  int exit_code = -1;  // -signal when killed
+  std::string output;  // stdout + stderr
+};
+// Runs `sluice args...` to completion (killed after `timeout`).
+ProcessResult RunSluice(const std::vector<std::string>& args,
+                        std::chrono::seconds timeout = std::chrono::seconds(300));
+// Starts `sluice args...` in the background; output goes to `log_path`.
+pid_t StartSluice(const std::vector<std::string>& args, const std::string& log_path);
+// Waits for a child; returns its exit code (or -signal).
+int WaitChild(pid_t pid, std::chrono::seconds timeout = std::chrono::seconds(120));
+std::string ReadFile(const std::string& path);
+
+// The checkpoint JSON stored in an SQLite replica ("" when there is none yet).
+std::string ReadSqliteCheckpoint(const std::string& sqlite_path);
+
+// Asserts that every selected table in the SQLite replica equals the source.
+void ExpectReplicaEqualsSource(const std::vector<std::string>& tables,
+                               const std::string& sqlite_path);
+
+}  // namespace sluice::testing
