@@ -18,16 +18,24 @@ build-asan: setup
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 
-# The whole suite: unit tests, integration tests against a throwaway MariaDB, and the unit
-# and integration tests again under ASan+UBSan.
+# The whole suite: unit tests, integration tests against a throwaway MariaDB, the unit
+# and integration tests again under ASan+UBSan, then 90 s of fuzzing (docs/testing.md).
 test: build build-asan
 	@bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD)
+	@bash scripts/fuzz.sh 90
 
 unit-test: build
 	@cd $(BUILD) && ctest --output-on-failure
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)
+
+# libFuzzer targets of fuzz/ under ASan+UBSan (clang, build-fuzz): seconds split across targets.
+fuzz:
+	@bash scripts/fuzz.sh 90
+
+fuzz-long:
+	@bash scripts/fuzz.sh 600
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -53,14 +53,19 @@ TOML
 export SLUICE_PASSWORD="$SLUICE_TEST_MYSQL_PASSWORD"
 
 echo "== 3. sluice run: snapshot, then streaming (in the background)"
-"$sluice" run --config "$work/sluice.toml" &
+"$sluice" run --config "$work/sluice.toml" 2> >(tee "$work/sluice.log" >&2) &
 stream_pid=$!
+for _ in $(seq 1 600); do
+  grep -q "streaming from" "$work/sluice.log" 2>/dev/null && break
+  kill -0 "$stream_pid" 2>/dev/null || { echo "sluice exited early" >&2; exit 1; }
+  sleep 0.2
+done
 
 echo "== 4. A write load: inserts, updates, deletes, a primary-key change, a rolled-back transaction"
 sql sakila < scripts/demo-load.sql
 
-echo "== 5. Stopping the streaming run with SIGTERM, then resuming with --until-caught-up"
-sleep 2
+echo "== 5. Letting sluice stream the load, then stopping it with SIGTERM and resuming with --until-caught-up"
+sleep 3
 kill -TERM "$stream_pid"
 wait "$stream_pid"
 stream_pid=""

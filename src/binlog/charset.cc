@@ -3,8 +3,13 @@
 
 #include <iconv.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include <fmt/format.h>
@@ -105,6 +110,23 @@ constexpr uint16_t kLatin1High[32] = {
     0x0090, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014,
     0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x009D, 0x017E, 0x0178};
 
+// MariaDB keybcs2 (Kamenicky; strings/ctype-extra.c to_uni_keybcs2_general_ci), bytes
+// 0x80..0xFF; below 0x80 it is ASCII. glibc iconv has no such charset. Read from MariaDB
+// 10.11 with HEX(CONVERT(CONVERT(X'nn' USING keybcs2) USING utf32)).
+constexpr uint16_t kKeybcs2High[128] = {
+    0x010C, 0x00FC, 0x00E9, 0x010F, 0x00E4, 0x010E, 0x0164, 0x010D, 0x011B, 0x011A, 0x0139,
+    0x00CD, 0x013E, 0x013A, 0x00C4, 0x00C1, 0x00C9, 0x017E, 0x017D, 0x00F4, 0x00F6, 0x00D3,
+    0x016F, 0x00DA, 0x00FD, 0x00D6, 0x00DC, 0x0160, 0x013D, 0x00DD, 0x0158, 0x0165, 0x00E1,
+    0x00ED, 0x00F3, 0x00FA, 0x0148, 0x0147, 0x016E, 0x00D4, 0x0161, 0x0159, 0x0155, 0x0154,
+    0x00BC, 0x00A1, 0x00AB, 0x00BB, 0x2591, 0x2592, 0x2593, 0x2502, 0x2524, 0x2561, 0x2562,
+    0x2556, 0x2555, 0x2563, 0x2551, 0x2557, 0x255D, 0x255C, 0x255B, 0x2510, 0x2514, 0x2534,
+    0x252C, 0x251C, 0x2500, 0x253C, 0x255E, 0x255F, 0x255A, 0x2554, 0x2569, 0x2566, 0x2560,
+    0x2550, 0x256C, 0x2567, 0x2568, 0x2564, 0x2565, 0x2559, 0x2558, 0x2552, 0x2553, 0x256B,
+    0x256A, 0x2518, 0x250C, 0x2588, 0x2584, 0x258C, 0x2590, 0x2580, 0x03B1, 0x00DF, 0x0393,
+    0x03C0, 0x03A3, 0x03C3, 0x00B5, 0x03C4, 0x03A6, 0x0398, 0x03A9, 0x03B4, 0x221E, 0x03C6,
+    0x03B5, 0x2229, 0x2261, 0x00B1, 0x2265, 0x2264, 0x2320, 0x2321, 0x00F7, 0x2248, 0x00B0,
+    0x2219, 0x00B7, 0x221A, 0x207F, 0x00B2, 0x25A0, 0x00A0};
+
 void AppendUtf8(uint32_t cp, std::string* out) {
   if (cp < 0x80) {
     out->push_back(static_cast<char>(cp));
@@ -188,6 +210,45 @@ Result<std::string> IconvToUtf8(std::string_view charset, const char* from,
   return out;
 }
 
+// MariaDB/MySQL sjis is JIS X 0208 Shift_JIS whose single bytes below 0x80 are ASCII
+// (0x5C '\\', 0x7E '~'), and whose 0x815F is U+005C as well (strings/ctype-sjis.c,
+// tab_sjis_uni0); glibc's SHIFT_JIS maps those to U+00A5, U+203E and U+FF3C. Bytes below
+// 0x80 and 0x815F are converted here, every other character by iconv, one run at a time.
+Result<std::string> SjisToUtf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  size_t i = 0;
+  while (i < bytes.size()) {
+    const unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    if (c == 0x81 && i + 1 < bytes.size() && static_cast<unsigned char>(bytes[i + 1]) == 0x5F) {
+      out.push_back('\\');
+      i += 2;
+      continue;
+    }
+    // A run of multibyte / half-width characters, up to the next ASCII byte or 0x815F.
+    size_t j = i;
+    while (j < bytes.size()) {
+      const unsigned char b = static_cast<unsigned char>(bytes[j]);
+      if (b < 0x80) break;
+      if (b == 0x81 && j + 1 < bytes.size() && static_cast<unsigned char>(bytes[j + 1]) == 0x5F) break;
+      const bool lead = (b >= 0x81 && b <= 0x9F) || (b >= 0xE0 && b <= 0xFC);
+      j += lead ? 2 : 1;
+    }
+    j = std::min(j, bytes.size());
+    auto part = IconvToUtf8("sjis", "SHIFT_JIS", bytes.substr(i, j - i));
+    if (!part.ok())
+      return Status::Corruption(fmt::format("invalid sjis byte sequence at byte {} of {}", i, bytes.size()));
+    out += *part;
+    i = j;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view CharsetForCollation(uint32_t collation_id) {
@@ -207,6 +268,19 @@ bool IsValidUtf8(std::string_view s) {
   size_t i = 0;
   const size_t n = s.size();
   while (i < n) {
+    // Fast path: 16, then 8 ASCII bytes at a time (no byte has its top bit set).
+#if defined(__SSE2__)
+    while (i + 16 <= n &&
+           _mm_movemask_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i))) == 0)
+      i += 16;
+#endif
+    while (i + 8 <= n) {
+      uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      if (w & 0x8080808080808080ull) break;
+      i += 8;
+    }
+    if (i >= n) break;
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       ++i;
@@ -265,6 +339,16 @@ Result<std::string> ToUtf8(std::string_view charset, std::string_view bytes) {
     bool plain = std::all_of(bytes.begin(), bytes.end(),
                              [](char c) { return static_cast<unsigned char>(c) < 0x80; });
     if (plain) return std::string(bytes);
+  }
+  if (charset == "sjis") return SjisToUtf8(bytes);
+  if (charset == "keybcs2") {
+    std::string out;
+    out.reserve(bytes.size() * 2);
+    for (unsigned char c : bytes) {
+      if (c < 0x80) out.push_back(static_cast<char>(c));
+      else AppendUtf8(kKeybcs2High[c - 0x80], &out);
+    }
+    return out;
   }
   const char* name = IconvName(charset);
   if (name == nullptr)

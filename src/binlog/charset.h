@@ -7,7 +7,8 @@
 // CHARACTER_SET_NAME ("utf8mb4", "latin1", "binary", ...).
 // Conversion: utf8mb3/utf8mb4 are validated only; latin1 uses MySQL's latin1 (cp1252
 // with 0x81 0x8D 0x8F 0x90 0x9D passed through as U+0081..., as the server converts it);
-// "binary" returns the bytes unchanged; every other charset goes through glibc iconv.
+// "binary" returns the bytes unchanged; sjis is MariaDB's (ASCII below 0x80, 0x815F = '\\'),
+// keybcs2 uses a table read from MariaDB; every other charset goes through glibc iconv.
 // Sources: MariaDB strings/ctype-*.c, MySQL strings/ctype-latin1.cc (cs_to_uni table).
 // Errors: kCorruption for bytes that are invalid in the charset, kNotSupported for a
 // charset iconv does not know. Pure; thread-safe (an iconv handle per call).

@@ -60,5 +60,18 @@ TEST(Charset, IconvCharsets) {
   EXPECT_EQ(ToUtf8("nosuchcs", "a").status().code(), StatusCode::kNotSupported);
 }
 
+// MariaDB's sjis (strings/ctype-sjis.c) keeps ASCII below 0x80 and maps 0x815F to '\\',
+// where glibc's SHIFT_JIS gives U+00A5, U+203E and U+FF3C. The server wrote these bytes for
+// '\\~' (found by tests/integration/differential_test.cc).
+TEST(Charset, Keybcs2FromTable) {
+  EXPECT_EQ(*ToUtf8("keybcs2", "a\x80\xFF"), "a\xC4\x8C\xC2\xA0");  // a Č NBSP
+}
+
+TEST(Charset, SjisIsMariadbSjis) {
+  EXPECT_EQ(*ToUtf8("sjis", "\x5C\x7E"), "\\~");
+  EXPECT_EQ(*ToUtf8("sjis", "\x81\x5F\x82\xA0\xB1\x81\x60"), "\\\xE3\x81\x82\xEF\xBD\xB1\xE3\x80\x9C");
+  EXPECT_EQ(ToUtf8("sjis", "\x82").status().code(), StatusCode::kCorruption);
+}
+
 }  // namespace
 }  // namespace sluice::binlog

@@ -1,6 +1,8 @@
 // EventStream: position tracking, FDE/table-map state and payload expansion; see header.
 #include "binlog/event_stream.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 namespace sluice::binlog {
@@ -20,15 +22,56 @@ Result<Event> EventStream::NextAt(std::span<const uint8_t> event_bytes, uint64_t
   return Decode(event_bytes, offset);
 }
 
+Status EventStream::NextAtInto(std::span<const uint8_t> event_bytes, uint64_t offset, Event* out) {
+  return DecodeInto(event_bytes, offset, *out);
+}
+
+Result<Event> EventStream::Decode(std::span<const uint8_t> bytes, std::optional<uint64_t> file_offset) {
+  Event ev;
+  RETURN_IF_ERROR(DecodeInto(bytes, file_offset, ev));
+  return ev;
+}
+
 std::shared_ptr<const TableMap> EventStream::FindTable(uint64_t table_id) const {
   auto it = tables_.find(table_id);
   return it == tables_.end() ? nullptr : it->second;
 }
 
-void EventStream::Remember(Event& ev) {
+void EventStream::ClearTables() {
+  tables_.clear();
+  table_bodies_.clear();
+}
+
+// Table id of a TABLE_MAP body: 6 bytes LE, or 4 when the FDE says the post-header is 6.
+static std::optional<uint64_t> TableMapId(std::span<const uint8_t> body, uint8_t post_header_len) {
+  const size_t n = post_header_len == 6 ? 4 : 6;
+  if (body.size() < n) return std::nullopt;
+  uint64_t id = 0;
+  for (size_t i = 0; i < n; ++i) id |= uint64_t{body[i]} << (8 * i);
+  return id;
+}
+
+std::shared_ptr<const TableMap> EventStream::CachedTableMap(std::span<const uint8_t> body) const {
+  auto id = TableMapId(body, fde_->PostHeaderLength(EventType::TABLE_MAP_EVENT, 8));
+  if (!id) return nullptr;
+  auto b = table_bodies_.find(*id);
+  if (b == table_bodies_.end() || b->second.size() != body.size() ||
+      std::memcmp(b->second.data(), body.data(), body.size()) != 0)
+    return nullptr;
+  return FindTable(*id);
+}
+
+void EventStream::Remember(Event& ev, std::span<const uint8_t> map_body, bool from_cache) {
   if (auto* tm = std::get_if<TableMapEvent>(&ev.body)) {
-    if (tables_.size() >= options_.max_table_maps) tables_.clear();
+    if (tables_.size() >= options_.max_table_maps) ClearTables();
     tables_[tm->map->table_id] = tm->map;
+    // Only an outer TABLE_MAP's bytes may stand for the map now in force.
+    if (map_body.empty()) {
+      table_bodies_.erase(tm->map->table_id);
+    } else if (!from_cache) {
+      table_bodies_[tm->map->table_id].assign(reinterpret_cast<const char*>(map_body.data()),
+                                              map_body.size());
+    }
   } else if (auto* rows = std::get_if<RowsEvent>(&ev.body)) {
     ev.table_map = FindTable(rows->table_id);
   }
@@ -47,7 +90,8 @@ void EventStream::Prefetch() {
   }
 }
 
-Result<Event> EventStream::Decode(std::span<const uint8_t> bytes, std::optional<uint64_t> file_offset) {
+Status EventStream::DecodeInto(std::span<const uint8_t> bytes, std::optional<uint64_t> file_offset,
+                               Event& ev) {
   if (payload_) {
     return Status::FailedPrecondition(fmt::format(
         "event fed at {}:{} before the inner events of the TRANSACTION_PAYLOAD_EVENT at {} were read",
@@ -58,7 +102,25 @@ Result<Event> EventStream::Decode(std::span<const uint8_t> bytes, std::optional<
   ctx.fde = format();
   ctx.checksum_present = fde_ && fde_->checksum_alg == ChecksumAlg::kCrc32;
   ctx.verify_checksum = options_.verify_checksums;
-  ASSIGN_OR_RETURN(Event ev, DecodeEvent(bytes, offset, ctx));
+  // TABLE_MAP body (header and checksum stripped), when this is one under a known FDE.
+  std::span<const uint8_t> map_body;
+  if (fde_ && bytes.size() > 4 && bytes[4] == static_cast<uint8_t>(EventType::TABLE_MAP_EVENT)) {
+    const size_t tail = ctx.checksum_present ? kChecksumLength : 0;
+    if (bytes.size() >= size_t{fde_->header_length} + tail)
+      map_body = bytes.subspan(fde_->header_length, bytes.size() - fde_->header_length - tail);
+  }
+  std::shared_ptr<const TableMap> cached = map_body.empty() ? nullptr : CachedTableMap(map_body);
+  if (cached) {
+    ASSIGN_OR_RETURN(ev.header, DecodeEventHeader(bytes, offset));
+    if (ctx.checksum_present && ctx.verify_checksum) RETURN_IF_ERROR(VerifyEventChecksum(bytes, offset));
+    ev.raw = bytes;
+    ev.in_payload = false;
+    ev.storage.reset();
+    ev.table_map.reset();
+    ev.body = TableMapEvent{cached};
+  } else {
+    RETURN_IF_ERROR(DecodeEventInto(bytes, offset, ctx, &ev));
+  }
   const EventHeader& h = ev.header;
   const uint64_t size = h.event_size;
 
@@ -97,13 +159,16 @@ Result<Event> EventStream::Decode(std::span<const uint8_t> bytes, std::optional<
   }
   if (rotate && !file_offset) {
     bool fake = !file_offset && ((h.flags & kFlagArtificial) != 0 || h.log_pos == 0);
-    if (!fake) tables_.clear();
+    if (!fake) ClearTables();
     file_ = rotate->next_file;
     next_offset_ = rotate->position;
   }
 
-  if (auto* fde = std::get_if<FormatDescriptionEvent>(&ev.body)) fde_ = *fde;
-  Remember(ev);
+  if (auto* fde = std::get_if<FormatDescriptionEvent>(&ev.body)) {
+    fde_ = *fde;
+    table_bodies_.clear();  // a new FDE may decode the same bytes differently
+  }
+  Remember(ev, map_body, cached != nullptr);
   if (auto* p = std::get_if<TransactionPayloadEvent>(&ev.body)) {
     // Keep the compressed bytes alive for the iterator, whatever the caller does next.
     std::shared_ptr<const std::string> owner = ev.storage;
@@ -122,7 +187,7 @@ Result<Event> EventStream::Decode(std::span<const uint8_t> bytes, std::optional<
     inner_error_ = Status::Ok();
     Prefetch();
   }
-  return ev;
+  return Status::Ok();
 }
 
 Result<Event> EventStream::NextInner() {

@@ -16,6 +16,10 @@
 // HasPendingInner(), NextInner() yields its inner events in order, each with the OUTER
 // event's file/pos/end_pos (a resume replays the whole transaction) and in_payload=true.
 // Feeding another event before the inner events are drained is kFailedPrecondition.
+// TABLE_MAP reuse: servers re-send the same TABLE_MAP before every rows statement. When
+// a TABLE_MAP's body (after the header, before the checksum) is byte-identical to the
+// last one decoded for that table id under the same FDE, its checksum is still verified
+// but the body is not decoded again: the event carries the cached TableMap.
 // Lifetime: events returned by Next/NextAt view `event_bytes` (see Event::Own); inner
 // events own their bytes.
 // Thread safety: not thread-safe; one stream per binlog source.
@@ -53,6 +57,9 @@ class EventStream {
   Result<Event> Next(std::span<const uint8_t> event_bytes);
   // File mode: the event starts at `offset` of the current file.
   Result<Event> NextAt(std::span<const uint8_t> event_bytes, uint64_t offset);
+  // NextAt decoding into `*out` (an earlier event's allocations are reused; every field
+  // is replaced). On error *out is unspecified.
+  Status NextAtInto(std::span<const uint8_t> event_bytes, uint64_t offset, Event* out);
 
   bool HasPendingInner() const { return payload_.has_value(); }
   Result<Event> NextInner();
@@ -68,14 +75,22 @@ class EventStream {
 
  private:
   Result<Event> Decode(std::span<const uint8_t> bytes, std::optional<uint64_t> file_offset);
-  void Remember(Event& ev);
+  Status DecodeInto(std::span<const uint8_t> bytes, std::optional<uint64_t> file_offset, Event& ev);
+  // Updates the table cache; `map_body` is the body of an outer TABLE_MAP (empty for
+  // inner events), `from_cache` when the event reused the cached map.
+  void Remember(Event& ev, std::span<const uint8_t> map_body = {}, bool from_cache = false);
   void Prefetch();
+  void ClearTables();
+  // The cached TableMap for this TABLE_MAP_EVENT when its body matches the cached bytes.
+  std::shared_ptr<const TableMap> CachedTableMap(std::span<const uint8_t> body) const;
 
   EventStreamOptions options_;
   std::optional<FormatDescriptionEvent> fde_;
   std::string file_;
   uint64_t next_offset_ = 4;
   std::unordered_map<uint64_t, std::shared_ptr<const TableMap>> tables_;
+  // table id -> the TABLE_MAP body bytes tables_[id] was decoded from (outer events only).
+  std::unordered_map<uint64_t, std::string> table_bodies_;
   // Pending TRANSACTION_PAYLOAD.
   std::optional<PayloadReader> payload_;   // set while an inner event or error is pending
   std::shared_ptr<const std::string> next_inner_;

@@ -21,7 +21,7 @@
 //     12 COLUMN_VISIBILITY bitmap MSB-first per column   13 VECTOR_DIMENSIONALITY per VECTOR
 //   Column classes use the "real" type: a STRING column whose metadata byte 0 is ENUM or
 //   SET is an ENUM/SET column. numeric = TINY SHORT INT24 LONG LONGLONG NEWDECIMAL FLOAT
-//   DOUBLE; character = STRING VAR_STRING VARCHAR BLOB(+TINY/MEDIUM/LONG) and also VECTOR
+//   DOUBLE, and YEAR on MariaDB; character = STRING VAR_STRING VARCHAR BLOB(+TINY/MEDIUM/LONG) and also VECTOR
 //   (MySQL) or GEOMETRY (MariaDB).
 #include <fmt/format.h>
 
@@ -33,7 +33,11 @@ namespace {
 
 using CT = ColumnType;
 
-bool IsNumeric(CT t) {
+// MariaDB counts YEAR too (its Field_year is a Field_tiny, and init_signedness_field in
+// sql/log_event_server.cc takes every field with a signedness); MySQL does not
+// (is_numeric_type in libs/mysql/binlog/event/rows_event.cpp).
+bool IsNumeric(CT t, Flavor flavor) {
+  if (t == CT::MYSQL_TYPE_YEAR) return flavor == Flavor::kMariaDB;
   switch (t) {
     case CT::MYSQL_TYPE_TINY: case CT::MYSQL_TYPE_SHORT: case CT::MYSQL_TYPE_INT24:
     case CT::MYSQL_TYPE_LONG: case CT::MYSQL_TYPE_LONGLONG: case CT::MYSQL_TYPE_NEWDECIMAL:
@@ -194,7 +198,7 @@ Result<TableMap> DecodeTableMap(std::span<const uint8_t> body, uint64_t offset,
   m.nullable.resize(n);
   for (size_t i = 0; i < n; ++i) m.nullable[i] = (nulls[i / 8] >> (i % 8)) & 1;
 
-  auto numeric = ColumnsWhere(real, IsNumeric);
+  auto numeric = ColumnsWhere(real, [&](CT t) { return IsNumeric(t, flavor); });
   auto character = ColumnsWhere(real, [&](CT t) { return IsCharacter(t, flavor); });
   auto enums = ColumnsWhere(real, [](CT t) { return t == CT::MYSQL_TYPE_ENUM; });
   auto sets = ColumnsWhere(real, [](CT t) { return t == CT::MYSQL_TYPE_SET; });
@@ -211,7 +215,8 @@ Result<TableMap> DecodeTableMap(std::span<const uint8_t> body, uint64_t offset,
     }
     uint64_t at = r.absolute_offset();
     ASSIGN_OR_RETURN(auto value, r.ReadBytes(static_cast<size_t>(len)));
-    ByteReader v(value, at, fmt::format("TABLE_MAP_EVENT optional metadata {}", opt));
+    const std::string what = fmt::format("TABLE_MAP_EVENT optional metadata {}", opt);
+    ByteReader v(value, at, what);  // `what` must outlive v: the reader keeps a view
     switch (opt) {
       case 1: {  // SIGNEDNESS
         auto bits = ReadMsbBits(value, numeric.size());

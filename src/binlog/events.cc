@@ -335,6 +335,12 @@ Status InflateMariadbCompressed(std::span<const uint8_t> data, uint64_t offset,
   if (lenlen < 1 || lenlen > 4) return r.Error(fmt::format("bad length-of-length {}", lenlen));
   ASSIGN_OR_RETURN(uint64_t ulen, r.ReadBe(lenlen));
   std::span<const uint8_t> z = r.Rest();
+  // deflate cannot expand beyond ~1032:1, so a larger declared length is corrupt (and must
+  // not become a huge allocation).
+  if (ulen > 1032 * uint64_t{z.size()} + 64) {
+    return r.Error(fmt::format("declared uncompressed length {} is impossible from {} zlib bytes",
+                               ulen, z.size()));
+  }
   size_t base = out->size();
   out->resize(base + ulen);
   uLongf dest_len = static_cast<uLongf>(ulen);
@@ -349,26 +355,51 @@ Status InflateMariadbCompressed(std::span<const uint8_t> data, uint64_t offset,
 }
 
 namespace {
-Result<Event> DecodeEventImpl(std::span<const uint8_t> bytes, uint64_t offset, const DecodeContext& ctx);
+Status DecodeEventImpl(std::span<const uint8_t> bytes, uint64_t offset, const DecodeContext& ctx,
+                       Event& ev);
+
+// EventTypeName for every type byte, built once (the name views of ByteReader and error
+// messages point into it, so decoding allocates no name per event).
+const std::string& CachedTypeName(uint8_t type) {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names(256);
+    for (int t = 0; t < 256; ++t) names[t] = EventTypeName(static_cast<uint8_t>(t));
+    return names;
+  }();
+  return kNames[type];
+}
 }  // namespace
 
-Result<Event> DecodeEvent(std::span<const uint8_t> bytes, uint64_t offset, const DecodeContext& ctx) {
-  auto r = DecodeEventImpl(bytes, offset, ctx);
-  if (r.ok()) return r;
+Status DecodeEventInto(std::span<const uint8_t> bytes, uint64_t offset, const DecodeContext& ctx,
+                       Event* out) {
+  Status st = DecodeEventImpl(bytes, offset, ctx, *out);
+  if (st.ok()) return st;
   // Errors found inside a body name the cursor offset; also name where the event starts.
   std::string start = fmt::format("at offset {}:", offset);
-  if (r.status().message().find(start) != std::string::npos) return r;
-  return r.status().WithContext(fmt::format("event at offset {}", offset));
+  if (st.message().find(start) != std::string::npos) return st;
+  return st.WithContext(fmt::format("event at offset {}", offset));
+}
+
+Result<Event> DecodeEvent(std::span<const uint8_t> bytes, uint64_t offset, const DecodeContext& ctx) {
+  Event ev;
+  RETURN_IF_ERROR(DecodeEventInto(bytes, offset, ctx, &ev));
+  return ev;
 }
 
 namespace {
-Result<Event> DecodeEventImpl(std::span<const uint8_t> bytes, uint64_t offset, const DecodeContext& ctx) {
-  Event ev;
+Status DecodeEventImpl(std::span<const uint8_t> bytes, uint64_t offset, const DecodeContext& ctx,
+                       Event& ev) {
+  // `ev` may be a reused event: reset everything this decoder does not always set.
+  ev.file.clear();
+  ev.pos = ev.end_pos = 0;
+  ev.storage.reset();
+  ev.table_map.reset();
+  ev.body.emplace<OpaqueEvent>();
   ASSIGN_OR_RETURN(ev.header, DecodeEventHeader(bytes, offset));
   ev.raw = bytes;
   ev.in_payload = ctx.in_payload;
   const EventType type = ev.header.event_type();
-  const std::string name = EventTypeName(ev.header.type);
+  const std::string& name = CachedTypeName(ev.header.type);
   size_t header_len = ctx.fde ? ctx.fde->header_length : kEventHeaderLength;
   if (type == EventType::FORMAT_DESCRIPTION_EVENT) header_len = kEventHeaderLength;
   if (bytes.size() < header_len) {
@@ -384,7 +415,7 @@ Result<Event> DecodeEventImpl(std::span<const uint8_t> bytes, uint64_t offset, c
       RETURN_IF_ERROR(VerifyEventChecksum(bytes, offset));
     }
     ev.body = std::move(fde);
-    return ev;
+    return Status::Ok();
   }
 
   bool strip = ctx.checksum_present && !ctx.in_payload;
@@ -421,7 +452,7 @@ Result<Event> DecodeEventImpl(std::span<const uint8_t> bytes, uint64_t offset, c
       ev.storage = std::move(store);
     }
     ev.body = std::move(rows);
-    return ev;
+    return Status::Ok();
   }
 
   switch (type) {
@@ -580,7 +611,7 @@ Result<Event> DecodeEventImpl(std::span<const uint8_t> bytes, uint64_t offset, c
       return Status::NotSupported(fmt::format(
           "unknown event type {} at offset {} (not flagged ignorable)", ev.header.type, offset));
   }
-  return ev;
+  return Status::Ok();
 }
 }  // namespace
 

@@ -236,6 +236,10 @@ struct DecodeContext {
 // decides whether it carries (and is checked against) a CRC32 footer.
 Result<Event> DecodeEvent(std::span<const uint8_t> event, uint64_t offset,
                           const DecodeContext& ctx);
+// The same, decoding into `*out` (which may hold an earlier event: every field is
+// replaced), so a caller decoding event after event reuses one Event's allocations.
+Status DecodeEventInto(std::span<const uint8_t> event, uint64_t offset, const DecodeContext& ctx,
+                       Event* out);
 
 // Body decoders (exposed for tests). `body` excludes header and checksum; `offset` is
 // the absolute offset of body[0].

@@ -38,7 +38,7 @@ constexpr uint8_t kFieldTimestamp = 7, kFieldDate = 10, kFieldTime = 11, kFieldD
 
 class Printer {
  public:
-  explicit Printer(std::span<const uint8_t> doc) : doc_(doc) {}
+  explicit Printer(std::span<const uint8_t> doc) : doc_(doc), max_out_(16 * doc.size() + 1024) {}
 
   // Prints the value of `type` whose bytes start at doc_[begin] and end at doc_[end].
   Status Value(uint8_t type, size_t begin, size_t end, int depth, std::string* out) {
@@ -164,6 +164,10 @@ class Printer {
       return Err(begin, fmt::format("{} elements do not fit in {} bytes", count, bytes));
     out->push_back(object ? '{' : '[');
     for (uint64_t i = 0; i < count; ++i) {
+      // Value offsets may point at the same bytes, so a small document could print an
+      // exponentially large text. A valid one prints at most ~8 characters per byte.
+      if (out->size() > max_out_)
+        return Err(begin, fmt::format("text exceeds {} characters: values overlap", max_out_));
       if (i > 0) out->append(", ");
       if (object) {
         size_t ke = begin + 2 * osize + i * key_entry;
@@ -237,6 +241,7 @@ class Printer {
   }
 
   std::span<const uint8_t> doc_;
+  size_t max_out_;  // output bound, see Container
 };
 
 }  // namespace

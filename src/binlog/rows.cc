@@ -12,11 +12,18 @@
 // Columns absent from an image (binlog_row_image=MINIMAL/NOBLOB) decode to Value::Absent().
 // What the TABLE_MAP lacks comes from the TableSchema when given: signedness
 // (else signed), charset (else strings are kBytes), ENUM/SET labels (else index/bitmask
-// when options.allow_unlabeled_enum). PARTIAL_UPDATE_ROWS (MySQL partial JSON) is not
-// decoded yet: kNotSupported.
+// when options.allow_unlabeled_enum).
+// PARTIAL_UPDATE_ROWS (MySQL binlog_row_value_options=PARTIAL_JSON):
+//   row    ::= before-image shared-image after-image
+//   shared ::= value_options(packed int) [if bit 0: partial_bits((json_columns+7)/8)]
+// A JSON column marked partial holds a diff vector (json_diff.h) instead of its document;
+// it is applied to the before image's document, so the after image carries the full
+// document. Without that document (MINIMAL/NOBLOB before images) it is kNotSupported, or
+// the diffs as JSON text when options.partial_json_diff_without_base.
 #include <fmt/format.h>
 
 #include "binlog/charset.h"
+#include "binlog/json_diff.h"
 #include "binlog/rows_event.h"
 #include "binlog/value_decoder.h"
 
@@ -47,6 +54,7 @@ Status BuildPlans(const TableMap& map, const TableSchema* schema, const DecodeOp
     } else {
       p.name = fmt::format("@{}", i + 1);
     }
+    if (desc != nullptr) p.ctx.fixed_binary = FixedBinaryTypeOf(desc->data_type);
     if (map.has_signedness && i < map.is_unsigned.size()) {
       p.ctx.is_unsigned = map.is_unsigned[i];
     } else if (desc != nullptr) {
@@ -84,8 +92,37 @@ Status BuildPlans(const TableMap& map, const TableSchema* schema, const DecodeOp
   return Status::Ok();
 }
 
+Result<Value> DecodePartialJson(ByteReader& r, const TableMap& map, const ColumnPlan& plan,
+                                size_t row_index, size_t column, const Row* before,
+                                bool diff_without_base) {
+  const uint64_t at = r.absolute_offset();
+  const std::string where = fmt::format("{}.{} row {} column {} (partial JSON at offset {})",
+                                        map.db, map.table, row_index, plan.name, at);
+  size_t consumed = 0;
+  auto diffs = DecodeJsonDiffs(r.PeekRest(), &consumed);
+  if (!diffs.ok()) return diffs.status().WithContext(where);
+  RETURN_IF_ERROR(r.Skip(consumed));
+  const Value* base = before != nullptr && column < before->size() ? &(*before)[column] : nullptr;
+  if (base == nullptr || base->is_absent()) {
+    if (diff_without_base) return Value::Text(JsonDiffsToText(*diffs));
+    return Status::NotSupported(
+        where + ": the before image lacks the document the diff applies to "
+                "(binlog_row_image=MINIMAL/NOBLOB with binlog_row_value_options=PARTIAL_JSON); "
+                "use binlog_row_image=FULL or binlog_row_value_options=''");
+  }
+  if (base->kind != Value::Kind::kText)
+    return Status::Corruption(where + ": partial JSON update of a NULL or non-JSON value");
+  auto doc = ApplyJsonDiffs(base->s, *diffs);
+  if (!doc.ok()) return doc.status().WithContext(where);
+  return Value::Text(std::move(*doc));
+}
+
+// `partial` (may be null): columns whose value is a partial JSON diff vector, applied to
+// the document in `before` (json_diff.h).
 Status DecodeImage(ByteReader& r, const TableMap& map, const std::vector<ColumnPlan>& plans,
-                   const std::vector<bool>& present, size_t row_index, Row* out) {
+                   const std::vector<bool>& present, size_t row_index, Row* out,
+                   const std::vector<bool>* partial = nullptr, const Row* before = nullptr,
+                   bool diff_without_base = false) {
   const size_t n = plans.size();
   size_t present_count = 0;
   for (bool b : present) present_count += b;
@@ -108,6 +145,12 @@ Status DecodeImage(ByteReader& r, const TableMap& map, const std::vector<ColumnP
       continue;
     }
     const uint64_t at = r.absolute_offset();
+    if (partial != nullptr && (*partial)[i]) {
+      auto v = DecodePartialJson(r, map, plans[i], row_index, i, before, diff_without_base);
+      if (!v.ok()) return v.status();
+      out->push_back(std::move(*v));
+      continue;
+    }
     auto v = DecodeColumnValue(r, plans[i].ctx);
     if (!v.ok()) {
       return v.status().WithContext(fmt::format("{}.{} row {} column {} (value at offset {})",
@@ -122,22 +165,25 @@ Status DecodeImage(ByteReader& r, const TableMap& map, const std::vector<ColumnP
 
 Status DecodeRows(const RowsEvent& event, const TableMap& map, const TableSchema* schema,
                   const DecodeOptions& options, std::vector<DecodedRow>* out) {
-  const std::string where = fmt::format("rows event for {}.{} at offset {}", map.db, map.table,
-                                        event.body_offset);
-  if (event.kind == RowsKind::kPartialUpdate)
-    return Status::NotSupported(where + ": PARTIAL_UPDATE_ROWS (partial JSON) is not decoded yet");
+  // Built only when an error needs it (this runs once per rows event).
+  const auto where = [&] {
+    return fmt::format("rows event for {}.{} at offset {}", map.db, map.table, event.body_offset);
+  };
   const size_t n = map.column_count();
   if (event.column_count != n)
-    return Status::Corruption(fmt::format("{}: event has {} columns, TABLE_MAP has {}", where,
+    return Status::Corruption(fmt::format("{}: event has {} columns, TABLE_MAP has {}", where(),
                                           event.column_count, n));
   if (map.column_meta.size() != n && !map.column_meta.empty())
     return Status::Corruption(fmt::format("{}: TABLE_MAP has {} metadata entries for {} columns",
-                                          where, map.column_meta.size(), n));
-  const bool want_before = event.kind == RowsKind::kUpdate || event.kind == RowsKind::kDelete;
-  const bool want_after = event.kind == RowsKind::kUpdate || event.kind == RowsKind::kWrite;
+                                          where(), map.column_meta.size(), n));
+  const bool partial_update = event.kind == RowsKind::kPartialUpdate;
+  const bool want_before = event.kind == RowsKind::kUpdate || event.kind == RowsKind::kDelete || partial_update;
+  const bool want_after = event.kind == RowsKind::kUpdate || event.kind == RowsKind::kWrite || partial_update;
+  size_t json_columns = 0;
+  for (ColumnType t : map.column_types) json_columns += t == ColumnType::MYSQL_TYPE_JSON;
   if ((want_before && event.present_before.size() != n) ||
       (want_after && event.present_after.size() != n))
-    return Status::Corruption(fmt::format("{}: column bitmap size does not match {} columns", where, n));
+    return Status::Corruption(fmt::format("{}: column bitmap size does not match {} columns", where(), n));
 
   std::vector<ColumnPlan> plans;
   RETURN_IF_ERROR(BuildPlans(map, schema, options, &plans));
@@ -145,9 +191,33 @@ Status DecodeRows(const RowsEvent& event, const TableMap& map, const TableSchema
   ByteReader r(event.body, event.body_offset, "row image");
   size_t row_index = 0;
   while (!r.empty()) {
+    const size_t row_start = r.position();
     DecodedRow row;
     if (want_before) RETURN_IF_ERROR(DecodeImage(r, map, plans, event.present_before, row_index, &row.before));
-    if (want_after) RETURN_IF_ERROR(DecodeImage(r, map, plans, event.present_after, row_index, &row.after));
+    if (partial_update) {
+      // shared-image: value_options (packed int; bit 0 PARTIAL_JSON_UPDATES), then when set
+      // one bit per JSON column of the table, LSB first: 1 = the after value is a diff vector
+      // (MySQL sql/rpl_record.h unpack_row, libs/mysql/binlog/event/rows_event.h).
+      ASSIGN_OR_RETURN(uint64_t value_options, r.ReadLenEnc());
+      std::vector<bool> partial(n, false);
+      if (value_options & 1) {
+        ASSIGN_OR_RETURN(auto bits, r.ReadBytes((json_columns + 7) / 8));
+        size_t k = 0;
+        for (size_t i = 0; i < n; ++i) {
+          if (map.column_types[i] != ColumnType::MYSQL_TYPE_JSON) continue;
+          partial[i] = (bits[k / 8] >> (k % 8)) & 1;
+          ++k;
+        }
+      }
+      RETURN_IF_ERROR(DecodeImage(r, map, plans, event.present_after, row_index, &row.after,
+                                  &partial, &row.before, options.partial_json_diff_without_base));
+    } else if (want_after) {
+      RETURN_IF_ERROR(DecodeImage(r, map, plans, event.present_after, row_index, &row.after));
+    }
+    // A row whose images hold no column reads no bytes: it would repeat forever.
+    if (r.position() == row_start)
+      return Status::Corruption(fmt::format("{}: row images with no columns, but {} body bytes remain",
+                                            where(), r.remaining()));
     out->push_back(std::move(row));
     ++row_index;
   }

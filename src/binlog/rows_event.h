@@ -51,6 +51,9 @@ struct DecodedRow {
 struct DecodeOptions {
   // Keep ENUM/SET as index/bitmask (kUInt) when no labels are known, instead of failing.
   bool allow_unlabeled_enum = true;
+  // A partial JSON update whose before image lacks the document: emit the diffs as JSON
+  // text (json_diff.h JsonDiffsToText) instead of failing. For inspection tools only.
+  bool partial_json_diff_without_base = false;
 };
 
 // Decodes every row of `event` against `map` (and `schema`, may be null: it supplies

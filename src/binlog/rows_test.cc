@@ -290,15 +290,5 @@ TEST(DecodeRows, ColumnCountMismatchIsCorruption) {
   EXPECT_EQ(DecodeRows(ev, map, nullptr, DecodeOptions{}, &rows).code(), StatusCode::kCorruption);
 }
 
-TEST(DecodeRows, PartialUpdateIsNotSupportedYet) {
-  TableMap map;
-  map.column_types.assign(1, ColumnType::MYSQL_TYPE_JSON);
-  RowsEvent ev;
-  ev.kind = RowsKind::kPartialUpdate;
-  ev.column_count = 1;
-  std::vector<DecodedRow> rows;
-  EXPECT_EQ(DecodeRows(ev, map, nullptr, DecodeOptions{}, &rows).code(), StatusCode::kNotSupported);
-}
-
 }  // namespace
 }  // namespace sluice::binlog

@@ -9,6 +9,7 @@
 #include "binlog/decimal.h"
 #include "binlog/json_binary.h"
 #include "binlog/temporal.h"
+#include "schema/text_value.h"
 
 namespace sluice::binlog {
 namespace {
@@ -51,6 +52,7 @@ Result<Value> StringValue(ByteReader& r, size_t value_offset, std::string_view b
 
 Result<Value> EnumValue(ByteReader& r, const ColumnContext& c, size_t bytes) {
   const uint64_t at = r.absolute_offset();
+  if (bytes != 1 && bytes != 2) return r.Error(fmt::format("ENUM with {} bytes", bytes));
   ASSIGN_OR_RETURN(uint64_t index, r.ReadLe(bytes));
   if (c.labels == nullptr) {
     if (c.allow_unlabeled) return Value::UInt(index);
@@ -183,6 +185,12 @@ Result<Value> DecodeColumnValue(ByteReader& r, const ColumnContext& c) {
       if (sm.real_type != T::MYSQL_TYPE_STRING) return Unsupported(r, c, "(unknown real type)");
       const size_t at = r.absolute_offset();
       ASSIGN_OR_RETURN(std::string_view s, ReadPrefixed(r, sm.length < 256 ? 1 : 2));
+      if (c.fixed_binary != FixedBinaryType::kNone) {
+        auto text = FixedBinaryToText(c.fixed_binary, s);
+        if (!text.ok())
+          return Status(text.status()).WithContext(fmt::format("{} at offset {}", r.what(), at));
+        return Value::Text(std::move(*text));
+      }
       return StringValue(r, at, s, c.charset, true, sm.length);
     }
     case T::MYSQL_TYPE_ENUM:
@@ -205,6 +213,17 @@ Result<Value> DecodeColumnValue(ByteReader& r, const ColumnContext& c) {
       if (c.meta < 1 || c.meta > 4) return r.Error(fmt::format("GEOMETRY length size {}", c.meta));
       ASSIGN_OR_RETURN(std::string_view s, ReadPrefixed(r, c.meta));
       return Value::Bytes(std::string(s));
+    }
+    case T::MYSQL_TYPE_VECTOR: {
+      // MySQL 9: meta = length-prefix bytes, value = little-endian float32s
+      // (sql/field.h Field_vector, a Field_blob; libs/mysql/binlog/event/rows_event.cpp).
+      if (c.meta < 1 || c.meta > 4) return r.Error(fmt::format("VECTOR length size {}", c.meta));
+      const size_t at = r.absolute_offset();
+      ASSIGN_OR_RETURN(std::string_view s, ReadPrefixed(r, c.meta));
+      auto text = VectorBytesToText(s);
+      if (!text.ok())
+        return Status(text.status()).WithContext(fmt::format("{} at offset {}", r.what(), at));
+      return Value::Text(std::move(*text));
     }
     case T::MYSQL_TYPE_JSON: {
       if (c.meta < 1 || c.meta > 4) return r.Error(fmt::format("JSON length size {}", c.meta));

@@ -18,10 +18,12 @@
 //                                   length = byte1. Real ENUM/SET: value of `length` bytes.
 //                                   CHAR: 1-byte length if length < 256, else 2.
 //   ENUM/SET (real types)           meta = real_type << 8 | pack length (1-2 / 1-8 bytes).
-//   BLOB/TEXT/JSON/GEOMETRY         meta = length-prefix bytes (1..4).
+//   BLOB/TEXT/JSON/GEOMETRY/VECTOR  meta = length-prefix bytes (1..4). VECTOR (MySQL 9) ->
+//                                   kText "[f1,f2,...]" (schema/text_value.h VectorBytesToText).
 // Strings: charset "binary" -> kBytes (BINARY(n) re-padded with 0x00 to n bytes, as SELECT
 // returns it); other charsets -> kText converted to UTF-8, CHAR with trailing spaces
 // removed (as SELECT returns it); unknown charset -> kBytes. JSON -> MySQL JSON text.
+// MariaDB UUID/INET4/INET6 (ColumnContext.fixed_binary) -> kText as SELECT prints them.
 // ENUM -> label (index 0 -> ""), SET -> comma-joined labels; without labels, kUInt of the
 // index/bitmask when `allow_unlabeled` else kNotSupported.
 // Errors: kCorruption from the reader (absolute offset) or naming the value;
@@ -33,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "binlog/fixed_binary_text.h"
 #include "binlog/types.h"
 #include "core/value.h"
 #include "util/byte_reader.h"
@@ -47,6 +50,9 @@ struct ColumnContext {
   std::string_view charset;                         // "" = unknown
   const std::vector<std::string>* labels = nullptr;  // ENUM/SET labels in UTF-8, or null
   bool allow_unlabeled = true;
+  // MariaDB UUID/INET4/INET6 (known only from the table definition): a binary STRING
+  // column rendered as the text SELECT prints (binlog/fixed_binary_text.h).
+  FixedBinaryType fixed_binary = FixedBinaryType::kNone;
 };
 
 Result<Value> DecodeColumnValue(ByteReader& r, const ColumnContext& c);

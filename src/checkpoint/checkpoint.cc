@@ -9,7 +9,8 @@
 //     "snapshot": {
 //       "done": bool,
 //       "tables": {"<db>.<table>": {"done": bool, "rows": unsigned integer,
-//                                   "last_key": [string, ...]}, ...}
+//                                   "last_key": [string, ...],
+//                                   "copied_at": {"file": string, "pos": n} (optional)}, ...}
 //     }
 //   }
 // Text that is not JSON, a missing "version", or any field of the wrong type or missing is
@@ -98,6 +99,12 @@ Result<Checkpoint> FromParsed(const Json& doc) {
       if (!k.is_string()) return Missing(field + ".last_key[]", "a string");
       p.last_key.push_back(k.get<std::string>());
     }
+    auto at = it->find("copied_at");
+    if (at != it->end()) {
+      if (!at->is_object()) return Missing(field + ".copied_at", "an object");
+      ASSIGN_OR_RETURN(p.copied_at.file, GetString(*at, "file", field + ".copied_at.file"));
+      ASSIGN_OR_RETURN(p.copied_at.pos, GetUnsigned(*at, "pos", field + ".copied_at.pos"));
+    }
     cp.tables.emplace(it.key(), std::move(p));
   }
   return cp;
@@ -114,6 +121,8 @@ std::string Checkpoint::ToJson() const {
   OJson t = OJson::object();
   for (const auto& [name, p] : tables) {
     t[name] = OJson{{"done", p.done}, {"rows", p.rows}, {"last_key", p.last_key}};
+    if (!p.copied_at.empty())
+      t[name]["copied_at"] = OJson{{"file", p.copied_at.file}, {"pos", p.copied_at.pos}};
   }
   doc["snapshot"] = OJson{{"done", snapshot_done}, {"tables", std::move(t)}};
   // Replacement never triggers: every string here is UTF-8 we produced; invalid bytes (if a

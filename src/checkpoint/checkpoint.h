@@ -26,10 +26,14 @@ namespace sluice {
 
 struct TableSnapshotProgress {
   bool done = false;
-  // Canonical text of each primary-key column of the last row copied (Value::ToText),
-  // with a parallel vector telling which were NULL (never for a PK, kept for safety).
+  // Canonical text of each primary-key column of the last row copied (Value::ToText).
   std::vector<std::string> last_key;
   uint64_t rows = 0;
+  // The snapshot point of the run that began this table's copy. Row events for the table
+  // before this point are already in the copy and are skipped while streaming; a table
+  // whose copy spans two runs keeps the first run's point, and the binlog between the two
+  // points is replayed onto it (idempotent by primary key, docs/design.md).
+  BinlogPosition copied_at;
 };
 
 struct Checkpoint {

@@ -66,6 +66,8 @@ int Main(int argc, char** argv) {
   decode->add_option("--start-position", decode_opts.start_position, "Skip events before this offset");
   decode->add_option("--stop-position", decode_opts.stop_position, "Stop at the first event at or after this offset");
   decode->add_flag("--summary", decode_opts.summary, "Print counts per event type and per table");
+  decode->add_flag("--no-output", decode_opts.no_output,
+                   "Decode every event and row value but print nothing (benchmarking)");
 
   try {
     app.parse(argc, argv);

@@ -1,11 +1,15 @@
 #include "cli/decode.h"
 
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <thread>
 #include <unordered_map>
 
 #include "binlog/events.h"
 #include "io/binlog_file.h"
+#include "pipeline/bounded_queue.h"
 #include "pipeline/change.h"
 #include "sink/envelope.h"
 
@@ -27,79 +31,201 @@ TableSchemaPtr SchemaFromMap(const binlog::TableMap& map) {
   return t;
 }
 
-}  // namespace
+// Output is gathered in one buffer and written in large pieces.
+constexpr size_t kFlushBytes = size_t{1} << 20;
 
-Status RunDecode(const DecodeOptions& options, std::ostream& out) {
+void Flush(std::string* buf, std::ostream& out) {
+  if (buf->empty()) return;
+  out.write(buf->data(), static_cast<std::streamsize>(buf->size()));
+  buf->clear();
+}
+
+struct TableEntry {
+  std::shared_ptr<const binlog::TableMap> map;  // keeps the map (and its address) alive
+  TableSchemaPtr schema;
+};
+
+// --rows output runs on a second thread: the decoding thread hands batches of row changes
+// to a writer thread that formats the envelopes and writes them, in order. Batches go
+// back to the decoder through `free` to be refilled, so their vectors and strings keep
+// their capacity. Memory is bounded by the queue (kMaxBatches batches of kBatchRows).
+constexpr size_t kBatchRows = 256;
+constexpr size_t kMaxBatches = 64;
+
+struct Batch {
+  std::vector<RowChange> changes;  // changes[0, used) are filled
+  size_t used = 0;
+};
+
+class EnvelopeWriter {
+ public:
+  explicit EnvelopeWriter(std::ostream& out)
+      : out_(out), full_(kMaxBatches, SIZE_MAX), free_(kMaxBatches + 2, SIZE_MAX) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~EnvelopeWriter() { Finish(Status::Ok()); }
+
+  // A batch to fill (recycled when one is free).
+  std::unique_ptr<Batch> Take() {
+    Status st;
+    bool closed = false;
+    auto b = free_.Pop(std::chrono::milliseconds(0), &st, &closed);
+    std::unique_ptr<Batch> batch = b ? std::move(*b) : std::make_unique<Batch>();
+    batch->used = 0;
+    return batch;
+  }
+  // Queues a filled batch; fails with the writer's error once it has stopped.
+  Status Send(std::unique_ptr<Batch> batch) { return full_.Push(std::move(batch), 1); }
+  // Ends the stream (`why` non-OK: the decoder's error), waits for the writer to write
+  // everything queued, and returns the writer's own error, if any.
+  Status Finish(Status why) {
+    if (thread_.joinable()) {
+      full_.Close(std::move(why));
+      thread_.join();
+    }
+    return error_;
+  }
+
+ private:
+  void Run() {
+    std::string buf;
+    buf.reserve(kFlushBytes + (kFlushBytes >> 2));
+    while (true) {
+      Status st;
+      bool closed = false;
+      auto batch = full_.Pop(std::chrono::milliseconds(1000), &st, &closed);
+      if (!batch) {
+        if (closed) break;
+        continue;
+      }
+      for (size_t i = 0; i < (*batch)->used; ++i) {
+        const RowChange& c = (*batch)->changes[i];
+        const size_t mark = buf.size();
+        Status est = AppendEnvelope(c, int64_t{c.source.timestamp} * 1000, &buf);
+        if (!est.ok()) {
+          buf.resize(mark);
+          error_ = est;
+          break;
+        }
+        buf += '\n';
+      }
+      if (buf.size() >= kFlushBytes || !error_.ok()) Flush(&buf, out_);
+      if (!error_.ok()) {
+        full_.Close(error_);  // the decoder's next Send fails
+        break;
+      }
+      (void)free_.Push(std::move(*batch), 1);
+    }
+    Flush(&buf, out_);
+  }
+
+  std::ostream& out_;
+  BoundedQueue<std::unique_ptr<Batch>> full_;
+  BoundedQueue<std::unique_ptr<Batch>> free_;
+  Status error_;  // written by the writer thread, read after join
+  std::thread thread_;
+};
+
+// Decodes every file; appends the output to *buf, flushing it to `out` as it grows, except
+// the row changes of --rows, which go to `writer`.
+Status DecodeFiles(const DecodeOptions& options, std::string* buf, std::ostream& out,
+                   EnvelopeWriter* writer) {
   std::map<std::string, uint64_t> by_type;
   std::map<std::string, uint64_t> rows_by_table;
-  std::string buf;
+  std::vector<binlog::DecodedRow> decoded;  // reused from event to event
+  std::unique_ptr<Batch> batch;             // --rows: the batch being filled
   for (const auto& path : options.files) {
     ASSIGN_OR_RETURN(auto reader, io::BinlogFileReader::Open(path));
-    std::unordered_map<const binlog::TableMap*, TableSchemaPtr> schemas;
+    std::unordered_map<uint64_t, TableEntry> schemas;  // by table id
     while (true) {
-      ASSIGN_OR_RETURN(auto ev, reader->Next());
+      ASSIGN_OR_RETURN(const binlog::Event* ev, reader->NextRef());
       if (!ev) break;
       if (ev->pos < options.start_position && !ev->in_payload) continue;
       if (options.stop_position && ev->pos >= options.stop_position) break;
+      auto* rows = std::get_if<binlog::RowsEvent>(&ev->body);
       if (options.summary) {
         ++by_type[ev->TypeName()];
-        if (auto* rows = std::get_if<binlog::RowsEvent>(&ev->body)) {
-          auto map = reader->stream().FindTable(rows->table_id);
+        if (rows) {
+          const binlog::TableMap* map = ev->table_map.get();
           std::string name = map ? map->db + "." + map->table : fmt::format("table_id {}", rows->table_id);
-          std::vector<binlog::DecodedRow> decoded;
+          decoded.clear();
           if (map) {
-            Status st = binlog::DecodeRows(*rows, *map, nullptr, {}, &decoded);
+            Status st = binlog::DecodeRows(*rows, *map, nullptr, binlog::DecodeOptions{.partial_json_diff_without_base = true}, &decoded);
             if (!st.ok()) return st.WithContext(fmt::format("file {} event at offset {}", path, ev->pos));
           }
           rows_by_table[name] += decoded.size();
         }
         continue;
       }
-      if (!options.rows) {
-        out << binlog::EventToJson(*ev).dump() << '\n';
+      if (!options.rows && !options.no_output) {
+        *buf += binlog::EventToJson(*ev).dump();
+        *buf += '\n';
+        if (buf->size() >= kFlushBytes) Flush(buf, out);
         continue;
       }
-      auto* rows = std::get_if<binlog::RowsEvent>(&ev->body);
       if (!rows) continue;
-      auto map = reader->stream().FindTable(rows->table_id);
+      const binlog::TableMap* map = ev->table_map.get();
       if (!map) {
         return Status::Corruption(fmt::format("file {} at offset {}: rows event for table id {} "
                                               "without a TABLE_MAP", path, ev->pos, rows->table_id));
       }
-      auto& schema = schemas[map.get()];
-      if (!schema) schema = SchemaFromMap(*map);
-      std::vector<binlog::DecodedRow> decoded;
-      Status st = binlog::DecodeRows(*rows, *map, nullptr, {}, &decoded);
+      decoded.clear();
+      Status st = binlog::DecodeRows(*rows, *map, nullptr, binlog::DecodeOptions{.partial_json_diff_without_base = true}, &decoded);
       if (!st.ok()) return st.WithContext(fmt::format("file {} event at offset {}", path, ev->pos));
-      RowChange c;
-      c.table = schema;
-      c.op = rows->kind == binlog::RowsKind::kWrite    ? Op::kCreate
-             : rows->kind == binlog::RowsKind::kDelete ? Op::kDelete
-                                                       : Op::kUpdate;
-      c.source.flavor = reader->stream().flavor();
-      c.source.server_id = ev->header.server_id;
-      c.source.file = ev->file;
-      c.source.pos = ev->pos;
-      c.source.timestamp = ev->header.timestamp;
+      if (options.no_output) continue;
+      TableEntry& entry = schemas[rows->table_id];
+      if (entry.map.get() != map) {
+        entry.map = ev->table_map;
+        entry.schema = SchemaFromMap(*map);
+      }
+      const Op op = rows->kind == binlog::RowsKind::kWrite    ? Op::kCreate
+                    : rows->kind == binlog::RowsKind::kDelete ? Op::kDelete
+                                                              : Op::kUpdate;
       for (size_t i = 0; i < decoded.size(); ++i) {
-        c.before = std::move(decoded[i].before);
-        c.after = std::move(decoded[i].after);
+        if (!batch) batch = writer->Take();
+        if (batch->used == batch->changes.size()) batch->changes.emplace_back();
+        RowChange& c = batch->changes[batch->used++];
+        c.table = entry.schema;
+        c.op = op;
+        c.before.swap(decoded[i].before);
+        c.after.swap(decoded[i].after);
+        c.source.flavor = reader->stream().flavor();
+        c.source.server_id = ev->header.server_id;
+        c.source.file = ev->file;  // reuses the recycled string's capacity
+        c.source.pos = ev->pos;
+        c.source.timestamp = ev->header.timestamp;
         c.source.row = static_cast<uint32_t>(i);
-        buf.clear();
-        RETURN_IF_ERROR(AppendEnvelope(c, int64_t{ev->header.timestamp} * 1000, &buf));
-        buf += '\n';
-        out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+        if (batch->used == kBatchRows) RETURN_IF_ERROR(writer->Send(std::move(batch)));
       }
     }
   }
+  if (batch && batch->used > 0) RETURN_IF_ERROR(writer->Send(std::move(batch)));
   if (options.summary) {
     nlohmann::ordered_json j;
     j["events"] = by_type;
     j["rows"] = rows_by_table;
-    out << j.dump(2) << '\n';
+    *buf += j.dump(2);
+    *buf += '\n';
   }
-  out.flush();
   return Status::Ok();
+}
+
+}  // namespace
+
+Status RunDecode(const DecodeOptions& options, std::ostream& out) {
+  std::string buf;
+  buf.reserve(kFlushBytes + (kFlushBytes >> 2));
+  std::unique_ptr<EnvelopeWriter> writer;
+  if (options.rows && !options.summary && !options.no_output) writer = std::make_unique<EnvelopeWriter>(out);
+  Status st = DecodeFiles(options, &buf, out, writer.get());
+  if (writer) {
+    // What was decoded before an error is still printed; a writer error comes first.
+    Status wst = writer->Finish(st.ok() ? Status::Ok() : Status::Cancelled("decoding stopped"));
+    if (!wst.ok()) st = wst;
+  }
+  Flush(&buf, out);
+  out.flush();
+  return st;
 }
 
 }  // namespace sluice::cli

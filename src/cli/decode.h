@@ -1,6 +1,7 @@
 // `sluice decode FILE...`: prints the events of binlog files as JSON lines (one object per
 // event, binlog/events.h EventToJson), or with --rows one object per row change in the
-// envelope form (sink/envelope.h), or with --summary counts per event type and table.
+// envelope form (sink/envelope.h), or with --summary counts per event type and table;
+// --no-output decodes everything (events and row values) and prints nothing.
 // Reads through the same EventStream as live replication; only the byte source differs.
 // Errors: the first decoding error, naming the file and offset; events before it are
 // printed.
@@ -19,6 +20,9 @@ struct DecodeOptions {
   std::vector<std::string> files;
   bool rows = false;
   bool summary = false;
+  // Decode every event and every row value of every rows event, write nothing
+  // (benchmarking the decoder; errors are still reported).
+  bool no_output = false;
   uint64_t start_position = 0;
   uint64_t stop_position = 0;  // 0: to the end
 };

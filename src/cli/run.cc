@@ -48,13 +48,14 @@ Status RunSnapshot(const Config& config, const RunOptions& options, Connection& 
     std::optional<std::vector<std::string>> after;
     if (!progress.last_key.empty() && schema->has_primary_key()) after = progress.last_key;
     if (!schema->has_primary_key() && progress.rows > 0) {
-      // A table without a key cannot resume mid-way: read it again from the start. Its
-      // earlier rows stay in the sink, so such a table may hold duplicates after a crash
-      // during its own copy; the log says so.
-      LogWarning("table {} has no primary key and its copy was interrupted: copying it again; "
-                 "rows copied before the interruption may appear twice", name.QualifiedName());
+      // A table without a key cannot resume mid-way: empty it in the sink and copy it again.
+      LogInfo("table {} has no primary key and its copy was interrupted: copying it again",
+              name.QualifiedName());
       progress.rows = 0;
+      progress.last_key.clear();
+      RETURN_IF_ERROR(sink.ResetTable(*schema, ckpt.ToJson()));
     }
+    if (progress.rows == 0) progress.copied_at = point.position;
     auto started = std::chrono::steady_clock::now();
     uint64_t rows_before = progress.rows;
     Status st = snap->ReadTable(
@@ -189,7 +190,8 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   Status flushed = sink->Flush();
   RETURN_IF_ERROR(st);
   RETURN_IF_ERROR(flushed);
-  LogInfo("stopped at {}", streamer.checkpoint().stream_start.ToString());
+  LogInfo("stopped at {}: streamed {} transactions, {} row changes", streamer.checkpoint().stream_start.ToString(),
+          streamer.applied_transactions(), streamer.applied_rows());
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 // Binlog file reader: magic(4) = FE 62 69 6E, then { header(19) body } until EOF.
 #include "io/binlog_file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -50,54 +51,99 @@ Status BinlogFileReader::Fail(Status st, uint64_t at) {
   return st.WithContext(fmt::format("file {} at offset {}", name_, at));
 }
 
+Status BinlogFileReader::Fill(size_t n) {
+  if (chunk_len_ - chunk_pos_ >= n || eof_) return Status::Ok();
+  const size_t left = chunk_len_ - chunk_pos_;
+  const size_t want = std::max(kChunkSize, n);
+  if (chunk_ && chunk_.use_count() == 1 && chunk_->size() >= want) {
+    // No event views this chunk any more: slide the unread tail to the front and reuse it.
+    std::memmove(chunk_->data(), chunk_->data() + chunk_pos_, left);
+  } else {
+    auto next = std::make_shared<std::string>();
+    next->resize(want);
+    if (left > 0) std::memcpy(next->data(), chunk_->data() + chunk_pos_, left);
+    chunk_ = std::move(next);
+  }
+  chunk_pos_ = 0;
+  chunk_len_ = left;
+  while (chunk_len_ < chunk_->size()) {
+    size_t got = std::fread(chunk_->data() + chunk_len_, 1, chunk_->size() - chunk_len_, file_);
+    chunk_len_ += got;
+    if (got == 0) {
+      if (std::ferror(file_)) {
+        done_ = true;
+        return Status::Unavailable(fmt::format("file {} at offset {}: read error: {}", name_,
+                                               offset_ + chunk_len_, std::strerror(errno)));
+      }
+      eof_ = true;
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::optional<binlog::Event>> BinlogFileReader::Next() {
-  if (done_) return std::optional<binlog::Event>();
+  binlog::Event ev;
+  bool end = false;
+  RETURN_IF_ERROR(ReadInto(&ev, &end));
+  if (end) return std::optional<binlog::Event>();
+  return std::optional<binlog::Event>(std::move(ev));
+}
+
+Result<const binlog::Event*> BinlogFileReader::NextRef() {
+  bool end = false;
+  RETURN_IF_ERROR(ReadInto(&current_, &end));
+  return end ? nullptr : &current_;
+}
+
+Status BinlogFileReader::ReadInto(binlog::Event* ev, bool* end) {
+  // Drop the previous event's hold on the chunk, so that Fill can reuse it.
+  ev->storage.reset();
+  ev->table_map.reset();
+  if (done_) {
+    *end = true;
+    return Status::Ok();
+  }
   if (stream_.HasPendingInner()) {
-    auto ev = stream_.NextInner();
-    if (!ev.ok()) return Fail(ev.status(), last_at_);
-    return std::optional<binlog::Event>(std::move(ev).value());
+    auto inner = stream_.NextInner();
+    if (!inner.ok()) return Fail(inner.status(), last_at_);
+    *ev = std::move(inner).value();
+    return Status::Ok();
   }
   const uint64_t at = offset_;
-  uint8_t header[binlog::kEventHeaderLength];
-  size_t n = std::fread(header, 1, sizeof(header), file_);
-  if (n == 0 && std::feof(file_)) {
+  RETURN_IF_ERROR(Fill(binlog::kEventHeaderLength));
+  size_t avail = chunk_len_ - chunk_pos_;
+  if (avail == 0) {
     done_ = true;
-    return std::optional<binlog::Event>();
+    *end = true;
+    return Status::Ok();
   }
-  if (std::ferror(file_)) {
-    done_ = true;
-    return Status::Unavailable(fmt::format("file {} at offset {}: read error: {}", name_, at, std::strerror(errno)));
+  if (avail < binlog::kEventHeaderLength) {
+    return Fail(Status::Corruption(fmt::format("truncated event header: {} of {} bytes", avail,
+                                               binlog::kEventHeaderLength)), at);
   }
-  if (n < sizeof(header)) {
-    return Fail(Status::Corruption(fmt::format("truncated event header: {} of {} bytes", n, sizeof(header))), at);
-  }
+  const auto* header = reinterpret_cast<const uint8_t*>(chunk_->data() + chunk_pos_);
+  const uint8_t type = header[4];
   uint32_t size = uint32_t{header[9]} | uint32_t{header[10]} << 8 | uint32_t{header[11]} << 16 |
                   uint32_t{header[12]} << 24;
   if (size < binlog::kEventHeaderLength || size > kMaxEventSize) {
     return Fail(Status::Corruption(fmt::format("bad event_size {} ({})", size,
-                                               binlog::EventTypeName(header[4]))), at);
+                                               binlog::EventTypeName(type))), at);
   }
-  auto buf = std::make_shared<std::string>(size, '\0');
-  std::memcpy(buf->data(), header, sizeof(header));
-  size_t want = size - sizeof(header);
-  size_t got = std::fread(buf->data() + sizeof(header), 1, want, file_);
-  if (got < want) {
-    if (std::ferror(file_)) {
-      done_ = true;
-      return Status::Unavailable(fmt::format("file {} at offset {}: read error: {}", name_, at, std::strerror(errno)));
-    }
+  RETURN_IF_ERROR(Fill(size));
+  avail = chunk_len_ - chunk_pos_;
+  if (avail < size) {
     return Fail(Status::Corruption(fmt::format("truncated {}: event_size {} but only {} bytes left",
-                                               binlog::EventTypeName(header[4]), size,
-                                               got + sizeof(header))), at);
+                                               binlog::EventTypeName(type), size, avail)), at);
   }
+  std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(chunk_->data() + chunk_pos_), size);
+  chunk_pos_ += size;
   offset_ = at + size;
   last_at_ = at;
-  std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(buf->data()), buf->size());
-  auto ev = stream_.NextAt(bytes, at);
-  if (!ev.ok()) return Fail(ev.status(), at);
-  binlog::Event out = std::move(ev).value();
-  if (!out.storage) out.storage = std::move(buf);
-  return std::optional<binlog::Event>(std::move(out));
+  Status st = stream_.NextAtInto(bytes, at, ev);
+  if (!st.ok()) return Fail(std::move(st), at);
+  if (!ev->storage) ev->storage = chunk_;
+  return Status::Ok();
 }
 
 }  // namespace sluice::io

@@ -11,13 +11,15 @@
 //   date/time/datetime/timestamp `c`            -> kText (session time_zone '+00:00')
 //   char/varchar/text/enum/set/json and MariaDB uuid/inet4/inet6 `c` -> kText (UTF-8
 //                           results); a column whose charset is "binary" -> kBytes
-//   binary/varbinary/*blob, geometry types, vector  `c` -> kBytes (raw bytes)
+//   binary/varbinary/*blob, geometry types  `c` -> kBytes (raw bytes)
+//   vector (MySQL 9)        `c` -> kText, VectorBytesToText of the raw bytes
 // Sources: MariaDB/MySQL manuals, "Data Types"; compare binlog/value_decoder.h.
 #include "schema/text_value.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include <fmt/format.h>
@@ -25,7 +27,7 @@
 namespace sluice {
 namespace {
 
-enum class Kind { kSigned, kUnsigned, kYear, kBit, kFloat, kDouble, kText, kBytes, kUnknown };
+enum class Kind { kSigned, kUnsigned, kYear, kBit, kFloat, kDouble, kText, kBytes, kVector, kUnknown };
 
 bool Among(std::string_view t, std::initializer_list<std::string_view> names) {
   for (auto n : names)
@@ -48,8 +50,9 @@ Kind KindOf(const ColumnDesc& col) {
     return col.charset == "binary" ? Kind::kBytes : Kind::kText;
   if (Among(t, {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry",
                 "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
-                "geometrycollection", "geomcollection", "vector"}))
+                "geometrycollection", "geomcollection"}))
     return Kind::kBytes;
+  if (t == "vector") return Kind::kVector;
   return Kind::kUnknown;
 }
 
@@ -76,6 +79,66 @@ bool ParseDouble(std::string_view s, double* out) {
 }
 
 }  // namespace
+
+Result<Value> DefaultValue(const ColumnDesc& col) {
+  if (!col.default_value.has_value()) return Value::Null();
+  std::string_view d = *col.default_value;
+  if (d == "NULL") return Value::Null();
+  if (d.size() >= 2 && d.front() == '\'' && d.back() == '\'') {
+    // MariaDB quotes literal strings, doubling quotes; backslashes are escaped as \\.
+    std::string text;
+    for (size_t i = 1; i + 1 < d.size(); ++i) {
+      if (d[i] == '\'' && i + 2 < d.size() && d[i + 1] == '\'') ++i;
+      else if (d[i] == '\\' && i + 2 < d.size()) {
+        ++i;
+        switch (d[i]) {
+          case 'n': text.push_back('\n'); continue;
+          case 't': text.push_back('\t'); continue;
+          case 'r': text.push_back('\r'); continue;
+          case '0': text.push_back('\0'); continue;
+          case 'Z': text.push_back('\032'); continue;
+          default: break;
+        }
+      }
+      text.push_back(d[i]);
+    }
+    if (KindOf(col) == Kind::kText && Among(col.data_type, {"char"})) {
+      size_t end = text.find_last_not_of(' ');
+      text.resize(end == std::string::npos ? 0 : end + 1);
+    }
+    if (col.data_type == "binary" && text.size() < col.octet_length) text.resize(col.octet_length, '\0');
+    return ValueFromText(col, text);
+  }
+  if (KindOf(col) == Kind::kBit && d.size() >= 3 && (d[0] == 'b' || d[0] == 'B') && d[1] == '\'') {
+    uint64_t v = 0;
+    for (size_t i = 2; i + 1 < d.size(); ++i) {
+      if (d[i] != '0' && d[i] != '1') return Bad(col, d);
+      v = v << 1 | static_cast<uint64_t>(d[i] - '0');
+    }
+    return Value::UInt(v);
+  }
+  // An expression (a function call or anything with parentheses) is evaluated by the server.
+  if (d.find('(') != std::string_view::npos) return Value::Null();
+  auto v = ValueFromText(col, d);
+  if (!v.ok()) return v.status().WithContext("DEFAULT");
+  return v;
+}
+
+Result<std::string> VectorBytesToText(std::string_view bytes) {
+  if (bytes.size() % 4 != 0)
+    return Status::Corruption(fmt::format("VECTOR value of {} bytes is not a multiple of 4", bytes.size()));
+  std::string out = "[";
+  for (size_t i = 0; i < bytes.size(); i += 4) {
+    uint32_t bits = 0;
+    for (int k = 3; k >= 0; --k) bits = bits << 8 | static_cast<unsigned char>(bytes[i + k]);
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    if (i) out.push_back(',');
+    out += Value::Float(f).ToText();
+  }
+  out.push_back(']');
+  return out;
+}
 
 std::string QuoteIdentifier(std::string_view name) {
   std::string out = "`";
@@ -126,6 +189,11 @@ Result<Value> ValueFromText(const ColumnDesc& col, std::optional<std::string_vie
     }
     case Kind::kText: return Value::Text(std::string(s));
     case Kind::kBytes: return Value::Bytes(std::string(s));
+    case Kind::kVector: {
+      auto v = VectorBytesToText(s);
+      if (!v.ok()) return v.status().WithContext(fmt::format("column {}", col.name));
+      return Value::Text(std::move(*v));
+    }
     case Kind::kUnknown: break;
   }
   return Status::NotSupported(

@@ -25,6 +25,23 @@ std::string SnapshotSelectExpr(const ColumnDesc& col);
 // `text` is the cell as returned for SnapshotSelectExpr(col); nullopt is SQL NULL.
 Result<Value> ValueFromText(const ColumnDesc& col, std::optional<std::string_view> text);
 
+// The canonical Value of a column's DEFAULT (ColumnDesc.default_value, as
+// information_schema.COLUMNS.COLUMN_DEFAULT prints it), used where a row image leaves the
+// column out (binlog_row_image=MINIMAL inserts). Understood: no default or NULL -> kNull;
+// a quoted literal ('a''b', MariaDB) or a bare literal (7, 1.50, MySQL's unquoted text) ->
+// parsed as ValueFromText would parse the same SELECT text; b'101' (BIT) -> kUInt.
+// An expression default (current_timestamp(), uuid(), ...) has no value known outside the
+// server: kNull (such columns are logged in every row image anyway; docs/sinks.md).
+// Errors: kCorruption naming the column when a literal cannot be parsed for its type.
+Result<Value> DefaultValue(const ColumnDesc& col);
+
+// MySQL 9 VECTOR: the stored bytes (little-endian float32s, as SELECT of the column and
+// the binlog return them) -> the canonical text "[1.5,-2,3.0000001e-05]": each element the
+// shortest decimal that round-trips the float32 (Value::ToText of kFloat), joined by ","
+// without spaces. Lossless, unlike VECTOR_TO_STRING's 5-digit exponents (docs/values.md).
+// Errors: kCorruption when the size is not a multiple of 4.
+Result<std::string> VectorBytesToText(std::string_view bytes);
+
 // Backtick-quotes an identifier for SQL: `a``b`.
 std::string QuoteIdentifier(std::string_view name);
 

@@ -80,5 +80,42 @@ TEST(TextValue, Errors) {
   EXPECT_NE(st.message().find("z"), std::string::npos);
 }
 
+// COLUMN_DEFAULT as MariaDB 10.11 prints it (information_schema.COLUMNS).
+TEST(TextValue, DefaultValues) {
+  auto def = [](ColumnDesc c, std::optional<std::string> d) {
+    c.default_value = std::move(d);
+    auto v = DefaultValue(c);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    return v.ok() ? *v : Value::Absent();
+  };
+  EXPECT_EQ(def(Col("a", "int"), std::nullopt), Value::Null());
+  EXPECT_EQ(def(Col("a", "int"), "NULL"), Value::Null());
+  EXPECT_EQ(def(Col("a", "int"), "-7"), Value::Int(-7));
+  EXPECT_EQ(def(Col("a", "bigint", true), "18446744073709551615"), Value::UInt(18446744073709551615u));
+  EXPECT_EQ(def(Col("a", "decimal"), "-94747824.8204"), Value::Text("-94747824.8204"));
+  EXPECT_EQ(def(Col("a", "varchar", false, "utf8mb4"), "'q''x\\\\y'"), Value::Text("q'x\\y"));
+  EXPECT_EQ(def(Col("a", "char", false, "latin1"), "'ab  '"), Value::Text("ab"));
+  EXPECT_EQ(def(Col("a", "bit"), "b'101'"), Value::UInt(5));
+  EXPECT_EQ(def(Col("a", "uuid"), "'aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee'"),
+            Value::Text("aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"));
+  EXPECT_EQ(def(Col("a", "timestamp"), "current_timestamp()"), Value::Null());
+  EXPECT_EQ(def(Col("a", "datetime"), "'2020-05-06 07:08:09.500'"), Value::Text("2020-05-06 07:08:09.500"));
+  ColumnDesc bin = Col("a", "binary", false, "binary");
+  bin.octet_length = 4;
+  EXPECT_EQ(def(bin, "'ab'"), Value::Bytes(std::string("ab\0\0", 4)));
+  ColumnDesc bad = Col("a", "int");
+  bad.default_value = "'x'";
+  EXPECT_EQ(DefaultValue(bad).status().code(), StatusCode::kCorruption);
+}
+
+TEST(TextValue, VectorBytes) {
+  // float32 LE: 1.5, -2, 0.1f
+  auto v = VectorBytesToText(std::string("\x00\x00\xc0\x3f\x00\x00\x00\xc0\xcd\xcc\xcc\x3d", 12));
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, "[1.5,-2,0.1]");
+  EXPECT_EQ(*VectorBytesToText(""), "[]");
+  EXPECT_EQ(VectorBytesToText("abc").status().code(), StatusCode::kCorruption);
+}
+
 }  // namespace
 }  // namespace sluice

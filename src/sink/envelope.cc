@@ -4,6 +4,11 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace sluice {
 
@@ -31,6 +36,44 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
     return 4;
   }
   return 0;
+}
+
+// True when one of the 8 bytes at p is a control character (< 0x20), '"', '\\' or not
+// ASCII (>= 0x80): the bytes JSON escaping or UTF-8 validation must look at. SWAR tests:
+// a byte b is zero iff (b - 1) & ~b has its top bit set, and b < 0x20 iff (b - 0x20) & ~b
+// does (exact for the word as a whole, which is all that is asked).
+inline bool NeedsLook(const char* p) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  const auto has_zero = [](uint64_t v) { return (v - kOnes) & ~v & kHigh; };
+  const uint64_t control = (w - kOnes * 0x20) & ~w & kHigh;
+  return ((w & kHigh) | control | has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\'))) != 0;
+}
+
+// Index of the first byte at or after i that needs a look (as NeedsLook), or n.
+inline size_t SkipPlain(const char* p, size_t i, size_t n) {
+#if defined(__SSE2__)
+  // 16 bytes at a time: a signed compare with 0x20 flags controls and bytes >= 0x80 alike.
+  const __m128i space = _mm_set1_epi8(0x20);
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  while (i + 16 <= n) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const __m128i hit = _mm_or_si128(_mm_cmplt_epi8(v, space),
+                                     _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+    const int mask = _mm_movemask_epi8(hit);
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    i += 16;
+  }
+#endif
+  while (i + 8 <= n && !NeedsLook(p + i)) i += 8;
+  for (; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(p[i]);
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') return i;
+  }
+  return n;
 }
 
 void AppendUInt(uint64_t v, std::string* out) {
@@ -63,12 +106,156 @@ Status BadUtf8(const RowChange& c, std::string_view what) {
       fmt::format("envelope for table {}: {} is not valid UTF-8", c.table->QualifiedName(), what));
 }
 
-// Writes `"<key>":{...}` (or null) and, when needed, `,"<key>_absent":[...]`.
-Status AppendImage(const RowChange& c, std::string_view key, const Row& row, bool present,
-                   std::string* out) {
-  out->push_back('"');
-  out->append(key);
-  out->append("\":");
+constexpr size_t kNotUtf8 = static_cast<size_t>(-1);
+
+// Bytes `s` takes as a JSON string, quotes included; kNotUtf8 when it is not valid UTF-8.
+size_t JsonStringSize(std::string_view s) {
+  size_t n = s.size() + 2;
+  size_t i = 0;
+  while (i < s.size()) {
+    i = SkipPlain(s.data(), i, s.size());
+    if (i >= s.size()) break;
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t k = Utf8SequenceLength(s, i);
+      if (k == 0) return kNotUtf8;
+      i += k;
+      continue;
+    }
+    if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') {
+      n += 1;
+    } else if (c < 0x20) {
+      n += 5;
+    }
+    ++i;
+  }
+  return n;
+}
+
+// Writes `s` (already checked by JsonStringSize) as a JSON string at w; returns the end.
+char* WriteJsonString(std::string_view s, char* w) {
+  *w++ = '"';
+  size_t run = 0;
+  size_t i = 0;
+  while (i < s.size()) {
+    i = SkipPlain(s.data(), i, s.size());
+    if (i >= s.size()) break;
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      ++i;  // ASCII, or a byte of a (validated) UTF-8 sequence
+      continue;
+    }
+    std::memcpy(w, s.data() + run, i - run);
+    w += i - run;
+    *w++ = '\\';
+    switch (c) {
+      case '"': *w++ = '"'; break;
+      case '\\': *w++ = '\\'; break;
+      case '\b': *w++ = 'b'; break;
+      case '\f': *w++ = 'f'; break;
+      case '\n': *w++ = 'n'; break;
+      case '\r': *w++ = 'r'; break;
+      case '\t': *w++ = 't'; break;
+      default:
+        *w++ = 'u';
+        *w++ = '0';
+        *w++ = '0';
+        *w++ = kHex[c >> 4];
+        *w++ = kHex[c & 15];
+    }
+    ++i;
+    run = i;
+  }
+  std::memcpy(w, s.data() + run, s.size() - run);
+  w += s.size() - run;
+  *w++ = '"';
+  return w;
+}
+
+char* WriteLiteral(std::string_view lit, char* w) {
+  std::memcpy(w, lit.data(), lit.size());
+  return w + lit.size();
+}
+
+// Writes the RFC 4648 base64 of `bytes` ((n + 2) / 3 * 4 bytes) at w; returns the end.
+char* WriteBase64(std::string_view bytes, char* w) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const size_t n = bytes.size();
+  size_t i = 0;
+  for (; i + 3 <= n; i += 3) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
+    *w++ = kAlphabet[v >> 18];
+    *w++ = kAlphabet[(v >> 12) & 63];
+    *w++ = kAlphabet[(v >> 6) & 63];
+    *w++ = kAlphabet[v & 63];
+  }
+  if (n - i == 1) {
+    const uint32_t v = uint32_t{p[i]} << 16;
+    *w++ = kAlphabet[v >> 18];
+    *w++ = kAlphabet[(v >> 12) & 63];
+    *w++ = '=';
+    *w++ = '=';
+  } else if (n - i == 2) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8);
+    *w++ = kAlphabet[v >> 18];
+    *w++ = kAlphabet[(v >> 12) & 63];
+    *w++ = kAlphabet[(v >> 6) & 63];
+    *w++ = '=';
+  }
+  return w;
+}
+
+// Upper bound of the bytes a value takes (exact for text); kNotUtf8 for invalid text.
+size_t JsonValueSize(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::kText:
+      return JsonStringSize(v.s);
+    case Value::Kind::kBytes:
+      return (v.s.size() + 2) / 3 * 4 + 2;
+    default:
+      return 32;  // null, integers (<= 20 chars), shortest floats (<= 24), "-Infinity"
+  }
+}
+
+template <typename F>
+char* WriteFloating(F v, char* w) {
+  if (std::isnan(v)) return WriteLiteral("\"NaN\"", w);
+  if (std::isinf(v)) return WriteLiteral(v > 0 ? "\"Infinity\"" : "\"-Infinity\"", w);
+  return std::to_chars(w, w + 32, v).ptr;  // shortest round-trip form
+}
+
+// Writes a value checked by JsonValueSize (same forms as AppendJsonValue).
+char* WriteJsonValue(const Value& v, char* w) {
+  switch (v.kind) {
+    case Value::Kind::kNull:
+    case Value::Kind::kAbsent:
+      return WriteLiteral("null", w);
+    case Value::Kind::kInt:
+      return std::to_chars(w, w + 24, v.i).ptr;
+    case Value::Kind::kUInt:
+      return std::to_chars(w, w + 24, v.u).ptr;
+    case Value::Kind::kFloat:
+      return WriteFloating(static_cast<float>(v.d), w);
+    case Value::Kind::kDouble:
+      return WriteFloating(v.d, w);
+    case Value::Kind::kText:
+      return WriteJsonString(v.s, w);
+    case Value::Kind::kBytes:
+      *w++ = '"';
+      w = WriteBase64(v.s, w);
+      *w++ = '"';
+      return w;
+  }
+  return WriteLiteral("null", w);
+}
+
+// Checks an image and adds the bytes `"<key>":{...}` (or null) and `,"<key>_absent":[...]`
+// take to *size. Errors as AppendEnvelope documents.
+Status SizeImage(const RowChange& c, std::string_view key, const Row& row, bool present,
+                 size_t* size, size_t* escapes) {
+  *size += key.size() + 16;
   const auto& cols = c.table->columns;
   if (!present) {
     if (!row.empty()) {
@@ -76,7 +263,6 @@ Status AppendImage(const RowChange& c, std::string_view key, const Row& row, boo
                                                  c.table->QualifiedName(), static_cast<char>(c.op),
                                                  key));
     }
-    out->append("null");
     return Status::Ok();
   }
   if (row.size() != cols.size()) {
@@ -84,7 +270,42 @@ Status AppendImage(const RowChange& c, std::string_view key, const Row& row, boo
         fmt::format("table {}: {} image has {} values, table has {} columns",
                     c.table->QualifiedName(), key, row.size(), cols.size()));
   }
-  out->push_back('{');
+  for (size_t i = 0; i < row.size(); ++i) {
+    const size_t name = JsonStringSize(cols[i].name);
+    if (name == kNotUtf8) return BadUtf8(c, "a column name");
+    *size += name + 2;
+    *escapes += name - cols[i].name.size() - 2;
+    if (row[i].is_absent()) continue;
+    const size_t value = JsonValueSize(row[i]);
+    if (value == kNotUtf8) {
+      return BadUtf8(c, fmt::format("the {} value of column {}", key, cols[i].name));
+    }
+    *size += value;
+    if (row[i].kind == Value::Kind::kText) *escapes += value - row[i].s.size() - 2;
+  }
+  return Status::Ok();
+}
+
+// Writes `s` as a JSON string: escaped, or quoted as it is when `clean` (nothing in the
+// change needs an escape, as the size pass found).
+inline char* WriteString(std::string_view s, bool clean, char* w) {
+  if (!clean) return WriteJsonString(s, w);
+  *w++ = '"';
+  std::memcpy(w, s.data(), s.size());
+  w += s.size();
+  *w++ = '"';
+  return w;
+}
+
+// Writes an image checked by SizeImage.
+char* WriteImage(const RowChange& c, std::string_view key, const Row& row, bool present, bool clean,
+                 char* w) {
+  *w++ = '"';
+  w = WriteLiteral(key, w);
+  w = WriteLiteral("\":", w);
+  if (!present) return WriteLiteral("null", w);
+  const auto& cols = c.table->columns;
+  *w++ = '{';
   bool first = true;
   size_t absent = 0;
   for (size_t i = 0; i < row.size(); ++i) {
@@ -92,29 +313,27 @@ Status AppendImage(const RowChange& c, std::string_view key, const Row& row, boo
       ++absent;
       continue;
     }
-    if (!first) out->push_back(',');
+    if (!first) *w++ = ',';
     first = false;
-    if (!AppendJsonString(cols[i].name, out)) return BadUtf8(c, "a column name");
-    out->push_back(':');
-    if (!AppendJsonValue(row[i], out)) {
-      return BadUtf8(c, fmt::format("the {} value of column {}", key, cols[i].name));
-    }
+    w = WriteString(cols[i].name, clean, w);
+    *w++ = ':';
+    w = row[i].kind == Value::Kind::kText ? WriteString(row[i].s, clean, w) : WriteJsonValue(row[i], w);
   }
-  out->push_back('}');
+  *w++ = '}';
   if (absent > 0) {
-    out->append(",\"");
-    out->append(key);
-    out->append("_absent\":[");
+    w = WriteLiteral(",\"", w);
+    w = WriteLiteral(key, w);
+    w = WriteLiteral("_absent\":[", w);
     first = true;
     for (size_t i = 0; i < row.size(); ++i) {
       if (!row[i].is_absent()) continue;
-      if (!first) out->push_back(',');
+      if (!first) *w++ = ',';
       first = false;
-      if (!AppendJsonString(cols[i].name, out)) return BadUtf8(c, "a column name");
+      w = WriteString(cols[i].name, clean, w);
     }
-    out->push_back(']');
+    *w++ = ']';
   }
-  return Status::Ok();
+  return w;
 }
 
 }  // namespace
@@ -124,6 +343,9 @@ bool AppendJsonString(std::string_view s, std::string* out) {
   size_t run = 0;  // start of the pending run of bytes copied as they are
   size_t i = 0;
   while (i < s.size()) {
+    // Fast path: skip the bytes that need no look (see SkipPlain).
+    i = SkipPlain(s.data(), i, s.size());
+    if (i >= s.size()) break;
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
       ++i;
@@ -172,34 +394,9 @@ bool AppendJsonString(std::string_view s, std::string* out) {
 }
 
 void AppendBase64(std::string_view bytes, std::string* out) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  const size_t n = bytes.size();
   const size_t old = out->size();
-  out->resize(old + (n + 2) / 3 * 4);
-  char* w = out->data() + old;
-  size_t i = 0;
-  for (; i + 3 <= n; i += 3) {
-    const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
-    *w++ = kAlphabet[v >> 18];
-    *w++ = kAlphabet[(v >> 12) & 63];
-    *w++ = kAlphabet[(v >> 6) & 63];
-    *w++ = kAlphabet[v & 63];
-  }
-  if (n - i == 1) {
-    const uint32_t v = uint32_t{p[i]} << 16;
-    *w++ = kAlphabet[v >> 18];
-    *w++ = kAlphabet[(v >> 12) & 63];
-    *w++ = '=';
-    *w++ = '=';
-  } else if (n - i == 2) {
-    const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8);
-    *w++ = kAlphabet[v >> 18];
-    *w++ = kAlphabet[(v >> 12) & 63];
-    *w++ = kAlphabet[(v >> 6) & 63];
-    *w++ = '=';
-  }
+  out->resize(old + (bytes.size() + 2) / 3 * 4);
+  WriteBase64(bytes, out->data() + old);
 }
 
 bool AppendJsonValue(const Value& v, std::string* out) {
@@ -250,39 +447,59 @@ Status AppendEnvelope(const RowChange& c, int64_t ts_ms, std::string* out) {
       return Status::InvalidArgument(fmt::format("table {}: unknown op code {}",
                                                  c.table->QualifiedName(), static_cast<int>(c.op)));
   }
-  out->push_back('{');
-  RETURN_IF_ERROR(AppendImage(c, "before", c.before, has_before, out));
-  out->push_back(',');
-  RETURN_IF_ERROR(AppendImage(c, "after", c.after, has_after, out));
-  out->append(",\"op\":\"");
-  out->push_back(static_cast<char>(c.op));
-  out->append("\",\"ts_ms\":");
-  AppendInt(ts_ms, out);
+  // Pass 1: check everything and bound the size; pass 2 writes through a pointer into
+  // space made once (one resize per change instead of an append per token).
   const SourceInfo& s = c.source;
-  out->append(",\"source\":{\"connector\":\"sluice\",\"flavor\":\"");
-  out->append(FlavorName(s.flavor));
-  out->append("\",\"server_id\":");
-  AppendUInt(s.server_id, out);
-  out->append(",\"file\":");
-  if (!AppendJsonString(s.file, out)) return BadUtf8(c, "the binlog file name");
-  out->append(",\"pos\":");
-  AppendUInt(s.pos, out);
-  out->append(",\"gtid\":");
-  if (s.gtid.empty()) {
-    out->append("null");
-  } else if (!AppendJsonString(s.gtid, out)) {
-    return BadUtf8(c, "the GTID");
-  }
-  out->append(",\"db\":");
-  if (!AppendJsonString(c.table->db, out)) return BadUtf8(c, "the database name");
-  out->append(",\"table\":");
-  if (!AppendJsonString(c.table->table, out)) return BadUtf8(c, "the table name");
-  out->append(s.snapshot ? ",\"snapshot\":true" : ",\"snapshot\":false");
-  out->append(",\"ts_ms\":");
-  AppendUInt(uint64_t{s.timestamp} * 1000, out);
-  out->append(",\"row\":");
-  AppendUInt(s.row, out);
-  out->append("}}");
+  size_t size = 320;  // punctuation, keys, numbers and the flavor of the fixed parts (< 250)
+  size_t escapes = 0;  // bytes escaping adds to the strings; 0 lets pass 2 copy them as they are
+  RETURN_IF_ERROR(SizeImage(c, "before", c.before, has_before, &size, &escapes));
+  RETURN_IF_ERROR(SizeImage(c, "after", c.after, has_after, &size, &escapes));
+  const size_t file_size = JsonStringSize(s.file);
+  if (file_size == kNotUtf8) return BadUtf8(c, "the binlog file name");
+  const size_t gtid_size = s.gtid.empty() ? 2 : JsonStringSize(s.gtid);  // "null": in the 320
+  if (gtid_size == kNotUtf8) return BadUtf8(c, "the GTID");
+  const size_t db_size = JsonStringSize(c.table->db);
+  if (db_size == kNotUtf8) return BadUtf8(c, "the database name");
+  const size_t table_size = JsonStringSize(c.table->table);
+  if (table_size == kNotUtf8) return BadUtf8(c, "the table name");
+  size += file_size + gtid_size + db_size + table_size;
+  escapes += file_size - s.file.size() + gtid_size - s.gtid.size() + db_size - c.table->db.size() +
+             table_size - c.table->table.size() - 8;
+  const bool clean = escapes == 0;
+
+  const size_t old = out->size();
+  out->resize(old + size);
+  char* const start = out->data() + old;
+  char* w = start;
+  *w++ = '{';
+  w = WriteImage(c, "before", c.before, has_before, clean, w);
+  *w++ = ',';
+  w = WriteImage(c, "after", c.after, has_after, clean, w);
+  w = WriteLiteral(",\"op\":\"", w);
+  *w++ = static_cast<char>(c.op);
+  w = WriteLiteral("\",\"ts_ms\":", w);
+  w = std::to_chars(w, w + 24, ts_ms).ptr;
+  w = WriteLiteral(",\"source\":{\"connector\":\"sluice\",\"flavor\":\"", w);
+  w = WriteLiteral(FlavorName(s.flavor), w);
+  w = WriteLiteral("\",\"server_id\":", w);
+  w = std::to_chars(w, w + 24, uint64_t{s.server_id}).ptr;
+  w = WriteLiteral(",\"file\":", w);
+  w = WriteString(s.file, clean, w);
+  w = WriteLiteral(",\"pos\":", w);
+  w = std::to_chars(w, w + 24, s.pos).ptr;
+  w = WriteLiteral(",\"gtid\":", w);
+  w = s.gtid.empty() ? WriteLiteral("null", w) : WriteString(s.gtid, clean, w);
+  w = WriteLiteral(",\"db\":", w);
+  w = WriteString(c.table->db, clean, w);
+  w = WriteLiteral(",\"table\":", w);
+  w = WriteString(c.table->table, clean, w);
+  w = WriteLiteral(s.snapshot ? ",\"snapshot\":true" : ",\"snapshot\":false", w);
+  w = WriteLiteral(",\"ts_ms\":", w);
+  w = std::to_chars(w, w + 24, uint64_t{s.timestamp} * 1000).ptr;
+  w = WriteLiteral(",\"row\":", w);
+  w = std::to_chars(w, w + 24, uint64_t{s.row}).ptr;
+  w = WriteLiteral("}}", w);
+  out->resize(old + static_cast<size_t>(w - start));
   return Status::Ok();
 }
 

@@ -176,6 +176,49 @@ TEST(EnvelopeTest, StringEscapes) {
   EXPECT_TRUE(AppendJsonString("\xdf\xbf\xef\xbf\xbf\xf4\x8f\xbf\xbf\xc2\x80", &out));
 }
 
+// The envelope writer scans strings 16 and 8 bytes at a time and copies a change whose
+// strings need no escape without a second scan: an escape or a multi-byte character at
+// any position, in values, names or the source fields, must still come out exactly as
+// AppendJsonString writes it (checked by parsing the line back).
+TEST(EnvelopeTest, EscapesAtEveryPositionOfLongStrings) {
+  const std::vector<std::string> specials = {"\"", "\\", "\n", std::string("\x01"),
+                                             std::string(1, '\0'), "\xc3\xa9", "\xe2\x82\xac",
+                                             "\xf0\x9f\x98\x80"};
+  for (const std::string& special : specials) {
+    for (size_t len : {size_t{7}, size_t{8}, size_t{15}, size_t{16}, size_t{17}, size_t{40}}) {
+      for (size_t at = 0; at <= len; ++at) {
+        std::string v(len, 'x');
+        v.insert(at, special);
+        RowChange c;
+        c.op = Op::kUpdate;
+        c.table = MakeTable({"id", "v" + special});
+        c.before = {Value::Int(1), Value::Text(v)};
+        c.after = {Value::Int(1), Value::Text(std::string(len, 'y'))};
+        c.source = Source();
+        c.source.file = "bin" + special + ".000001";
+        const std::string line = Env(c);
+        std::string quoted;
+        ASSERT_TRUE(AppendJsonString(v, &quoted));
+        EXPECT_NE(line.find(quoted), std::string::npos) << line;
+        auto j = nlohmann::json::parse(line);
+        EXPECT_EQ(j["before"]["v" + special], v);
+        EXPECT_EQ(j["after"]["v" + special], std::string(len, 'y'));
+        EXPECT_EQ(j["source"]["file"], c.source.file);
+      }
+    }
+  }
+  // Clean strings of every length around the 8- and 16-byte steps.
+  for (size_t len = 0; len < 40; ++len) {
+    RowChange c;
+    c.op = Op::kCreate;
+    c.table = MakeTable({"id", "v"});
+    c.after = {Value::Int(1), Value::Text(std::string(len, 'z'))};
+    c.source = Source();
+    auto j = nlohmann::json::parse(Env(c));
+    EXPECT_EQ(j["after"]["v"], std::string(len, 'z'));
+  }
+}
+
 TEST(EnvelopeTest, Errors) {
   RowChange c;
   c.op = Op::kCreate;

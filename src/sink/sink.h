@@ -24,6 +24,10 @@ class Sink {
   virtual Status PrepareTable(const TableSchema& table) = 0;
   // Applies every change of `txn` and records txn.checkpoint, atomically where possible.
   virtual Status Apply(const Transaction& txn) = 0;
+  // Removes every row of `table` and records `checkpoint`, atomically where possible. Used
+  // before copying a table without a primary key again after an interrupted snapshot.
+  // Sinks that cannot take rows back (JSON lines) only record the checkpoint.
+  virtual Status ResetTable(const TableSchema& table, const std::string& checkpoint) = 0;
   // Records a checkpoint with no data (e.g. after transactions of filtered-out tables).
   virtual Status SaveCheckpoint(const std::string& checkpoint) = 0;
   // Flushes buffered output to durable storage.

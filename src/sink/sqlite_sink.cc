@@ -15,6 +15,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "schema/text_value.h"
+
 namespace sluice {
 
 namespace {
@@ -111,6 +113,11 @@ struct SqliteSink::Table {
   std::vector<std::string> qcols;
   std::vector<char> affinity;  // 'I' INTEGER, 'R' REAL, 'T' TEXT, 'B' BLOB/none
   std::vector<bool> is_pk;
+  // Per column: the source DEFAULT as a canonical Value (schema/text_value.h DefaultValue),
+  // bound on insert when the row image leaves the column out; a non-empty
+  // default_error[i] means the default could not be understood (reported when needed).
+  std::vector<Value> defaults;
+  std::vector<std::string> default_error;
   std::string rowid;  // name of the rowid for tables without a PK
   std::unordered_map<std::string, sqlite3_stmt*> stmts;
 
@@ -242,6 +249,16 @@ Status SqliteSink::SaveCheckpoint(const std::string& checkpoint) {
 
 Status SqliteSink::Flush() { return Status::Ok(); }
 
+Status SqliteSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
+  RETURN_IF_ERROR(PrepareTable(table));
+  RETURN_IF_ERROR(BeginImmediate());
+  Status st = Exec("DELETE FROM " + SqliteQuote(SqliteTableName(table)));
+  if (st.ok() && !checkpoint.empty()) st = WriteCheckpoint(checkpoint);
+  if (st.ok()) st = Run(nullptr, commit_);
+  if (!st.ok()) Rollback();
+  return st;
+}
+
 Status SqliteSink::PrepareTable(const TableSchema& schema) {
   const std::string name = SqliteTableName(schema);
   if (schema.columns.empty()) {
@@ -283,6 +300,11 @@ Status SqliteSink::PrepareTable(const TableSchema& schema) {
     const ColumnDesc& c = schema.columns[i];
     const std::string type = SqliteColumnType(c);
     t->qcols.push_back(SqliteQuote(c.name));
+    {
+      Result<Value> d = DefaultValue(c);
+      t->defaults.push_back(d.ok() ? std::move(d).value() : Value::Null());
+      t->default_error.push_back(d.ok() ? "" : d.status().ToString());
+    }
     t->affinity.push_back(type == "INTEGER" ? 'I'
                           : type == "REAL"  ? 'R'
                           : type == "TEXT"  ? 'T'
@@ -445,7 +467,11 @@ Result<sqlite3_stmt*> SqliteSink::CachedStatement(Table& t, const std::string& k
   std::string sql;
   switch (kind) {
     case kUpsert: {
-      std::vector<size_t> cols = cols_in(1);
+      // '1': a value from the image; '2': absent from the image, the column's DEFAULT is
+      // bound (inserted, but left alone when the row already exists).
+      std::vector<size_t> cols;
+      for (size_t i = 0; i < n; ++i)
+        if (key[1 + i] == '1' || key[1 + i] == '2') cols.push_back(i);
       if (cols.empty()) {
         sql = "INSERT INTO " + t.quoted + " DEFAULT VALUES";
         break;
@@ -464,7 +490,7 @@ Result<sqlite3_stmt*> SqliteSink::CachedStatement(Table& t, const std::string& k
         sql += ") DO ";
         std::string set;
         for (size_t c : cols) {
-          if (t.is_pk[c]) continue;
+          if (t.is_pk[c] || key[1 + c] != '1') continue;
           set += (set.empty() ? "" : ", ") + t.qcols[c] + " = excluded." + t.qcols[c];
         }
         sql += set.empty() ? "NOTHING" : "UPDATE SET " + set;
@@ -546,12 +572,19 @@ Status SqliteSink::ApplyInsert(Table& t, const std::vector<const Value*>& image)
       return Status::InvalidArgument(fmt::format(
           "table {}: row to insert has no value for key column {}", t.name, t.column(i)));
     }
-    if (present) key_[1 + i] = '1';
+    // A column the image leaves out (binlog_row_image=MINIMAL) takes the source DEFAULT.
+    if (!present && !t.default_error[i].empty()) {
+      return Status::InvalidArgument(fmt::format("table {}: column {} is not in the row image and "
+                                                 "its DEFAULT is not understood: {}",
+                                                 t.name, t.column(i), t.default_error[i]));
+    }
+    key_[1 + i] = present ? '1' : '2';
   }
   ASSIGN_OR_RETURN(sqlite3_stmt * s, CachedStatement(t, key_));
   int index = 1;
   for (size_t i = 0; i < n; ++i) {
-    if (key_[1 + i] == '1') RETURN_IF_ERROR(Bind(t, s, index++, i, *image[i]));
+    const bool present = image[i] != nullptr && !image[i]->is_absent();
+    RETURN_IF_ERROR(Bind(t, s, index++, i, present ? *image[i] : t.defaults[i]));
   }
   return Run(&t, s);
 }

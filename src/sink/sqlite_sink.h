@@ -17,8 +17,9 @@
 // Row semantics (PK tables): c/r upsert; u updates the present after-image columns of the
 // row with the before-image key, moving it when the key changed (a row already holding the
 // new key is deleted first), and inserts the after image when no row matched; d deletes by
-// key. Absent (kAbsent) columns are left untouched by updates and omitted from inserts
-// (SQLite default: NULL). Tables without a primary key: c/r insert; u/d act on the first
+// key. Absent (kAbsent) columns are left untouched by updates (and by an upsert that
+// meets an existing row); a newly inserted row stores the source column's DEFAULT (schema/text_value.h DefaultValue: literal defaults in canonical form,
+// NULL for none and for expression defaults, which the server logs in every image anyway). Tables without a primary key: c/r insert; u/d act on the first
 // row (lowest rowid) equal to the before image on its present columns (NULL matches NULL),
 // and u inserts the after image when none matches.
 // An empty txn.checkpoint leaves the stored checkpoint as it was.
@@ -71,6 +72,8 @@ class SqliteSink : public Sink {
   Status PrepareTable(const TableSchema& table) override;
   Status Apply(const Transaction& txn) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
+  // DELETE FROM the table and the checkpoint row, in one SQLite transaction.
+  Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
   Status Flush() override;  // every commit is already durable: nothing to do
 
  private:

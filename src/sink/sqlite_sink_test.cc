@@ -218,7 +218,7 @@ TEST_F(SqliteSinkTest, AbsentColumnsAreUntouched) {
   after = {Value::Int(5), Value::Absent(), Value::Absent(), Value::Absent()};
   ApplyOk({Change(Op::kUpdate, Items(), before, after)});
   EXPECT_EQ(Query("SELECT * FROM \"shop.items\""), (Rows{{"i:5", "t:pen", "t:1.50", "i:3"}}));
-  // Insert with absent columns: they get the SQLite default (NULL).
+  // Insert with absent columns: they get the source DEFAULT (none here: NULL).
   ApplyOk({Change(Op::kCreate, Items(), {},
                   {Value::Int(6), Value::Text("cup"), Value::Absent(), Value::Absent()})});
   EXPECT_EQ(Query("SELECT * FROM \"shop.items\" WHERE id = 6"),
@@ -361,6 +361,19 @@ TEST_F(SqliteSinkTest, SchemaConflicts) {
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
   EXPECT_NE(st.message().find("price"), std::string::npos) << st.ToString();
   EXPECT_TRUE(sink_->PrepareTable(*Items()).ok());
+}
+
+TEST_F(SqliteSinkTest, AbsentColumnsOfANewRowTakeTheSourceDefault) {
+  ASSERT_TRUE(sink_);
+  ColumnDesc qty = Col("qty", "int");
+  qty.default_value = "7";
+  ColumnDesc name = Col("name", "varchar");
+  name.default_value = "'n''a'";
+  ColumnDesc ts = Col("ts", "timestamp");
+  ts.default_value = "current_timestamp()";
+  auto t = Table("shop", "defaults", {Col("id", "int"), name, qty, ts}, {0});
+  ApplyOk({Change(Op::kCreate, t, {}, {Value::Int(1), Value::Absent(), Value::Absent(), Value::Absent()})});
+  EXPECT_EQ(Query("SELECT * FROM \"shop.defaults\""), (Rows{{"i:1", "t:n'a", "i:7", "null"}}));
 }
 
 }  // namespace

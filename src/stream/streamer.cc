@@ -22,12 +22,25 @@ bool Stopping(const std::atomic<bool>* stop) { return stop && stop->load(); }
 // seen or after DDL, and handed to the sink so it can create the table.
 class SchemaCache {
  public:
-  SchemaCache(Connection& conn, const TableFilter& filter, Sink& sink)
-      : conn_(conn), filter_(filter), sink_(sink) {}
+  SchemaCache(Connection& conn, const TableFilter& filter, Sink& sink,
+              const std::map<std::string, TableSnapshotProgress>& copied)
+      : conn_(conn), filter_(filter), sink_(sink) {
+    for (const auto& [name, progress] : copied)
+      if (!progress.copied_at.empty()) copied_at_[name] = progress.copied_at;
+  }
 
-  Result<TableSchemaPtr> Resolve(const binlog::TableMap& map) {
+  // `event` is where the rows event starts: rows of a table whose snapshot copy was read
+  // at a later point are already in the sink, and are skipped (null schema).
+  Result<TableSchemaPtr> Resolve(const binlog::TableMap& map, const BinlogPosition& event) {
     if (!TableSelected(filter_, map.db, map.table)) return TableSchemaPtr();
     std::string key = map.db + "." + map.table;
+    if (!copied_at_.empty()) {
+      auto c = copied_at_.find(key);
+      if (c != copied_at_.end()) {
+        if (ComparePositions(event, c->second) < 0) return TableSchemaPtr();
+        copied_at_.erase(c);  // the stream has passed it for good
+      }
+    }
     auto it = cache_.find(key);
     if (it != cache_.end() && it->second->columns.size() == map.column_count()) return it->second;
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, map.db, map.table));
@@ -49,6 +62,7 @@ class SchemaCache {
   const TableFilter& filter_;
   Sink& sink_;
   std::map<std::string, TableSchemaPtr> cache_;
+  std::map<std::string, BinlogPosition> copied_at_;
 };
 
 struct RawEvent {
@@ -121,11 +135,12 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     reader.join();
   };
 
-  SchemaCache schemas(*meta_conn, options_.filter, sink);
+  SchemaCache schemas(*meta_conn, options_.filter, sink, checkpoint_.tables);
+  BinlogPosition current_event;
   binlog::EventStream stream;
   stream.SetPosition(checkpoint_.stream_start.file, checkpoint_.stream_start.pos);
   TransactionAssembler assembler(
-      flavor, [&](const binlog::TableMap& m) { return schemas.Resolve(m); },
+      flavor, [&](const binlog::TableMap& m) { return schemas.Resolve(m, current_event); },
       StreamPoint{checkpoint_.stream_start, checkpoint_.gtid});
 
   bool checkpoint_dirty = false;
@@ -140,15 +155,20 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   };
   auto caught_up = [&] {
     return !options_.target.empty() && !assembler.in_transaction() &&
-           ComparePositions(assembler.boundary().position, options_.target) >= 0;
+           ComparePositions(assembler.read_position(), options_.target) >= 0;
   };
 
   auto handle = [&](const binlog::Event& ev) -> Status {
+    current_event = BinlogPosition{ev.file, ev.pos};
     ASSIGN_OR_RETURN(auto committed, assembler.Feed(ev));
     if (!committed) return Status::Ok();
     checkpoint_.stream_start = committed->end.position;
     checkpoint_.gtid = committed->end.gtid;
     if (committed->is_ddl) schemas.Invalidate();
+    if (!committed->unknown_xa.empty()) {
+      LogWarning("XA COMMIT {} at {}:{}: its XA PREPARE came before the start point, so its rows "
+                 "cannot be delivered", committed->unknown_xa, ev.file, ev.pos);
+    }
     if (committed->changes.empty()) {
       checkpoint_dirty = true;
       return save_if_due(false);
@@ -158,6 +178,8 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     txn.checkpoint = checkpoint_.ToJson();
     RETURN_IF_ERROR(sink.Apply(txn));
     checkpoint_dirty = false;
+    ++applied_transactions_;
+    applied_rows_ += txn.changes.size();
     if (options_.on_applied) options_.on_applied(checkpoint_, txn.changes.size());
     return Status::Ok();
   };

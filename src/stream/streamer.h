@@ -52,12 +52,17 @@ class Streamer {
 
   // The checkpoint as of the last applied transaction.
   const Checkpoint& checkpoint() const { return checkpoint_; }
+  // Transactions and row changes applied to the sink by Run so far.
+  uint64_t applied_transactions() const { return applied_transactions_; }
+  uint64_t applied_rows() const { return applied_rows_; }
 
  private:
   Status RunOnce(Sink& sink, bool* made_progress);
 
   StreamerOptions options_;
   Checkpoint checkpoint_;
+  uint64_t applied_transactions_ = 0;
+  uint64_t applied_rows_ = 0;
 };
 
 }  // namespace sluice

@@ -26,6 +26,38 @@ bool StartsWithCi(std::string_view q, std::string_view prefix) {
   return true;
 }
 
+// For "XA <verb> <xid>[ ONE PHASE]" returns the xid text; nullopt when `q` is not that verb.
+std::optional<std::string> XaArgument(std::string_view q, std::string_view verb) {
+  while (!q.empty() && std::isspace(static_cast<unsigned char>(q.front()))) q.remove_prefix(1);
+  std::string prefix = "XA " + std::string(verb) + " ";
+  if (!StartsWithCi(q, prefix)) return std::nullopt;
+  q.remove_prefix(prefix.size());
+  while (!q.empty() && (std::isspace(static_cast<unsigned char>(q.back())) || q.back() == ';'))
+    q.remove_suffix(1);
+  while (!q.empty() && std::isspace(static_cast<unsigned char>(q.front()))) q.remove_prefix(1);
+  return std::string(q);
+}
+
+// The xid as the server writes it in "XA COMMIT <xid>" queries (MySQL XID::serialize,
+// MariaDB the same): X'<gtrid hex>',X'<bqual hex>',<formatID>.
+std::string XidText(const binlog::XaPrepareEvent& xa) {
+  auto hex = [](const std::string& s) {
+    std::string out;
+    for (unsigned char c : s) out += fmt::format("{:02x}", c);
+    return out;
+  };
+  return fmt::format("X'{}',X'{}',{}", hex(xa.gtrid), hex(xa.bqual), xa.format_id);
+}
+
+bool EndsWithOnePhase(std::string_view xid) {
+  constexpr std::string_view kOnePhase = "ONE PHASE";
+  if (xid.size() < kOnePhase.size()) return false;
+  std::string_view tail = xid.substr(xid.size() - kOnePhase.size());
+  for (size_t i = 0; i < tail.size(); ++i)
+    if (std::toupper(static_cast<unsigned char>(tail[i])) != kOnePhase[i]) return false;
+  return true;
+}
+
 }  // namespace
 
 TransactionAssembler::TransactionAssembler(Flavor flavor, SchemaResolver resolver,
@@ -41,7 +73,17 @@ TransactionAssembler::TransactionAssembler(Flavor flavor, SchemaResolver resolve
   }
 }
 
+StreamPoint TransactionAssembler::ResumePoint() const {
+  StreamPoint p = boundary_;
+  for (const auto& [xid, held] : held_xa_) {
+    (void)xid;
+    if (ComparePositions(held.start.position, p.position) < 0) p = held.start;
+  }
+  return p;
+}
+
 void TransactionAssembler::Reset() {
+  xa_xid_.clear();
   in_txn_ = false;
   standalone_ = false;
   gtid_.clear();
@@ -66,7 +108,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
     current_file_ = rot->next_file;
     if (!in_txn_) {
       boundary_.position = {rot->next_file, rot->position};
-      return std::optional<CommittedTransaction>(CommittedTransaction{{}, boundary_, "", false, "", ""});
+      return std::optional<CommittedTransaction>(CommittedTransaction{{}, ResumePoint(), "", false, "", ""});
     }
     return std::optional<CommittedTransaction>();
   }
@@ -87,6 +129,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
           current_file_, ev.pos, g->GtidText(), gtid_));
     }
     Reset();
+    group_start_ = boundary_;
     in_txn_ = true;
     standalone_ = g->standalone();
     gtid_ = g->GtidText();
@@ -97,6 +140,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
   }
   if (auto* g = std::get_if<GtidEvent>(&ev.body)) {
     Reset();
+    group_start_ = boundary_;
     in_txn_ = true;
     standalone_ = true;  // until a BEGIN says otherwise: a DDL follows with no XID
     if (!g->anonymous) {
@@ -106,6 +150,10 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
     return std::optional<CommittedTransaction>();
   }
   if (std::get_if<XidEvent>(&ev.body)) return Commit(ev);
+  if (auto* xa = std::get_if<XaPrepareEvent>(&ev.body)) {
+    if (xa->one_phase) return Commit(ev);
+    return Prepare(ev, xa_xid_.empty() ? XidText(*xa) : xa_xid_);
+  }
   if (auto* q = std::get_if<QueryEvent>(&ev.body)) {
     if (StatementIs(q->query, "BEGIN")) {
       in_txn_ = true;
@@ -119,9 +167,22 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
       Reset();
       NoteGtid(gtid);
       MoveBoundary(ev);
-      return std::optional<CommittedTransaction>(CommittedTransaction{{}, boundary_, gtid, false, "", ""});
+      return std::optional<CommittedTransaction>(CommittedTransaction{{}, ResumePoint(), gtid, false, "", ""});
     }
-    if (StartsWithCi(q->query, "XA ") || StartsWithCi(q->query, "SAVEPOINT") ||
+    if (auto xid = XaArgument(q->query, "START")) {
+      in_txn_ = true;
+      standalone_ = false;
+      xa_xid_ = *xid;
+      return std::optional<CommittedTransaction>();
+    }
+    if (XaArgument(q->query, "END")) return std::optional<CommittedTransaction>();
+    if (auto xid = XaArgument(q->query, "PREPARE")) return Prepare(ev, *xid);
+    if (auto xid = XaArgument(q->query, "COMMIT")) {
+      if (EndsWithOnePhase(*xid)) return Commit(ev);
+      return FinishXa(ev, *xid, /*commit=*/true);
+    }
+    if (auto xid = XaArgument(q->query, "ROLLBACK")) return FinishXa(ev, *xid, /*commit=*/false);
+    if (StartsWithCi(q->query, "SAVEPOINT") ||
         StartsWithCi(q->query, "ROLLBACK TO")) {
       if (in_txn_ && !standalone_) return std::optional<CommittedTransaction>();
     }
@@ -151,7 +212,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
     StreamPoint before = boundary_;
     MoveBoundary(ev);
     if (!(before.position == boundary_.position))
-      return std::optional<CommittedTransaction>(CommittedTransaction{{}, boundary_, "", false, "", ""});
+      return std::optional<CommittedTransaction>(CommittedTransaction{{}, ResumePoint(), "", false, "", ""});
   }
   return std::optional<CommittedTransaction>();
 }
@@ -167,6 +228,45 @@ void TransactionAssembler::NoteGtid(const std::string&) {
   if (flavor_ == Flavor::kMySQL) boundary_.gtid = mysql_pos_.ToString();
 }
 
+Result<std::optional<CommittedTransaction>> TransactionAssembler::Prepare(const binlog::Event& ev,
+                                                                         std::string xid) {
+  for (char& c : xid) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  HeldXa held{std::move(changes_), group_start_, gtid_};
+  if (held_xa_.count(xid)) {
+    return Status::Corruption(fmt::format("binlog {} at offset {}: XA transaction {} prepared twice",
+                                          current_file_, ev.pos, xid));
+  }
+  held_xa_.emplace(std::move(xid), std::move(held));
+  NoteGtid(gtid_);
+  std::string gtid = gtid_;
+  Reset();
+  MoveBoundary(ev);
+  return std::optional<CommittedTransaction>(CommittedTransaction{{}, ResumePoint(), gtid, false, "", ""});
+}
+
+Result<std::optional<CommittedTransaction>> TransactionAssembler::FinishXa(const binlog::Event& ev,
+                                                                          const std::string& xid,
+                                                                          bool commit) {
+  std::string key = xid;
+  for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto it = held_xa_.find(key);
+  const bool found = it != held_xa_.end();
+  std::vector<RowChange> changes;
+  if (found) {
+    if (commit) changes = std::move(it->second.changes);
+    held_xa_.erase(it);
+  }
+  // An XA COMMIT whose PREPARE came before the start point: its rows were prepared, not
+  // committed, when the snapshot was taken, and the PREPARE group is not read again.
+  // Nothing can be delivered for it; the caller logs it.
+  ASSIGN_OR_RETURN(auto committed, Commit(ev));
+  if (committed) {
+    committed->changes = std::move(changes);
+    if (commit && !found) committed->unknown_xa = xid;
+  }
+  return committed;
+}
+
 Result<std::optional<CommittedTransaction>> TransactionAssembler::Commit(const binlog::Event& ev) {
   CommittedTransaction out;
   out.changes = std::move(changes_);
@@ -174,7 +274,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Commit(const b
   NoteGtid(gtid_);
   Reset();
   MoveBoundary(ev);
-  out.end = boundary_;
+  out.end = ResumePoint();
   return std::optional<CommittedTransaction>(std::move(out));
 }
 

@@ -7,6 +7,14 @@
 //   MySQL:    (GTID | ANONYMOUS_GTID) QUERY "BEGIN" (TABLE_MAP+ ROWS+)* (XID | QUERY "COMMIT")
 //             (GTID | ANONYMOUS_GTID) QUERY <ddl>
 //   Either:   QUERY "ROLLBACK" ends a group that must be discarded.
+//   XA:       MariaDB GTID(FL_PREPARED_XA) rows... QUERY "XA PREPARE <xid>"
+//             MySQL   GTID QUERY "XA START <xid>" rows... QUERY "XA END <xid>" XA_PREPARE(38)
+//             later, in a group of its own: QUERY "XA COMMIT <xid>" | "XA ROLLBACK <xid>"
+//   A prepared XA transaction is held until its XA COMMIT (then handed on, as one
+//   transaction) or XA ROLLBACK (then dropped). While one is held, the resume point stays at
+//   the start of its PREPARE group, so a restart reads it again: transactions committed in
+//   between are then delivered again (idempotent for the SQLite sink, at-least-once for JSON
+//   lines). "XA COMMIT <xid> ONE PHASE" commits like an ordinary transaction.
 // A transaction is handed on only when its XID or COMMIT arrives, so a crash or reconnect
 // in the middle never yields half a transaction. Events between transactions (ROTATE,
 // FORMAT_DESCRIPTION, GTID_LIST, heartbeats, ...) only move the resume position.
@@ -18,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +56,7 @@ struct CommittedTransaction {
   bool is_ddl = false;
   std::string ddl_schema;  // for DDL: default schema of the statement
   std::string ddl_query;
+  std::string unknown_xa;  // XA COMMIT of a transaction prepared before the start point
 };
 
 class TransactionAssembler {
@@ -63,8 +73,12 @@ class TransactionAssembler {
   // nullopt. Errors name the event position.
   Result<std::optional<CommittedTransaction>> Feed(const binlog::Event& event);
 
-  // The resume point as of the last transaction boundary.
-  const StreamPoint& boundary() const { return boundary_; }
+  // The resume point as of the last transaction boundary (see XA above).
+  StreamPoint boundary() const { return ResumePoint(); }
+  // How far the stream has been read, at a group boundary (ignores held XA transactions).
+  const BinlogPosition& read_position() const { return boundary_.position; }
+  // Prepared XA transactions waiting for their XA COMMIT or XA ROLLBACK.
+  size_t held_xa_count() const { return held_xa_.size(); }
   bool in_transaction() const { return in_txn_; }
 
  private:
@@ -73,6 +87,11 @@ class TransactionAssembler {
   void Reset();
   void NoteGtid(const std::string& gtid_text);
   void MoveBoundary(const binlog::Event& event);
+  // The resume point: the boundary, or the start of the oldest held XA transaction.
+  StreamPoint ResumePoint() const;
+  Result<std::optional<CommittedTransaction>> Prepare(const binlog::Event& event, std::string xid);
+  Result<std::optional<CommittedTransaction>> FinishXa(const binlog::Event& event, const std::string& xid,
+                                                       bool commit);
 
   Flavor flavor_;
   SchemaResolver resolver_;
@@ -86,6 +105,15 @@ class TransactionAssembler {
   std::optional<gtid::MariadbGtid> mariadb_gtid_;
   std::optional<binlog::GtidEvent> mysql_gtid_;
   std::vector<RowChange> changes_;
+  StreamPoint group_start_;  // boundary when the current group began
+  std::string xa_xid_;       // MySQL: xid of the "XA START" group being read
+
+  struct HeldXa {
+    std::vector<RowChange> changes;
+    StreamPoint start;
+    std::string gtid;
+  };
+  std::map<std::string, HeldXa> held_xa_;  // by xid text as the server writes it
 
   std::unordered_map<uint64_t, std::shared_ptr<const binlog::TableMap>> table_maps_;
   gtid::MariadbGtidList mariadb_pos_;

@@ -51,7 +51,7 @@ class Writer {
       if (!exec("START TRANSACTION")) return;
       for (int i = 0; i < n; ++i) {
         int id = 1 + static_cast<int>(rng() % 110000);
-        switch (rng() % 5) {
+        switch (rng() % 7) {
           case 0:
             exec(fmt::format("INSERT INTO {}.a (k, payload, d, ts) VALUES ({}, 'w{}', {}.25, NOW(6))",
                              db_, rng() % 1000, id, id % 997));
@@ -68,6 +68,15 @@ class Writer {
             exec(fmt::format("INSERT INTO {}.b (x, y, v) VALUES ({}, {}, 'v') "
                              "ON DUPLICATE KEY UPDATE v = CONCAT(v, 'u')",
                              db_, id % 50, id % 70));
+            break;
+          case 5:
+            exec(fmt::format("INSERT INTO {}.c (k, v) VALUES ({}, 'n{}')", db_, id % 300, id));
+            break;
+          case 6:
+            if (id % 2)
+              exec(fmt::format("UPDATE {}.c SET v = CONCAT(v, 'u') WHERE k = {} LIMIT 1", db_, id % 300));
+            else
+              exec(fmt::format("DELETE FROM {}.c WHERE k = {} LIMIT 1", db_, id % 300));
             break;
         }
       }
@@ -98,6 +107,8 @@ void CreateCrashTables(const std::string& db, int rows) {
                 "CREATE TABLE {0}.a (id INT AUTO_INCREMENT PRIMARY KEY, k INT, payload VARCHAR(200),"
                 "  d DECIMAL(10,2), ts DATETIME(6)) AUTO_INCREMENT = 50000;"
                 "CREATE TABLE {0}.b (x INT, y INT, v VARCHAR(255), PRIMARY KEY (x, y));"
+                "CREATE TABLE {0}.c (k INT, v VARCHAR(255));"  // no primary key
+                "INSERT INTO {0}.c SELECT seq % 300, 'init' FROM seq_1_to_20000;"
                 "INSERT INTO {0}.a (id, k, payload, d, ts) SELECT seq, seq % 1000, REPEAT('p', seq % 150),"
                 "  seq / 7, '2024-01-01 00:00:00' + INTERVAL seq SECOND FROM seq_1_to_{1};"
                 "INSERT INTO {0}.b SELECT seq % 50, seq % 70, 'init' FROM seq_1_to_3500 "
@@ -128,9 +139,12 @@ TEST(Crash, SigkillDuringSnapshotAndStreamingConvergesInSqlite) {
 
   Writer writer(db, seed);
   writer.Start();
-  // Three kills during the snapshot, each once the copy of table a has passed a mark (read
-  // from the checkpoint the sink stores with each chunk), then kills during streaming.
-  for (uint64_t mark : {10000u, 40000u, 70000u}) {
+  // Four kills during the snapshot, each once the copy of a table has passed a mark (read
+  // from the checkpoint the sink stores with each chunk; c has no primary key, so its copy
+  // starts over), then kills during streaming.
+  const std::vector<std::pair<std::string, uint64_t>> marks = {
+      {"a", 10000}, {"a", 40000}, {"a", 70000}, {"c", 5000}};
+  for (const auto& [table, mark] : marks) {
     pid_t pid = StartSluice({"run", "--config", config}, log);
     bool reached = false;
     auto deadline = std::chrono::steady_clock::now() + seconds(60);
@@ -138,8 +152,8 @@ TEST(Crash, SigkillDuringSnapshotAndStreamingConvergesInSqlite) {
       std::string state = ReadSqliteCheckpoint(spec.sink_path);
       if (!state.empty()) {
         auto j = nlohmann::json::parse(state, nullptr, false);
-        if (!j.is_discarded() && j["snapshot"]["tables"].contains(db + ".a")) {
-          const auto& t = j["snapshot"]["tables"][db + ".a"];
+        if (!j.is_discarded() && j["snapshot"]["tables"].contains(db + "." + table)) {
+          const auto& t = j["snapshot"]["tables"][db + "." + table];
           reached = t["rows"].get<uint64_t>() >= mark || t["done"].get<bool>();
         }
       }
@@ -147,7 +161,7 @@ TEST(Crash, SigkillDuringSnapshotAndStreamingConvergesInSqlite) {
     }
     kill(pid, SIGKILL);
     EXPECT_EQ(WaitChild(pid, seconds(30)), -SIGKILL) << ReadFile(log);
-    EXPECT_TRUE(reached) << "the snapshot never reached row " << mark << "\n" << ReadFile(log);
+    EXPECT_TRUE(reached) << "the snapshot never reached row " << mark << " of " << table << "\n" << ReadFile(log);
   }
   for (int delay : {300, 700, 1200, 500, 900}) {
     pid_t pid = StartSluice({"run", "--config", config}, log);
@@ -164,6 +178,8 @@ TEST(Crash, SigkillDuringSnapshotAndStreamingConvergesInSqlite) {
   std::string all_logs = ReadFile(log);
   EXPECT_NE(all_logs.find("resuming an interrupted snapshot"), std::string::npos)
       << "no kill landed during the snapshot; the test lost its point\n" << all_logs;
+  EXPECT_NE(all_logs.find("has no primary key and its copy was interrupted"), std::string::npos)
+      << "no kill landed during the copy of the table without a key\n" << all_logs;
   ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
 }
 

@@ -78,7 +78,10 @@ TEST(EndToEnd, UntilCaughtUpReturnsPromptlyWhenIdleAndAfterLoad) {
 
   // After a load of 200 transactions.
   std::string load;
-  for (int i = 3; i < 203; ++i) load += "INSERT INTO it_idle.t VALUES (" + std::to_string(i) + ", 'x');\n";
+  for (int i = 3; i < 203; ++i) {
+    load += "INSERT INTO it_idle.t VALUES (" + std::to_string(i) + ", 'x');\n";
+    if (i % 70 == 0) load += "FLUSH BINARY LOGS;\n";  // the stream crosses binlog files
+  }
   load += "UPDATE it_idle.t SET v = 'updated' WHERE id % 3 = 0; DELETE FROM it_idle.t WHERE id % 5 = 0;";
   ASSERT_EQ(RunSqlText(load), 0);
   auto t2 = std::chrono::steady_clock::now();
@@ -153,6 +156,48 @@ TEST(EndToEnd, ClearErrorsForBadConfigAndServerState) {
   EXPECT_NE(r.output.find("binlog_format"), std::string::npos) << r.output;
   // The password never shows up.
   EXPECT_EQ(r.output.find(TestServer().password), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+// XA transactions: rows of a prepared XA transaction reach the sink only with its XA COMMIT
+// (also when sluice restarts between PREPARE and COMMIT), never after XA ROLLBACK.
+TEST(EndToEnd, XaTransactionsAppearOnlyWhenCommitted) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_xa; CREATE DATABASE it_xa;"
+                       "CREATE TABLE it_xa.t (id INT PRIMARY KEY, v VARCHAR(20));"
+                       "INSERT INTO it_xa.t VALUES (1, 'base');"), 0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_xa.t"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  ASSERT_EQ(RunSqlText("XA START 'xa1'; INSERT INTO it_xa.t VALUES (10, 'xa1'); UPDATE it_xa.t SET v = 'xa1' WHERE id = 1;"
+                       "XA END 'xa1'; XA PREPARE 'xa1';"), 0);
+  ASSERT_EQ(RunSqlText("INSERT INTO it_xa.t VALUES (20, 'plain');"), 0);
+  // Prepared, not committed: the replica must not show it yet.
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_xa.t"}, spec.sink_path);
+
+  ASSERT_EQ(RunSqlText("XA COMMIT 'xa1';"
+                       "XA START 'xa2'; INSERT INTO it_xa.t VALUES (30, 'xa2'); XA END 'xa2'; XA PREPARE 'xa2';"
+                       "XA ROLLBACK 'xa2';"
+                       "XA START 'xa3'; INSERT INTO it_xa.t VALUES (40, 'xa3'); XA END 'xa3'; XA COMMIT 'xa3' ONE PHASE;"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_xa.t"}, spec.sink_path);
+  auto conn = Connect();
+  auto rows = conn->Query("SELECT COUNT(*) FROM it_xa.t");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(*rows->rows[0][0], "4");  // 1, 10, 20, 40
 }
 
 }  // namespace
