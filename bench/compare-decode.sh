@@ -4,21 +4,22 @@
 #   B  mariadb-binlog --base64-output=decode-rows -v FILE > /dev/null
 #   C  sluice decode --no-output FILE                    (decode every event and row value,
 #                                                          write nothing) -> MB/s
-# Each command runs RUNS times (default 3) after one warm-up read of the file. A and B run
-# unpinned (sluice --rows formats and writes JSON on a second thread; mariadb-binlog is
-# single-threaded); C, the one-core figure, is pinned with taskset -c CPU (default 0). For each, the best and median wall time and the
-# median CPU time (user + sys) are printed; the ratio B/A and the MB/s of C are given for
-# both clocks (CPU time is the steadier figure when other processes share the machine).
+# Each command runs RUNS times (default 3) after one warm-up read of the file. sluice
+# --rows formats and writes the JSON on a second thread; mariadb-binlog and sluice
+# --no-output are single-threaded (C runs on one core; set CPU=n to also pin it there with
+# taskset). For each, the best and median wall time and the median CPU time (user + sys)
+# are printed; the ratio B/A and the MB/s of C are given for both clocks (CPU time is the
+# steadier figure when other processes share the machine).
 #
 #   bench/compare-decode.sh FILE [SLUICE]   # SLUICE default: build-bench/sluice
-# Environment: RUNS, CPU.
+# Environment: RUNS (default 3), CPU (unset: no pinning).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 file=${1:?usage: $0 BINLOG_FILE [SLUICE_BINARY]}
 sluice=${2:-$root/build-bench/sluice}
 runs=${RUNS:-3}
-cpu=${CPU:-0}
+cpu=${CPU:-}
 
 [ -x "$sluice" ] || { echo "no sluice binary at $sluice (build it: see BENCHMARKS.md)" >&2; exit 1; }
 command -v mariadb-binlog >/dev/null || { echo "mariadb-binlog not found" >&2; exit 1; }
@@ -26,7 +27,7 @@ bytes=$(stat -c %s "$file")
 cat "$file" >/dev/null  # page cache warm-up: every run reads from memory
 
 pin=()
-command -v taskset >/dev/null && pin=(taskset -c "$cpu")
+[ -n "$cpu" ] && command -v taskset >/dev/null && pin=(taskset -c "$cpu")
 
 # time_cmd NAME PIN CMD... : runs CMD `runs` times (pinned when PIN=1); prints the wall
 # times and sets MEDIAN, BEST (wall seconds) and CPU (median user+sys seconds). Output
@@ -58,7 +59,7 @@ time_cmd "sluice decode --rows" 0 "$sluice" decode --rows "$file"
 a=$MEDIAN; acpu=$CPU
 time_cmd "mariadb-binlog -v decode-rows" 0 mariadb-binlog --base64-output=decode-rows -v "$file"
 b=$MEDIAN; bcpu=$CPU
-time_cmd "sluice decode --no-output (CPU $cpu)" 1 "$sluice" decode --no-output "$file"
+time_cmd "sluice decode --no-output" 1 "$sluice" decode --no-output "$file"
 c=$MEDIAN; cbest=$BEST; ccpu=$CPU
 awk -v a="$a" -v b="$b" -v ac="$acpu" -v bc="$bcpu" \
   'BEGIN{printf "speedup mariadb-binlog / sluice --rows: %.1fx wall (medians), %.1fx cpu\n", b / a, bc / ac}'

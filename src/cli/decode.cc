@@ -63,7 +63,7 @@ class EnvelopeWriter {
       : out_(out), full_(kMaxBatches, SIZE_MAX), free_(kMaxBatches + 2, SIZE_MAX) {
     thread_ = std::thread([this] { Run(); });
   }
-  ~EnvelopeWriter() { Finish(Status::Ok()); }
+  ~EnvelopeWriter() { (void)Finish(Status::Ok()); }
 
   // A batch to fill (recycled when one is free).
   std::unique_ptr<Batch> Take() {
@@ -128,12 +128,14 @@ class EnvelopeWriter {
 
 // Decodes every file; appends the output to *buf, flushing it to `out` as it grows, except
 // the row changes of --rows, which go to `writer`.
+// `*batch` is the --rows batch being filled; the caller sends what is left in it, also
+// after an error.
 Status DecodeFiles(const DecodeOptions& options, std::string* buf, std::ostream& out,
-                   EnvelopeWriter* writer) {
+                   EnvelopeWriter* writer, std::unique_ptr<Batch>* pending) {
+  std::unique_ptr<Batch>& batch = *pending;
   std::map<std::string, uint64_t> by_type;
   std::map<std::string, uint64_t> rows_by_table;
   std::vector<binlog::DecodedRow> decoded;  // reused from event to event
-  std::unique_ptr<Batch> batch;             // --rows: the batch being filled
   for (const auto& path : options.files) {
     ASSIGN_OR_RETURN(auto reader, io::BinlogFileReader::Open(path));
     std::unordered_map<uint64_t, TableEntry> schemas;  // by table id
@@ -199,7 +201,6 @@ Status DecodeFiles(const DecodeOptions& options, std::string* buf, std::ostream&
       }
     }
   }
-  if (batch && batch->used > 0) RETURN_IF_ERROR(writer->Send(std::move(batch)));
   if (options.summary) {
     nlohmann::ordered_json j;
     j["events"] = by_type;
@@ -217,8 +218,13 @@ Status RunDecode(const DecodeOptions& options, std::ostream& out) {
   buf.reserve(kFlushBytes + (kFlushBytes >> 2));
   std::unique_ptr<EnvelopeWriter> writer;
   if (options.rows && !options.summary && !options.no_output) writer = std::make_unique<EnvelopeWriter>(out);
-  Status st = DecodeFiles(options, &buf, out, writer.get());
+  std::unique_ptr<Batch> batch;
+  Status st = DecodeFiles(options, &buf, out, writer.get(), &batch);
   if (writer) {
+    if (batch && batch->used > 0) {
+      Status sst = writer->Send(std::move(batch));
+      if (st.ok()) st = sst;
+    }
     // What was decoded before an error is still printed; a writer error comes first.
     Status wst = writer->Finish(st.ok() ? Status::Ok() : Status::Cancelled("decoding stopped"));
     if (!wst.ok()) st = wst;

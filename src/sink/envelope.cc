@@ -255,7 +255,9 @@ char* WriteJsonValue(const Value& v, char* w) {
 // take to *size. Errors as AppendEnvelope documents.
 Status SizeImage(const RowChange& c, std::string_view key, const Row& row, bool present,
                  size_t* size, size_t* escapes) {
-  *size += key.size() + 16;
+  // `"<key>":{}` or `"<key>":null`, and `,"<key>_absent":[]`; then per column its name
+  // with ':' and ',' (or ',' alone in the absent list) and its value.
+  *size += 2 * key.size() + 20;
   const auto& cols = c.table->columns;
   if (!present) {
     if (!row.empty()) {
@@ -450,7 +452,7 @@ Status AppendEnvelope(const RowChange& c, int64_t ts_ms, std::string* out) {
   // Pass 1: check everything and bound the size; pass 2 writes through a pointer into
   // space made once (one resize per change instead of an append per token).
   const SourceInfo& s = c.source;
-  size_t size = 320;  // punctuation, keys, numbers and the flavor of the fixed parts (< 250)
+  size_t size = 320;  // the fixed parts: punctuation, keys, flavor, 5 numbers (240 at most)
   size_t escapes = 0;  // bytes escaping adds to the strings; 0 lets pass 2 copy them as they are
   RETURN_IF_ERROR(SizeImage(c, "before", c.before, has_before, &size, &escapes));
   RETURN_IF_ERROR(SizeImage(c, "after", c.after, has_after, &size, &escapes));

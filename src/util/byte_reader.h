@@ -62,7 +62,7 @@ class ByteReader {
     return Error(fmt::format("invalid length-encoded integer prefix 0x{:02X}", first));
   }
   Result<std::span<const uint8_t>> ReadBytes(size_t n) {
-    RETURN_IF_ERROR(Need(n, "bytes"));
+    if (n > remaining()) [[unlikely]] return NeedError(n, "bytes");
     auto out = data_.subspan(pos_, n);
     pos_ += n;
     return out;
@@ -106,12 +106,16 @@ class ByteReader {
 
  private:
   Status Need(size_t n, std::string_view what) const {
-    if (n <= remaining()) return Status::Ok();
+    if (n <= remaining()) [[likely]] return Status::Ok();
+    return NeedError(n, what);
+  }
+  // The error of Need, kept out of line so that the checked reads stay small and inline.
+  [[gnu::noinline, gnu::cold]] Status NeedError(size_t n, std::string_view what) const {
     return Error(fmt::format("truncated: need {} for {}, {} left", n, what, remaining()));
   }
   template <typename T>
   Result<T> ReadLeN(size_t n) {
-    RETURN_IF_ERROR(Need(n, "integer"));
+    if (n > remaining()) [[unlikely]] return NeedError(n, "integer");
     uint64_t v = 0;
     for (size_t i = 0; i < n; ++i) v |= uint64_t{data_[pos_ + i]} << (8 * i);
     pos_ += n;

@@ -202,3 +202,37 @@ TEST(EndToEnd, XaTransactionsAppearOnlyWhenCommitted) {
 
 }  // namespace
 }  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+// MariaDB's compressed binlog events (log_bin_compress: QUERY_COMPRESSED and the
+// *_ROWS_COMPRESSED_EVENT_V1 types) stream like plain ones.
+TEST(EndToEnd, MariadbCompressedBinlogEventsStream) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_zip; CREATE DATABASE it_zip;"
+                       "CREATE TABLE it_zip.t (id INT PRIMARY KEY, body TEXT, b BLOB);"), 0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_zip.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  ASSERT_EQ(RunSqlText("SET GLOBAL log_bin_compress = ON; SET GLOBAL log_bin_compress_min_len = 10;"), 0);
+  int rc = RunSqlText(
+      "USE it_zip; INSERT INTO it_zip.t SELECT seq, REPEAT(CONCAT('compressible text ', seq), 40), UNHEX(REPEAT('00FF', 300)) "
+      "FROM seq_1_to_300;"
+      "UPDATE it_zip.t SET body = CONCAT(body, ' updated') WHERE id % 3 = 0;"
+      "DELETE FROM it_zip.t WHERE id % 7 = 0;"
+      "CREATE TABLE it_zip.u (id INT PRIMARY KEY, note VARCHAR(500));"
+      "INSERT INTO it_zip.u VALUES (1, REPEAT('x', 400));");
+  ASSERT_EQ(RunSqlText("SET GLOBAL log_bin_compress = OFF;"), 0);
+  ASSERT_EQ(rc, 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_zip.*"}, spec.sink_path);
+}
+
+}  // namespace
+}  // namespace sluice::testing
