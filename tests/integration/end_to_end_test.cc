@@ -236,3 +236,48 @@ TEST(EndToEnd, MariadbCompressedBinlogEventsStream) {
 
 }  // namespace
 }  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+// A lost replication connection (the server kills the binlog dump thread) makes sluice
+// reconnect from its last checkpoint and carry on; nothing is lost or applied twice.
+TEST(EndToEnd, ReconnectsAfterTheServerDropsTheConnection) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_reconnect; CREATE DATABASE it_reconnect;"
+                       "CREATE TABLE it_reconnect.t (id INT PRIMARY KEY, v INT);"), 0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_reconnect.t"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  auto conn = Connect();
+  ASSERT_NE(conn, nullptr);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20; ++i) {
+      int id = round * 100 + i;
+      ASSERT_TRUE(conn->Execute(fmt::format("INSERT INTO it_reconnect.t VALUES ({}, {})", id, id)).ok());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // Kill every binlog dump thread (sluice's replication connection).
+    auto procs = conn->Query("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'");
+    ASSERT_TRUE(procs.ok()) << procs.status().ToString();
+    for (const auto& row : procs->rows) (void)conn->Execute("KILL CONNECTION " + *row[0]);
+    ASSERT_TRUE(conn->Execute(fmt::format("UPDATE it_reconnect.t SET v = v + 1 WHERE id < {}", round * 100 + 10)).ok());
+  }
+  bool equal = false;
+  for (int i = 0; i < 100 && !equal; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto cmp = cli::CompareTables(TestServer(), TableFilter{{"it_reconnect.t"}, {}}, spec.sink_path);
+    equal = cmp.ok() && !cmp->empty() && (*cmp)[0].equal();
+  }
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0);
+  std::string log = ReadFile(dir.File("log"));
+  EXPECT_TRUE(equal) << log;
+  EXPECT_NE(log.find("reconnecting from"), std::string::npos) << log;
+  ExpectReplicaEqualsSource({"it_reconnect.t"}, spec.sink_path);
+}
+
+}  // namespace
+}  // namespace sluice::testing
