@@ -21,6 +21,29 @@ namespace sluice {
 
 namespace {
 
+// `v` as an SQLite literal (for DEFAULT clauses).
+std::string SqlLiteral(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::kInt:
+    case Value::Kind::kUInt:
+    case Value::Kind::kFloat:
+    case Value::Kind::kDouble: return v.ToText();
+    case Value::Kind::kText: {
+      std::string out = "'";
+      for (char c : v.s) out += c == '\'' ? std::string("''") : std::string(1, c);
+      return out + "'";
+    }
+    case Value::Kind::kBytes: {
+      std::string out = "X'";
+      for (unsigned char c : v.s) out += fmt::format("{:02X}", c);
+      return out + "'";
+    }
+    case Value::Kind::kNull:
+    case Value::Kind::kAbsent: break;
+  }
+  return "NULL";
+}
+
 // Statement cache key kinds (first byte of the key).
 constexpr char kUpsert = 'I';
 constexpr char kUpdateByKey = 'U';
@@ -280,12 +303,23 @@ Status SqliteSink::PrepareTable(const TableSchema& schema) {
       same = old.columns[i].name == schema.columns[i].name &&
              SqliteColumnType(old.columns[i]) == SqliteColumnType(schema.columns[i]);
     }
-    if (!same) {
+    if (same) return Status::Ok();
+    // Columns added at the end (ALTER TABLE ... ADD COLUMN) are followed below; any other
+    // change stops the run.
+    bool appended = old.db == schema.db && old.table == schema.table &&
+                    old.columns.size() < schema.columns.size() &&
+                    old.primary_key == schema.primary_key;
+    for (size_t i = 0; appended && i < old.columns.size(); ++i) {
+      appended = old.columns[i].name == schema.columns[i].name &&
+                 SqliteColumnType(old.columns[i]) == SqliteColumnType(schema.columns[i]);
+    }
+    if (!appended) {
       return Status::FailedPrecondition(fmt::format(
-          "table {}: its definition changed while sluice was running (DDL is not followed yet)",
+          "table {}: its definition changed in a way sluice does not follow yet (only columns "
+          "added at the end are); re-snapshot the table into a new replica",
           name));
     }
-    return Status::Ok();
+    tables_.erase(existing);  // rebuilt below with the new columns
   }
 
   auto t = std::make_unique<Table>();
@@ -358,6 +392,33 @@ Status SqliteSink::PrepareTable(const TableSchema& schema) {
       }
     }
     RETURN_IF_ERROR(Exec(sql));
+    // The table may have existed with fewer columns: a source ALTER TABLE ... ADD COLUMN
+    // since the last run. Add the missing ones (their values: NULL for rows copied before).
+    {
+      ASSIGN_OR_RETURN(sqlite3_stmt * s, Prepare("SELECT name FROM pragma_table_info(?) ORDER BY cid"));
+      sqlite3_bind_text64(s, 1, name.data(), name.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      int rc;
+      size_t have = 0;
+      bool prefix = true;
+      while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char* cname = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+        if (have >= schema.columns.size() || schema.columns[have].name != (cname ? cname : ""))
+          prefix = false;
+        ++have;
+      }
+      sqlite3_reset(s);
+      if (rc != SQLITE_DONE) return SqlError("read table_info of " + name, rc);
+      if (!prefix) have = 0;  // not an append: the check below reports the difference
+      for (size_t i = have; have > 0 && i < schema.columns.size(); ++i) {
+        if (t->is_pk[i]) break;  // a key change: reported by the check below
+        // Rows already there take the column's default, as they do in the source (for a
+        // literal default; an expression default such as CURRENT_TIMESTAMP gives NULL).
+        const std::string type = SqliteColumnType(schema.columns[i]);
+        RETURN_IF_ERROR(Exec("ALTER TABLE " + t->quoted + " ADD COLUMN " + t->qcols[i] +
+                             (type.empty() ? "" : " " + type) + " DEFAULT " +
+                             SqlLiteral(t->defaults[i])));
+      }
+    }
     // The table may have existed: its columns must be the ones the schema describes.
     {
       ASSIGN_OR_RETURN(sqlite3_stmt * s,

@@ -281,3 +281,55 @@ TEST(EndToEnd, ReconnectsAfterTheServerDropsTheConnection) {
 
 }  // namespace
 }  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+// ALTER TABLE ... ADD COLUMN while streaming: the replica table gains the column (with the
+// source's literal default for existing rows) and later rows carry it. A table created
+// while streaming that matches the patterns is created in the replica.
+TEST(EndToEnd, FollowsAddedColumnsAndNewTables) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_ddl; CREATE DATABASE it_ddl;"
+                       "CREATE TABLE it_ddl.t (id INT PRIMARY KEY, v VARCHAR(20));"
+                       "INSERT INTO it_ddl.t VALUES (1, 'a'), (2, 'b');"), 0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_ddl.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  ASSERT_EQ(RunSqlText("INSERT INTO it_ddl.t VALUES (3, 'c');"
+                       "ALTER TABLE it_ddl.t ADD COLUMN note VARCHAR(20) NOT NULL DEFAULT 'n/a', ADD COLUMN n INT;"
+                       "INSERT INTO it_ddl.t VALUES (4, 'd', 'four', 4);"
+                       "UPDATE it_ddl.t SET note = 'one' WHERE id = 1;"
+                       "CREATE TABLE it_ddl.fresh (k VARCHAR(10) PRIMARY KEY, x DECIMAL(6,2));"
+                       "INSERT INTO it_ddl.fresh VALUES ('a', 1.50), ('b', -2.25);"), 0);
+  bool equal = false;
+  for (int i = 0; i < 100 && !equal; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto cmp = cli::CompareTables(TestServer(), TableFilter{{"it_ddl.*"}, {}}, spec.sink_path);
+    equal = cmp.ok() && cmp->size() == 2 && (*cmp)[0].equal() && (*cmp)[1].equal();
+  }
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << ReadFile(dir.File("log"));
+  EXPECT_TRUE(equal) << ReadFile(dir.File("log"));
+  ExpectReplicaEqualsSource({"it_ddl.*"}, spec.sink_path);
+
+  // A later run (new process) opens the altered replica table without complaint.
+  ASSERT_EQ(RunSqlText("INSERT INTO it_ddl.t VALUES (5, 'e', 'five', 5);"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_ddl.*"}, spec.sink_path);
+
+  // A change sluice does not follow (dropping a column) stops the run with a clear error.
+  ASSERT_EQ(RunSqlText("ALTER TABLE it_ddl.t DROP COLUMN v; INSERT INTO it_ddl.t VALUES (6, 'six', 6);"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("it_ddl.t"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace sluice::testing
