@@ -63,8 +63,10 @@ int Main(int argc, char** argv) {
   auto* decode = app.add_subcommand("decode", "Print the events of binlog files as JSON lines");
   decode->add_option("files", decode_opts.files, "Binlog files")->required()->check(CLI::ExistingFile);
   decode->add_flag("--rows", decode_opts.rows, "Print row changes (one JSON object per row) instead of events");
-  decode->add_option("--start-position", decode_opts.start_position, "Skip events before this offset");
-  decode->add_option("--stop-position", decode_opts.stop_position, "Stop at the first event at or after this offset");
+  decode->add_option("--start-position", decode_opts.start_position, "Skip events before this offset")
+      ->check(CLI::NonNegativeNumber);
+  decode->add_option("--stop-position", decode_opts.stop_position, "Stop at the first event at or after this offset")
+      ->check(CLI::NonNegativeNumber);
   decode->add_flag("--summary", decode_opts.summary, "Print counts per event type and per table");
   decode->add_flag("--no-output", decode_opts.no_output,
                    "Decode every event and row value but print nothing (benchmarking)");
@@ -117,6 +119,10 @@ int Main(int argc, char** argv) {
     return all ? 0 : 1;
   }
   if (*decode) {
+    if (decode_opts.stop_position != 0 && decode_opts.start_position > decode_opts.stop_position) {
+      return Fail(Status::InvalidArgument(fmt::format("--start-position {} is after --stop-position {}",
+                                                      decode_opts.start_position, decode_opts.stop_position)));
+    }
     Status st = RunDecode(decode_opts, std::cout);
     return st.ok() ? 0 : Fail(st);
   }

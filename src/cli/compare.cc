@@ -1,5 +1,6 @@
 #include "cli/compare.h"
 
+#include <algorithm>
 #include <map>
 
 #include <sqlite3.h>
@@ -111,6 +112,30 @@ Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
     }, nullptr));
     cmp.source_rows = src.size();
 
+    // Columns the replica table lacks (SQLite would read a double-quoted unknown name as a
+    // string literal, so check first).
+    std::vector<std::string> replica_cols;
+    {
+      sqlite3_stmt* info = nullptr;
+      std::string q = "SELECT name FROM pragma_table_info(?)";
+      if (sqlite3_prepare_v2(db, q.c_str(), -1, &info, nullptr) == SQLITE_OK) {
+        std::string tname = SqliteTableName(schema);
+        sqlite3_bind_text(info, 1, tname.c_str(), -1, SQLITE_TRANSIENT);
+        while (sqlite3_step(info) == SQLITE_ROW)
+          replica_cols.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(info, 0)));
+      }
+      sqlite3_finalize(info);
+    }
+    std::string missing_cols;
+    for (const auto& c : schema.columns)
+      if (!replica_cols.empty() && std::find(replica_cols.begin(), replica_cols.end(), c.name) == replica_cols.end())
+        missing_cols += (missing_cols.empty() ? "" : ", ") + c.name;
+    if (!missing_cols.empty()) {
+      cmp.missing = cmp.source_rows;
+      cmp.examples.push_back(fmt::format("replica table {} has no column {}", SqliteTableName(schema), missing_cols));
+      out.push_back(std::move(cmp));
+      continue;
+    }
     std::string cols;
     for (const auto& c : schema.columns) cols += (cols.empty() ? "" : ", ") + SqliteQuote(c.name);
     std::string q = fmt::format("SELECT {} FROM {}", cols, SqliteQuote(SqliteTableName(schema)));

@@ -1,6 +1,9 @@
 #include "cli/config.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -162,8 +165,14 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
 }
 
 Result<Config> LoadConfigFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return Status::InvalidArgument(fmt::format("config file {} is a directory", path));
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidArgument(fmt::format("cannot read config file {}", path));
+  if (!in) {
+    return Status::InvalidArgument(
+        fmt::format("cannot read config file {}: {}", path, std::strerror(errno)));
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   return ParseConfig(ss.str(), path);

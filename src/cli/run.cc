@@ -1,6 +1,12 @@
 #include "cli/run.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 
 #include "checkpoint/checkpoint.h"
@@ -17,17 +23,47 @@ namespace {
 
 bool Stopping(const RunOptions& o) { return o.stop && o.stop->load(); }
 
+// An exclusive lock on "<sink>.lock" held for the whole run, so two runs can never write
+// one sink at once. The lock goes away with the process (also on SIGKILL).
+class SinkLock {
+ public:
+  static Result<SinkLock> Take(const SinkConfig& sink) {
+    std::string path = (sink.path == "-" ? sink.checkpoint : sink.path) + ".lock";
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return Status::InvalidArgument(
+          fmt::format("sink.path: cannot create lock file {}: {}", path, std::strerror(errno)));
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      return Status::FailedPrecondition(fmt::format(
+          "sink {} is in use by another sluice run (lock {} is held)", sink.path, path));
+    }
+    return SinkLock(fd);
+  }
+  SinkLock(SinkLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  SinkLock& operator=(SinkLock&&) = delete;
+  ~SinkLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  explicit SinkLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 // Copies every selected table that the checkpoint does not mark done, chunk by chunk, each
 // chunk one sink transaction carrying the updated checkpoint. On a fresh start the stream
 // start is the snapshot point; on a resume it stays at the first snapshot's point (see
 // docs/design.md, "Killed during the snapshot").
 Status RunSnapshot(const Config& config, const RunOptions& options, Connection& meta,
-                   const std::vector<TableName>& tables, Checkpoint& ckpt, Sink& sink) {
+                   const std::vector<TableName>& tables, uint32_t source_server_id,
+                   Checkpoint& ckpt, Sink& sink) {
   SnapshotOptions sopts;
   sopts.lock_tables = tables;
   ASSIGN_OR_RETURN(auto snap, Snapshot::Begin(SourceConnectOptions(config.source), sopts));
   const SnapshotPoint& point = snap->point();
-  bool resumed = !ckpt.stream_start.empty();
+  bool resumed = !ckpt.stream_start.empty();  // interrupted, or tables added since
   if (!resumed) {
     ckpt.flavor = point.flavor;
     ckpt.stream_start = point.position;
@@ -35,7 +71,7 @@ Status RunSnapshot(const Config& config, const RunOptions& options, Connection& 
   }
   LogInfo("snapshot at {}{}{}", point.position.ToString(), point.gtid.empty() ? "" : " gtid ",
           point.gtid);
-  if (resumed) LogInfo("resuming an interrupted snapshot; streaming will start at {}",
+  if (resumed) LogInfo("continuing the snapshot (it was interrupted, or tables were added); streaming will start at {}",
                        ckpt.stream_start.ToString());
 
   for (const auto& name : tables) {
@@ -66,6 +102,7 @@ Status RunSnapshot(const Config& config, const RunOptions& options, Connection& 
           txn.is_snapshot = true;
           SourceInfo src;
           src.flavor = point.flavor;
+          src.server_id = source_server_id;
           src.file = point.position.file;
           src.pos = point.position.pos;
           src.gtid = point.gtid;
@@ -142,6 +179,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   TableFilter filter{config.source.tables, config.source.exclude};
   ASSIGN_OR_RETURN(auto tables, ListTables(*meta, filter));
 
+  ASSIGN_OR_RETURN(SinkLock lock, SinkLock::Take(config.sink));
   ASSIGN_OR_RETURN(auto sink, OpenSink(config.sink));
   ASSIGN_OR_RETURN(auto stored, sink->LoadCheckpoint());
   Checkpoint ckpt;
@@ -167,8 +205,21 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     }
     RETURN_IF_ERROR(sink->SaveCheckpoint(ckpt.ToJson()));
   }
+  if (stored && ckpt.snapshot_done && config.snapshot.mode == SnapshotMode::kInitial) {
+    // Tables added to the configuration since the snapshot: copy them now. Their copy gets
+    // its own snapshot point (copied_at), so the stream skips their earlier changes.
+    std::vector<std::string> added;
+    for (const auto& t : tables)
+      if (!ckpt.tables.count(t.QualifiedName())) added.push_back(t.QualifiedName());
+    if (!added.empty()) {
+      std::string list;
+      for (const auto& a : added) list += (list.empty() ? "" : ", ") + a;
+      LogInfo("snapshotting {} table(s) new to this replica: {}", added.size(), list);
+      ckpt.snapshot_done = false;
+    }
+  }
   if (!ckpt.snapshot_done) {
-    RETURN_IF_ERROR(RunSnapshot(config, options, *meta, tables, ckpt, *sink));
+    RETURN_IF_ERROR(RunSnapshot(config, options, *meta, tables, info.server_id, ckpt, *sink));
     if (Stopping(options)) {
       LogInfo("stopped during the snapshot; the next run resumes it");
       return sink->Flush();

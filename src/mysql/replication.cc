@@ -125,7 +125,9 @@ Result<std::unique_ptr<ReplicationSession>> ReplicationSession::Start(
   ConnectOptions co = conn_options;
   if (options.heartbeat_period_s > 0 && co.read_timeout_s != 0) {
     uint32_t need = static_cast<uint32_t>(std::ceil(options.heartbeat_period_s * 2)) + 5;
-    if (co.read_timeout_s < need) co.read_timeout_s = need;
+    // A server that sends neither events nor heartbeats for two periods is hung: time out
+    // (kUnavailable) and let the caller reconnect, rather than wait for the default timeout.
+    co.read_timeout_s = need;
   }
   std::unique_ptr<ReplicationSession> s(new ReplicationSession());
   ASSIGN_OR_RETURN(s->conn_, Connection::Connect(co));
@@ -199,6 +201,10 @@ Result<std::unique_ptr<ReplicationSession>> ReplicationSession::Start(
     return Status::Internal(fmt::format("mariadb_rpl_open failed: {}", mariadb_rpl_error(s->rpl_)));
   }
   return s;
+}
+
+void ReplicationSession::Cancel() {
+  if (conn_ != nullptr && conn_->handle() != nullptr) mariadb_cancel(conn_->handle());
 }
 
 ReplicationSession::~ReplicationSession() {

@@ -104,6 +104,10 @@ class ReplicationSession {
   // stream (only with non_blocking). See the error list above.
   Result<std::span<const uint8_t>> Fetch();
 
+  // Shuts the connection's socket down, so a Fetch() blocked in another thread returns
+  // (with kUnavailable) at once. The only method that may be called from another thread.
+  void Cancel();
+
   Flavor flavor() const { return flavor_; }
   uint32_t source_server_id() const { return source_server_id_; }
   // "CRC32" or "NONE": whether events carry a 4-byte checksum trailer.

@@ -166,6 +166,25 @@ Status JsonlSink::Apply(const Transaction& txn) {
   return Status::Ok();
 }
 
+Status JsonlSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
+  RETURN_IF_ERROR(broken_);
+  if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
+  const size_t mark = buffer_.size();
+  buffer_ += fmt::format("{{\"before\":null,\"after\":null,\"op\":\"t\",\"ts_ms\":{},\"source\":{{"
+                         "\"connector\":\"sluice\",\"db\":",
+                         options_.now_ms());
+  bool ok = AppendJsonString(table.db, &buffer_);
+  buffer_ += ",\"table\":";
+  ok = ok && AppendJsonString(table.table, &buffer_);
+  buffer_ += "}}\n";
+  if (!ok) {
+    buffer_.resize(mark);
+    return Status::Corruption(fmt::format("table {}: name is not valid UTF-8", table.QualifiedName()));
+  }
+  if (!checkpoint.empty()) pending_ = checkpoint;
+  return Flush();
+}
+
 Status JsonlSink::SaveCheckpoint(const std::string& checkpoint) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");

@@ -57,10 +57,10 @@ class JsonlSink : public Sink {
   Status PrepareTable(const TableSchema& table) override;  // nothing to do
   Status Apply(const Transaction& txn) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
-  // Lines already written cannot be taken back: records the checkpoint only.
-  Status ResetTable(const TableSchema&, const std::string& checkpoint) override {
-    return SaveCheckpoint(checkpoint);
-  }
+  // Lines already written cannot be taken back: writes a truncate record,
+  // {"before":null,"after":null,"op":"t","ts_ms":...,"source":{"connector":"sluice","db","table"}},
+  // so a consumer can empty its copy, and records the checkpoint.
+  Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
   Status Flush() override;
   // Flushes and closes the output; later calls fail.
   [[nodiscard]] Status Close();

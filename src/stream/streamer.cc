@@ -8,6 +8,7 @@
 #include "mysql/replication.h"
 #include "mysql/server_probe.h"
 #include "pipeline/bounded_queue.h"
+#include "stream/schema_check.h"
 #include "stream/transaction_assembler.h"
 #include "util/log.h"
 
@@ -42,20 +43,24 @@ class SchemaCache {
       }
     }
     auto it = cache_.find(key);
-    if (it != cache_.end() && it->second->columns.size() == map.column_count()) return it->second;
+    if (it != cache_.end() && CheckRowLayout(map, *it->second, true).ok()) return it->second;
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, map.db, map.table));
-    if (loaded.columns.size() != map.column_count()) {
-      return Status::FailedPrecondition(fmt::format(
-          "table {}: the binlog row has {} columns but the table now has {} (its definition "
-          "changed after this event was written); re-snapshot the table",
-          key, map.column_count(), loaded.columns.size()));
-    }
+    RETURN_IF_ERROR(CheckRowLayout(map, loaded, /*allow_appended_columns=*/true));
     auto ptr = std::make_shared<const TableSchema>(std::move(loaded));
     RETURN_IF_ERROR(sink_.PrepareTable(*ptr));
     cache_[key] = ptr;
     return TableSchemaPtr(ptr);
   }
   void Invalidate() { cache_.clear(); }
+
+  // The definition of a selected table by name (loaded and handed to the sink).
+  Result<TableSchemaPtr> ByName(const std::string& db, const std::string& table) {
+    ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, db, table));
+    auto ptr = std::make_shared<const TableSchema>(std::move(loaded));
+    RETURN_IF_ERROR(sink_.PrepareTable(*ptr));
+    cache_[db + "." + table] = ptr;
+    return TableSchemaPtr(ptr);
+  }
 
  private:
   Connection& conn_;
@@ -107,6 +112,8 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   ropts.heartbeat_period_s = options_.heartbeat_seconds;
   ASSIGN_OR_RETURN(auto session, ReplicationSession::Start(options_.connection, ropts));
   *made_progress = true;  // connected
+  if (reconnecting_) LogInfo("reconnected; streaming from {}", checkpoint_.stream_start.ToString());
+  reconnecting_ = true;
 
   const Flavor flavor = session->flavor();
   if (checkpoint_.flavor == Flavor::kUnknown) checkpoint_.flavor = flavor;
@@ -132,6 +139,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   auto join_reader = [&] {
     reader_stop = true;
     queue.Close(Status::Cancelled("stream finished"));
+    session->Cancel();  // a Fetch blocked on a silent server returns now
     reader.join();
   };
 
@@ -142,6 +150,18 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   TransactionAssembler assembler(
       flavor, [&](const binlog::TableMap& m) { return schemas.Resolve(m, current_event); },
       StreamPoint{checkpoint_.stream_start, checkpoint_.gtid});
+
+  assembler.set_statement_filter([this](std::string_view schema, std::string_view query) {
+    for (const auto& pattern : options_.filter.include) {
+      std::string_view db = std::string_view(pattern).substr(0, pattern.find('.'));
+      if (GlobMatch(db, schema)) return true;
+      bool literal = db.find_first_of("*?") == std::string_view::npos;
+      if (literal && (query.find(std::string(db) + ".") != std::string_view::npos ||
+                      query.find("`" + std::string(db) + "`") != std::string_view::npos))
+        return true;
+    }
+    return false;
+  });
 
   bool checkpoint_dirty = false;
   auto last_save = Clock::now();
@@ -164,7 +184,16 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     if (!committed) return Status::Ok();
     checkpoint_.stream_start = committed->end.position;
     checkpoint_.gtid = committed->end.gtid;
-    if (committed->is_ddl) schemas.Invalidate();
+    if (committed->is_ddl) {
+      schemas.Invalidate();
+      auto truncated = ParseTruncate(committed->ddl_schema, committed->ddl_query);
+      if (truncated && TableSelected(options_.filter, truncated->first, truncated->second)) {
+        ASSIGN_OR_RETURN(TableSchemaPtr schema, schemas.ByName(truncated->first, truncated->second));
+        RETURN_IF_ERROR(sink.ResetTable(*schema, checkpoint_.ToJson()));
+        checkpoint_dirty = false;
+        return Status::Ok();
+      }
+    }
     if (!committed->unknown_xa.empty()) {
       LogWarning("XA COMMIT {} at {}:{}: its XA PREPARE came before the start point, so its rows "
                  "cannot be delivered", committed->unknown_xa, ev.file, ev.pos);

@@ -61,6 +61,7 @@ class Streamer {
 
   StreamerOptions options_;
   Checkpoint checkpoint_;
+  bool reconnecting_ = false;  // set after the first connection of Run
   uint64_t applied_transactions_ = 0;
   uint64_t applied_rows_ = 0;
 };

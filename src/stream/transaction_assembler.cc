@@ -169,6 +169,16 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
       MoveBoundary(ev);
       return std::optional<CommittedTransaction>(CommittedTransaction{{}, ResumePoint(), gtid, false, "", ""});
     }
+    for (std::string_view dml : {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD DATA"}) {
+      if (StartsWithCi(q->query, dml) && statement_filter_ && statement_filter_(q->schema, q->query)) {
+        std::string text = q->query.substr(0, 120);
+        return Status::FailedPrecondition(fmt::format(
+            "binlog {} at offset {}: a change to selected tables was logged as a statement, not "
+            "as rows (binlog_format=STATEMENT or MIXED in some session): \"{}\"; sluice reads row "
+            "events only: set binlog_format=ROW globally and in every session",
+            current_file_, ev.pos, text));
+      }
+    }
     if (auto xid = XaArgument(q->query, "START")) {
       in_txn_ = true;
       standalone_ = false;
@@ -289,8 +299,18 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
   ASSIGN_OR_RETURN(TableSchemaPtr schema, resolver_(map));
   if (!schema) return Status::Ok();  // table not selected
 
+  // Columns added at the end of the table since this event (the resolver allows that): decode
+  // with the definition's first columns, and mark the others "not given".
+  const TableSchema* decode_schema = schema.get();
+  TableSchema prefix;
+  if (map.column_count() < schema->columns.size()) {
+    prefix = *schema;
+    prefix.columns.resize(map.column_count());
+    std::erase_if(prefix.primary_key, [&](size_t k) { return k >= map.column_count(); });
+    decode_schema = &prefix;
+  }
   std::vector<binlog::DecodedRow> decoded;
-  Status st = binlog::DecodeRows(rows, map, schema.get(), binlog::DecodeOptions{}, &decoded);
+  Status st = binlog::DecodeRows(rows, map, decode_schema, binlog::DecodeOptions{}, &decoded);
   if (!st.ok()) return st.WithContext(fmt::format("binlog {} event at offset {}", current_file_, ev.pos));
 
   SourceInfo src;
@@ -311,6 +331,8 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
     c.table = schema;
     c.before = std::move(decoded[i].before);
     c.after = std::move(decoded[i].after);
+    if (!c.before.empty()) c.before.resize(schema->columns.size(), Value::Absent());
+    if (!c.after.empty()) c.after.resize(schema->columns.size(), Value::Absent());
     c.source = src;
     c.source.row = static_cast<uint32_t>(i);
     changes_.push_back(std::move(c));

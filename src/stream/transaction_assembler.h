@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -73,6 +74,12 @@ class TransactionAssembler {
   // nullopt. Errors name the event position.
   Result<std::optional<CommittedTransaction>> Feed(const binlog::Event& event);
 
+  // Decides whether a statement-logged data change (a QUERY event holding INSERT, UPDATE,
+  // DELETE, REPLACE or LOAD DATA: binlog_format=STATEMENT or MIXED in some session) touches
+  // selected tables. If it does, Feed fails: the change cannot be read as rows.
+  using StatementFilter = std::function<bool(std::string_view schema, std::string_view query)>;
+  void set_statement_filter(StatementFilter f) { statement_filter_ = std::move(f); }
+
   // The resume point as of the last transaction boundary (see XA above).
   StreamPoint boundary() const { return ResumePoint(); }
   // How far the stream has been read, at a group boundary (ignores held XA transactions).
@@ -95,6 +102,7 @@ class TransactionAssembler {
 
   Flavor flavor_;
   SchemaResolver resolver_;
+  StatementFilter statement_filter_;
   StreamPoint boundary_;
   std::string current_file_;
 

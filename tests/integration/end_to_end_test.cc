@@ -333,3 +333,83 @@ TEST(EndToEnd, FollowsAddedColumnsAndNewTables) {
 
 }  // namespace
 }  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+// Problems a new user found, each now handled: TRUNCATE reaches the sink, a table added to
+// the configuration later is snapshotted, two runs cannot share a sink, and a change logged
+// as a statement stops the run instead of being dropped.
+TEST(EndToEnd, TruncateAddedTablesSinkLockAndStatementChanges) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_misc; CREATE DATABASE it_misc;"
+                       "CREATE TABLE it_misc.a (id INT PRIMARY KEY, v INT);"
+                       "CREATE TABLE it_misc.nopk (v INT);"
+                       "CREATE TABLE it_misc.later (id INT PRIMARY KEY, v VARCHAR(10));"
+                       "INSERT INTO it_misc.a VALUES (1, 1), (2, 2); INSERT INTO it_misc.nopk VALUES (1), (1), (2);"
+                       "INSERT INTO it_misc.later VALUES (1, 'old');"), 0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_misc.a", "it_misc.nopk"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  // TRUNCATE, then new rows.
+  ASSERT_EQ(RunSqlText("TRUNCATE TABLE it_misc.nopk; TRUNCATE it_misc.a; INSERT INTO it_misc.nopk VALUES (7);"
+                       "INSERT INTO it_misc.a VALUES (3, 3); INSERT INTO it_misc.later VALUES (2, 'streamed');"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_misc.a", "it_misc.nopk"}, spec.sink_path);
+
+  // A table added to the configuration: copied, then streamed without duplicates.
+  spec.tables.push_back("it_misc.later");
+  config = WriteConfig(dir, spec);
+  ASSERT_EQ(RunSqlText("INSERT INTO it_misc.later VALUES (3, 'new');"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("new to this replica: it_misc.later"), std::string::npos) << r.output;
+  ExpectReplicaEqualsSource({"it_misc.*"}, spec.sink_path);
+
+  // Two runs on one sink: the second is refused.
+  pid_t first = StartSluice({"run", "--config", config}, dir.File("first.log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  spec.server_id = 5499;
+  TempDir other;
+  std::string config2 = WriteConfig(other, spec);
+  r = RunSluice({"run", "--config", config2, "--until-caught-up"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("in use by another sluice run"), std::string::npos) << r.output;
+  kill(first, SIGTERM);
+  EXPECT_EQ(WaitChild(first), 0) << ReadFile(dir.File("first.log"));
+
+  // A statement-logged change to a selected table.
+  ASSERT_EQ(RunSqlText("SET SESSION binlog_format = 'STATEMENT'; INSERT INTO it_misc.a VALUES (9, 9);"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("logged as a statement"), std::string::npos) << r.output;
+}
+
+// The JSON lines sink writes a truncate record ("op": "t").
+TEST(EndToEnd, JsonlGetsTruncateRecords) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_trunc; CREATE DATABASE it_trunc;"
+                       "CREATE TABLE it_trunc.t (id INT PRIMARY KEY); INSERT INTO it_trunc.t VALUES (1);"), 0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_trunc.t"};
+  spec.sink_type = "jsonl";
+  spec.sink_path = dir.File("out.jsonl");
+  std::string config = WriteConfig(dir, spec);
+  ASSERT_EQ(RunSluice({"run", "--config", config, "--until-caught-up"}).exit_code, 0);
+  ASSERT_EQ(RunSqlText("TRUNCATE TABLE it_trunc.t; INSERT INTO it_trunc.t VALUES (2);"), 0);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string out = ReadFile(spec.sink_path);
+  auto t = out.find("\"op\":\"t\"");
+  ASSERT_NE(t, std::string::npos) << out;
+  EXPECT_NE(out.find("\"table\":\"t\"", t), std::string::npos) << out;
+  EXPECT_NE(out.find("\"after\":{\"id\":2}", t), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace sluice::testing

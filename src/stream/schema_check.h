@@ -1,0 +1,33 @@
+// CheckRowLayout: does a table definition read from the server now describe the rows of a
+// binlog event written earlier? A row is decoded against the current definition (names,
+// signedness, labels, charsets), so a DDL between the event and now could make sluice put
+// values under the wrong columns. This check compares, column by column, the TABLE_MAP's
+// names (when binlog_row_metadata=FULL gives them) and the family of each binlog column type
+// (integer, decimal, float, temporal, string, ...) with the definition, and fails with
+// kFailedPrecondition naming the table and the first column that differs.
+// Pure; no state.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "binlog/table_map.h"
+#include "schema/table_schema.h"
+#include "util/status.h"
+
+namespace sluice {
+
+// With `allow_appended_columns`, a row with fewer columns than the definition passes when it
+// matches the definition's first columns (columns were added at the end since the event).
+Status CheckRowLayout(const binlog::TableMap& map, const TableSchema& schema,
+                      bool allow_appended_columns = false);
+
+// For "TRUNCATE [TABLE] [db.]name" (identifiers plain or `quoted`, comments before it
+// allowed), the (db, table) it empties, with `default_db` (the QUERY event's schema) when the
+// statement names no database; nullopt for any other statement.
+std::optional<std::pair<std::string, std::string>> ParseTruncate(std::string_view default_db,
+                                                                 std::string_view query);
+
+}  // namespace sluice
