@@ -171,7 +171,7 @@ Status EventStream::DecodeInto(std::span<const uint8_t> bytes, std::optional<uin
   Remember(ev, map_body, cached != nullptr);
   if (auto* p = std::get_if<TransactionPayloadEvent>(&ev.body)) {
     // Keep the compressed bytes alive for the iterator, whatever the caller does next.
-    std::shared_ptr<const std::string> owner = ev.storage;
+    std::shared_ptr<const void> owner = ev.storage;
     std::span<const uint8_t> payload = p->payload;
     if (!owner) {
       auto copy = std::make_shared<std::string>(reinterpret_cast<const char*>(payload.data()), payload.size());

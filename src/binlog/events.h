@@ -209,7 +209,7 @@ struct Event {
   uint64_t end_pos = 0;    // offset just past the event (the next event's pos)
   bool in_payload = false; // decoded from inside a TRANSACTION_PAYLOAD (pos = outer's)
   std::span<const uint8_t> raw;                 // whole event incl. header and checksum
-  std::shared_ptr<const std::string> storage;   // owns raw and/or inflated bytes, or null
+  std::shared_ptr<const void> storage;          // owns raw and/or inflated bytes, or null
   EventBody body;
   // Rows events decoded through an EventStream: the TABLE_MAP in force (null if none).
   std::shared_ptr<const TableMap> table_map;

@@ -20,7 +20,7 @@ PayloadReader::PayloadReader(PayloadReader&&) noexcept = default;
 PayloadReader& PayloadReader::operator=(PayloadReader&&) noexcept = default;
 PayloadReader::~PayloadReader() = default;
 
-Result<PayloadReader> PayloadReader::Create(std::shared_ptr<const std::string> owner,
+Result<PayloadReader> PayloadReader::Create(std::shared_ptr<const void> owner,
                                             std::span<const uint8_t> payload,
                                             uint64_t compression_type, uint64_t uncompressed_size,
                                             uint64_t offset) {

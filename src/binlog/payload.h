@@ -29,7 +29,7 @@ class PayloadReader {
   static constexpr uint64_t kNone = 255;
 
   // `offset` is the absolute offset of the outer event, for messages.
-  static Result<PayloadReader> Create(std::shared_ptr<const std::string> owner,
+  static Result<PayloadReader> Create(std::shared_ptr<const void> owner,
                                       std::span<const uint8_t> payload, uint64_t compression_type,
                                       uint64_t uncompressed_size, uint64_t offset);
 
@@ -51,7 +51,7 @@ class PayloadReader {
   struct ZstdDeleter {
     void operator()(void* ctx) const;
   };
-  std::shared_ptr<const std::string> owner_;
+  std::shared_ptr<const void> owner_;
   std::span<const uint8_t> input_;
   size_t input_pos_ = 0;
   uint64_t compression_type_ = kZstd;

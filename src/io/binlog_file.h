@@ -51,6 +51,7 @@ class BinlogFileReader {
 
   BinlogFileReader(std::string path, std::FILE* f, binlog::EventStreamOptions options);
   Status Fail(Status st, uint64_t at);
+  Status ReadMapped(binlog::Event* ev, bool* end, uint64_t at);
   // Makes at least `n` unread bytes available at chunk_pos_ unless the file ends first;
   // kUnavailable on a read error. The bytes available are chunk_len_ - chunk_pos_.
   Status Fill(size_t n);
@@ -64,6 +65,11 @@ class BinlogFileReader {
   uint64_t offset_ = 4;
   uint64_t last_at_ = 4;  // offset of the last outer event
   bool done_ = false;
+  // The whole file mapped read-only (mmap), when that works: events view into it and no
+  // byte is copied. Otherwise the file is read in chunks.
+  std::shared_ptr<const void> map_owner_;
+  const uint8_t* map_ = nullptr;
+  size_t map_size_ = 0;
   std::shared_ptr<std::string> chunk_;  // a window of the file; events view into it
   size_t chunk_pos_ = 0;                // next unread byte of chunk_
   size_t chunk_len_ = 0;                // bytes of chunk_ holding file data
