@@ -33,7 +33,8 @@ BinlogFileReader::~BinlogFileReader() {
 }
 
 Result<std::unique_ptr<BinlogFileReader>> BinlogFileReader::Open(const std::string& path,
-                                                                 binlog::EventStreamOptions options) {
+                                                                 binlog::EventStreamOptions options,
+                                                                 ReadMode mode) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     int err = errno;
@@ -43,7 +44,8 @@ Result<std::unique_ptr<BinlogFileReader>> BinlogFileReader::Open(const std::stri
   std::unique_ptr<BinlogFileReader> r(new BinlogFileReader(path, f, options));
   // Map the file when it is a regular file: the decoder then reads the page cache directly.
   struct stat st {};
-  if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 4) {
+  if (mode == ReadMode::kMapIfPossible && ::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+      st.st_size > 4) {
     const size_t len = static_cast<size_t>(st.st_size);
     void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, ::fileno(f), 0);
     if (p != MAP_FAILED) {
@@ -134,18 +136,10 @@ Status BinlogFileReader::ReadInto(binlog::Event* ev, bool* end) {
     *end = true;
     return Status::Ok();
   }
-  if (avail < binlog::kEventHeaderLength) {
-    return Fail(Status::Corruption(fmt::format("truncated event header: {} of {} bytes", avail,
-                                               binlog::kEventHeaderLength)), at);
-  }
   const auto* header = reinterpret_cast<const uint8_t*>(chunk_->data() + chunk_pos_);
+  uint32_t size = 0;
+  RETURN_IF_ERROR(EventSize(header, avail, at, &size));
   const uint8_t type = header[4];
-  uint32_t size = uint32_t{header[9]} | uint32_t{header[10]} << 8 | uint32_t{header[11]} << 16 |
-                  uint32_t{header[12]} << 24;
-  if (size < binlog::kEventHeaderLength || size > kMaxEventSize) {
-    return Fail(Status::Corruption(fmt::format("bad event_size {} ({})", size,
-                                               binlog::EventTypeName(type))), at);
-  }
   RETURN_IF_ERROR(Fill(size));
   avail = chunk_len_ - chunk_pos_;
   if (avail < size) {
@@ -162,6 +156,20 @@ Status BinlogFileReader::ReadInto(binlog::Event* ev, bool* end) {
   return Status::Ok();
 }
 
+Status BinlogFileReader::EventSize(const uint8_t* header, size_t avail, uint64_t at, uint32_t* size) {
+  if (avail < binlog::kEventHeaderLength) {
+    return Fail(Status::Corruption(fmt::format("truncated event header: {} of {} bytes", avail,
+                                               binlog::kEventHeaderLength)), at);
+  }
+  *size = uint32_t{header[9]} | uint32_t{header[10]} << 8 | uint32_t{header[11]} << 16 |
+          uint32_t{header[12]} << 24;
+  if (*size < binlog::kEventHeaderLength || *size > kMaxEventSize) {
+    return Fail(Status::Corruption(fmt::format("bad event_size {} ({})", *size,
+                                               binlog::EventTypeName(header[4]))), at);
+  }
+  return Status::Ok();
+}
+
 Status BinlogFileReader::ReadMapped(binlog::Event* ev, bool* end, uint64_t at) {
   const size_t avail = at < map_size_ ? map_size_ - at : 0;
   if (avail == 0) {
@@ -169,18 +177,10 @@ Status BinlogFileReader::ReadMapped(binlog::Event* ev, bool* end, uint64_t at) {
     *end = true;
     return Status::Ok();
   }
-  if (avail < binlog::kEventHeaderLength) {
-    return Fail(Status::Corruption(fmt::format("truncated event header: {} of {} bytes", avail,
-                                               binlog::kEventHeaderLength)), at);
-  }
   const uint8_t* header = map_ + at;
+  uint32_t size = 0;
+  RETURN_IF_ERROR(EventSize(header, avail, at, &size));
   const uint8_t type = header[4];
-  uint32_t size = uint32_t{header[9]} | uint32_t{header[10]} << 8 | uint32_t{header[11]} << 16 |
-                  uint32_t{header[12]} << 24;
-  if (size < binlog::kEventHeaderLength || size > kMaxEventSize) {
-    return Fail(Status::Corruption(fmt::format("bad event_size {} ({})", size,
-                                               binlog::EventTypeName(type))), at);
-  }
   if (avail < size) {
     return Fail(Status::Corruption(fmt::format("truncated {}: event_size {} but only {} bytes left",
                                                binlog::EventTypeName(type), size, avail)), at);

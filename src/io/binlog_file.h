@@ -29,8 +29,13 @@ namespace sluice::io {
 
 class BinlogFileReader {
  public:
+  // kMapIfPossible maps a regular file (mmap) so events view the page cache; other files,
+  // or kChunked, are read in chunks. Both give the same events and errors.
+  enum class ReadMode { kMapIfPossible, kChunked };
+
   static Result<std::unique_ptr<BinlogFileReader>> Open(const std::string& path,
-                                                        binlog::EventStreamOptions options = {});
+                                                        binlog::EventStreamOptions options = {},
+                                                        ReadMode mode = ReadMode::kMapIfPossible);
   ~BinlogFileReader();
   BinlogFileReader(const BinlogFileReader&) = delete;
   BinlogFileReader& operator=(const BinlogFileReader&) = delete;
@@ -52,6 +57,8 @@ class BinlogFileReader {
   BinlogFileReader(std::string path, std::FILE* f, binlog::EventStreamOptions options);
   Status Fail(Status st, uint64_t at);
   Status ReadMapped(binlog::Event* ev, bool* end, uint64_t at);
+  // Checks the header at `header` (`avail` bytes readable) and gives its event_size.
+  Status EventSize(const uint8_t* header, size_t avail, uint64_t at, uint32_t* size);
   // Makes at least `n` unread bytes available at chunk_pos_ unless the file ends first;
   // kUnavailable on a read error. The bytes available are chunk_len_ - chunk_pos_.
   Status Fill(size_t n);

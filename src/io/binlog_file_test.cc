@@ -20,9 +20,10 @@ struct Outcome {
   Status status;
 };
 
-Outcome ReadAll(const fs::path& p) {
+Outcome ReadAll(const fs::path& p,
+                BinlogFileReader::ReadMode mode = BinlogFileReader::ReadMode::kMapIfPossible) {
   Outcome o;
-  auto r = BinlogFileReader::Open(p.string());
+  auto r = BinlogFileReader::Open(p.string(), {}, mode);
   if (!r.ok()) {
     o.status = r.status();
     return o;
@@ -166,6 +167,22 @@ TEST(BinlogFileReaderTest, FlippedByteFailsChecksum) {
   EXPECT_EQ(o.status.code(), StatusCode::kCorruption);
   EXPECT_EQ(o.status.message().rfind("file mariadb-bin.000010 at offset 476: ", 0), 0u) << o.status.ToString();
   EXPECT_NE(o.status.message().find("checksum mismatch"), std::string::npos);
+}
+
+// The mapped and the chunked read paths give the same events and the same errors.
+TEST(BinlogFileReaderTest, MappedAndChunkedReadsAgreeOnEveryFixture) {
+  ASSERT_TRUE(fs::is_directory(FixtureDir())) << "fixture directory missing: " << FixtureDir();
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(FixtureDir())) {
+    ++files;
+    Outcome mapped = ReadAll(e.path(), BinlogFileReader::ReadMode::kMapIfPossible);
+    Outcome chunked = ReadAll(e.path(), BinlogFileReader::ReadMode::kChunked);
+    EXPECT_EQ(mapped.status.ToString(), chunked.status.ToString()) << e.path();
+    ASSERT_EQ(mapped.events.size(), chunked.events.size()) << e.path();
+    for (size_t i = 0; i < mapped.events.size(); ++i)
+      EXPECT_EQ(mapped.events[i].DebugString(), chunked.events[i].DebugString()) << e.path() << " event " << i;
+  }
+  EXPECT_GT(files, 20u);
 }
 
 }  // namespace
