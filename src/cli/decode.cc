@@ -49,8 +49,8 @@ struct TableEntry {
 // to a writer thread that formats the envelopes and writes them, in order. Batches go
 // back to the decoder through `free` to be refilled, so their vectors and strings keep
 // their capacity. Memory is bounded by the queue (kMaxBatches batches of kBatchRows).
-constexpr size_t kBatchRows = 256;
-constexpr size_t kMaxBatches = 64;
+constexpr size_t kBatchRows = 4096;
+constexpr size_t kMaxBatches = 8;
 
 struct Batch {
   std::vector<RowChange> changes;  // changes[0, used) are filled
