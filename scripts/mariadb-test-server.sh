@@ -9,7 +9,7 @@
 # are always on in MariaDB), creates the user `sluice` (all privileges) whose password
 # is in DIR/env, and writes DIR/env with:
 #   SLUICE_TEST_MYSQL_HOST SLUICE_TEST_MYSQL_PORT SLUICE_TEST_MYSQL_USER
-#   SLUICE_TEST_MYSQL_PASSWORD SLUICE_TEST_MYSQL_SOCKET
+#   SLUICE_TEST_MYSQL_PASSWORD SLUICE_TEST_MYSQL_SOCKET SLUICE_TEST_MYSQL_PIDFILE
 # Extra mariadbd options can be passed after DIR (e.g. --binlog-row-image=MINIMAL).
 set -euo pipefail
 
@@ -70,6 +70,7 @@ export SLUICE_TEST_MYSQL_PORT=$port
 export SLUICE_TEST_MYSQL_USER=sluice
 export SLUICE_TEST_MYSQL_PASSWORD=$password
 export SLUICE_TEST_MYSQL_SOCKET=$sock
+export SLUICE_TEST_MYSQL_PIDFILE=$dir/mariadbd.pid
 ENV
     echo "MariaDB $(mariadbd --version | awk '{print $3}') on 127.0.0.1:$port (data in $dir)"
     ;;

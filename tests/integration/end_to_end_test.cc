@@ -413,3 +413,47 @@ TEST(EndToEnd, JsonlGetsTruncateRecords) {
 
 }  // namespace
 }  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+// A server that hangs (SIGSTOP) while sluice streams: SIGTERM still ends the run promptly
+// and cleanly, and the next run carries on once the server is back.
+TEST(EndToEnd, SigtermIsPromptWhileTheServerHangs) {
+  const char* pidfile = std::getenv("SLUICE_TEST_MYSQL_PIDFILE");
+  ASSERT_NE(pidfile, nullptr) << "SLUICE_TEST_MYSQL_PIDFILE is not set (scripts/mariadb-test-server.sh)";
+  pid_t server = static_cast<pid_t>(std::stol(ReadFile(pidfile)));
+  ASSERT_GT(server, 0);
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_hang; CREATE DATABASE it_hang;"
+                       "CREATE TABLE it_hang.t (id INT PRIMARY KEY); INSERT INTO it_hang.t VALUES (1);"), 0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_hang.t"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  bool streaming = false;
+  for (int i = 0; i < 100 && !streaming; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    streaming = ReadFile(dir.File("log")).find("streaming from") != std::string::npos;
+  }
+  ASSERT_TRUE(streaming) << ReadFile(dir.File("log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(server, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGTERM);
+  int rc = WaitChild(pid, std::chrono::seconds(30));
+  auto took = std::chrono::steady_clock::now() - t0;
+  kill(server, SIGCONT);
+  EXPECT_EQ(rc, 0) << ReadFile(dir.File("log"));
+  EXPECT_LT(took, std::chrono::seconds(5)) << ReadFile(dir.File("log"));
+
+  ASSERT_EQ(RunSqlText("INSERT INTO it_hang.t VALUES (2);"), 0);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_hang.t"}, spec.sink_path);
+}
+
+}  // namespace
+}  // namespace sluice::testing
