@@ -136,6 +136,7 @@ Status DecodeFiles(const DecodeOptions& options, std::string* buf, std::ostream&
   std::map<std::string, uint64_t> by_type;
   std::map<std::string, uint64_t> rows_by_table;
   std::vector<binlog::DecodedRow> decoded;  // reused from event to event
+  std::string gtid;  // GTID of the transaction being read ("" before any GTID event)
   for (const auto& path : options.files) {
     ASSIGN_OR_RETURN(auto reader, io::BinlogFileReader::Open(path));
     std::unordered_map<uint64_t, TableEntry> schemas;  // by table id
@@ -145,6 +146,11 @@ Status DecodeFiles(const DecodeOptions& options, std::string* buf, std::ostream&
       if (ev->pos < options.start_position && !ev->in_payload) continue;
       if (options.stop_position && ev->pos >= options.stop_position) break;
       auto* rows = std::get_if<binlog::RowsEvent>(&ev->body);
+      if (const auto* g = std::get_if<binlog::MariadbGtidEvent>(&ev->body)) {
+        gtid = g->GtidText();
+      } else if (const auto* g = std::get_if<binlog::GtidEvent>(&ev->body)) {
+        gtid = g->anonymous ? std::string() : g->GtidText();
+      }
       if (options.summary) {
         ++by_type[ev->TypeName()];
         if (rows) {
@@ -194,6 +200,7 @@ Status DecodeFiles(const DecodeOptions& options, std::string* buf, std::ostream&
         c.source.flavor = reader->stream().flavor();
         c.source.server_id = ev->header.server_id;
         c.source.file = ev->file;  // reuses the recycled string's capacity
+        c.source.gtid = gtid;
         c.source.pos = ev->pos;
         c.source.timestamp = ev->header.timestamp;
         c.source.row = static_cast<uint32_t>(i);
