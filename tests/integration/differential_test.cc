@@ -129,6 +129,15 @@ std::string RandomText(Rng& rng, const std::string& charset, size_t max_chars) {
   return s;
 }
 
+// Letters and digits: representable in every charset MariaDB offers.
+std::string PlainText(Rng& rng, size_t max_chars) {
+  static const std::string kPlain = "abcXYZ0123";
+  size_t n = Uniform(rng, 0, max_chars);
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += kPlain[Uniform(rng, 0, kPlain.size() - 1)];
+  return s;
+}
+
 // One generated column of the random table.
 struct Column {
   std::string name;
@@ -438,7 +447,9 @@ Column MakeColumn(Rng& rng, size_t index, bool allow_virtual, bool full_metadata
       }
       c.ddl += " CHARACTER SET " + cs;
       c.value = [cs, n](Rng& r) { return TextLiteral(RandomText(r, cs, n)); };
-      if (want_default && kind != kText) def = TextLiteral(RandomText(rng, "ascii", std::min<size_t>(n, 5)));
+      // Letters and digits only: a DEFAULT must be representable in the column's charset, and
+      // some 7-bit charsets (swe7) remap ASCII punctuation such as \ and ~.
+      if (want_default && kind != kText) def = TextLiteral(PlainText(rng, std::min<size_t>(n, 5)));
       break;
     }
     case kBinary:
