@@ -115,12 +115,7 @@ TEST(EndToEnd, StreamsUntilSigtermThenExitsZero) {
   for (int i = 0; i < 50; ++i)
     ASSERT_EQ(RunSqlText("INSERT INTO it_sig.t VALUES (" + std::to_string(i) + ", " + std::to_string(i) + ")"), 0);
   // Wait until the rows arrived, then stop it.
-  bool arrived = false;
-  for (int i = 0; i < 100 && !arrived; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    auto cmp = cli::CompareTables(TestServer(), TableFilter{{"it_sig.t"}, {}}, spec.sink_path);
-    arrived = cmp.ok() && !cmp->empty() && (*cmp)[0].equal();
-  }
+  bool arrived = WaitForReplicaToMatch({"it_sig.t"}, spec.sink_path);
   EXPECT_TRUE(arrived) << ReadFile(dir.File("log"));
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitChild(pid, seconds(20)), 0) << ReadFile(dir.File("log"));
@@ -265,12 +260,7 @@ TEST(EndToEnd, ReconnectsAfterTheServerDropsTheConnection) {
     for (const auto& row : procs->rows) (void)conn->Execute("KILL CONNECTION " + *row[0]);
     ASSERT_TRUE(conn->Execute(fmt::format("UPDATE it_reconnect.t SET v = v + 1 WHERE id < {}", round * 100 + 10)).ok());
   }
-  bool equal = false;
-  for (int i = 0; i < 100 && !equal; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    auto cmp = cli::CompareTables(TestServer(), TableFilter{{"it_reconnect.t"}, {}}, spec.sink_path);
-    equal = cmp.ok() && !cmp->empty() && (*cmp)[0].equal();
-  }
+  bool equal = WaitForReplicaToMatch({"it_reconnect.t"}, spec.sink_path);
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0);
   std::string log = ReadFile(dir.File("log"));
@@ -307,12 +297,7 @@ TEST(EndToEnd, FollowsAddedColumnsAndNewTables) {
                        "UPDATE it_ddl.t SET note = 'one' WHERE id = 1;"
                        "CREATE TABLE it_ddl.fresh (k VARCHAR(10) PRIMARY KEY, x DECIMAL(6,2));"
                        "INSERT INTO it_ddl.fresh VALUES ('a', 1.50), ('b', -2.25);"), 0);
-  bool equal = false;
-  for (int i = 0; i < 100 && !equal; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    auto cmp = cli::CompareTables(TestServer(), TableFilter{{"it_ddl.*"}, {}}, spec.sink_path);
-    equal = cmp.ok() && cmp->size() == 2 && (*cmp)[0].equal() && (*cmp)[1].equal();
-  }
+  bool equal = WaitForReplicaToMatch({"it_ddl.*"}, spec.sink_path, /*expected_tables=*/2);
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << ReadFile(dir.File("log"));
   EXPECT_TRUE(equal) << ReadFile(dir.File("log"));

@@ -168,6 +168,20 @@ std::string ReadSqliteCheckpoint(const std::string& sqlite_path) {
   return out;
 }
 
+bool WaitForReplicaToMatch(const std::vector<std::string>& tables, const std::string& sqlite_path,
+                           size_t expected_tables, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto cmp = cli::CompareTables(TestServer(), TableFilter{tables, {}}, sqlite_path);
+    if (!cmp.ok() || cmp->size() != expected_tables) continue;
+    bool all = true;
+    for (const auto& t : *cmp) all = all && t.equal();
+    if (all) return true;
+  }
+  return false;
+}
+
 void ExpectReplicaEqualsSource(const std::vector<std::string>& tables, const std::string& sqlite_path) {
   auto result = cli::CompareTables(TestServer(), TableFilter{tables, {}}, sqlite_path);
   ASSERT_TRUE(result.ok()) << result.status().ToString();

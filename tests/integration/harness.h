@@ -67,6 +67,12 @@ std::string ReadFile(const std::string& path);
 // The checkpoint JSON stored in an SQLite replica ("" when there is none yet).
 std::string ReadSqliteCheckpoint(const std::string& sqlite_path);
 
+// Polls (every 100 ms, up to `timeout`) until the replica holds `expected_tables` tables
+// matching `tables` and each equals the source; returns whether that happened.
+bool WaitForReplicaToMatch(const std::vector<std::string>& tables, const std::string& sqlite_path,
+                           size_t expected_tables = 1,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
 // Asserts that every selected table in the SQLite replica equals the source.
 void ExpectReplicaEqualsSource(const std::vector<std::string>& tables,
                                const std::string& sqlite_path);
