@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_file.h"
-#include "sink/envelope.h"
 
 namespace sluice {
 
@@ -70,7 +69,8 @@ Result<State> ParseState(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-JsonlSink::JsonlSink(JsonlSinkOptions options) : options_(std::move(options)) {}
+JsonlSink::JsonlSink(JsonlSinkOptions options)
+    : options_(std::move(options)), serializer_(options_.records) {}
 
 JsonlSink::~JsonlSink() {
   if (fd_ >= 0) {
@@ -146,16 +146,9 @@ Status JsonlSink::PrepareTable(const TableSchema&) { return broken_; }
 Status JsonlSink::Apply(const Transaction& txn) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
-  const size_t mark = buffer_.size();
-  const int64_t now = options_.now_ms();
-  for (const RowChange& c : txn.changes) {
-    Status st = AppendEnvelope(c, now, &buffer_);
-    if (!st.ok()) {
-      buffer_.resize(mark);  // nothing of a failed transaction is written
-      return st;
-    }
-    buffer_.push_back('\n');
-  }
+  batch_.clear();
+  RETURN_IF_ERROR(serializer_.AppendTransaction(txn, options_.now_ms(), &batch_));
+  AppendLines();
   if (!txn.checkpoint.empty()) pending_ = txn.checkpoint;
   if (options_.sync_every_txn) return Flush();
   if (buffer_.size() >= kWriteThreshold) {
@@ -166,21 +159,20 @@ Status JsonlSink::Apply(const Transaction& txn) {
   return Status::Ok();
 }
 
+void JsonlSink::AppendLines() {
+  for (const Record& r : batch_.records) {
+    if (!r.has_value) continue;  // tombstones have no line
+    buffer_.append(batch_.value(r));
+    buffer_.push_back('\n');
+  }
+}
+
 Status JsonlSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
-  const size_t mark = buffer_.size();
-  buffer_ += fmt::format("{{\"before\":null,\"after\":null,\"op\":\"t\",\"ts_ms\":{},\"source\":{{"
-                         "\"connector\":\"sluice\",\"db\":",
-                         options_.now_ms());
-  bool ok = AppendJsonString(table.db, &buffer_);
-  buffer_ += ",\"table\":";
-  ok = ok && AppendJsonString(table.table, &buffer_);
-  buffer_ += "}}\n";
-  if (!ok) {
-    buffer_.resize(mark);
-    return Status::Corruption(fmt::format("table {}: name is not valid UTF-8", table.QualifiedName()));
-  }
+  batch_.clear();
+  RETURN_IF_ERROR(serializer_.AppendTruncate(table, options_.now_ms(), &batch_));
+  AppendLines();
   if (!checkpoint.empty()) pending_ = checkpoint;
   return Flush();
 }

@@ -34,6 +34,7 @@
 #include <optional>
 #include <string>
 
+#include "sink/record.h"
 #include "sink/sink.h"
 
 namespace sluice {
@@ -44,6 +45,9 @@ struct JsonlSinkOptions {
   bool sync_every_txn = true;
   // Clock for the envelope's ts_ms (ms since the epoch); default: the system clock.
   std::function<int64_t()> now_ms;
+  // Record options (record.h). The defaults write the envelope alone, one per line; with
+  // transaction_metadata the BEGIN/END records are lines too; tombstones have no line.
+  RecordOptions records;
 };
 
 class JsonlSink : public Sink {
@@ -71,6 +75,7 @@ class JsonlSink : public Sink {
   explicit JsonlSink(JsonlSinkOptions options);
   Status WriteBuffer();
   Status WriteState();
+  void AppendLines();  // the values of batch_ as lines into buffer_
 
   JsonlSinkOptions options_;
   bool to_stdout_ = false;
@@ -80,6 +85,8 @@ class JsonlSink : public Sink {
   std::optional<std::string> stored_;   // checkpoint text in the state file
   std::optional<std::string> pending_;  // checkpoint to store at the next flush
   std::string buffer_;                  // lines not yet written
+  RecordSerializer serializer_;
+  RecordBatch batch_;                   // records of the call being applied
   Status broken_;                       // first I/O error; every later call returns it
 };
 
