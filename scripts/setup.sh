@@ -9,7 +9,7 @@ packages=(
   libzstd-dev zlib1g-dev libsqlite3-dev sqlite3
   libfmt-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  sysbench
+  sysbench openssl
 )
 
 missing=()

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -53,6 +54,56 @@ Status GetInt(const toml::table& t, std::string_view section, const char* key, T
   return Status::Ok();
 }
 
+Status GetBool(const toml::table& t, std::string_view section, const char* key, bool* out,
+               std::string_view origin) {
+  const toml::node* n = t.get(key);
+  if (!n) return Status::Ok();
+  if (!n->is_boolean()) return KeyError(origin, fmt::format("{}.{}", section, key), "expected true or false");
+  *out = n->as_boolean()->get();
+  return Status::Ok();
+}
+
+// A PEM file named in the config must be readable now, not fail later inside the TLS library.
+Status CheckReadableFile(const std::string& path, std::string_view key, std::string_view origin) {
+  if (path.empty()) return Status::Ok();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return KeyError(origin, key, fmt::format("{} is a directory, not a PEM file", path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return KeyError(origin, key, fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  return Status::Ok();
+}
+
+Status ParseTlsSettings(const toml::table& src, SourceConfig* s, std::string_view origin) {
+  std::string mode(TlsModeName(s->tls));
+  RETURN_IF_ERROR(GetString(src, "source", "tls", &mode, origin));
+  std::optional<TlsMode> parsed = ParseTlsMode(mode);
+  if (!parsed)
+    return KeyError(origin, "source.tls",
+                    fmt::format("'{}' is not one of: disabled, preferred, required, verify_ca, "
+                                "verify_identity",
+                                mode));
+  s->tls = *parsed;
+  RETURN_IF_ERROR(GetString(src, "source", "ca", &s->ca, origin));
+  RETURN_IF_ERROR(GetString(src, "source", "cert", &s->cert, origin));
+  RETURN_IF_ERROR(GetString(src, "source", "key", &s->key, origin));
+  RETURN_IF_ERROR(GetBool(src, "source", "allow_cleartext_auth", &s->allow_cleartext_auth, origin));
+  if (s->tls == TlsMode::kDisabled && (!s->ca.empty() || !s->cert.empty() || !s->key.empty()))
+    return KeyError(origin, "source.tls",
+                    "\"disabled\" but ca/cert/key are set; remove them or choose a TLS mode");
+  if (s->tls == TlsMode::kVerifyCa && s->ca.empty())
+    return KeyError(origin, "source.ca",
+                    "required with tls = \"verify_ca\": the PEM file of the CA that signed the "
+                    "server certificate");
+  if (s->cert.empty() != s->key.empty())
+    return KeyError(origin, s->cert.empty() ? "source.cert" : "source.key",
+                    "cert and key go together (a client certificate and its private key)");
+  RETURN_IF_ERROR(CheckReadableFile(s->ca, "source.ca", origin));
+  RETURN_IF_ERROR(CheckReadableFile(s->cert, "source.cert", origin));
+  RETURN_IF_ERROR(CheckReadableFile(s->key, "source.key", origin));
+  return Status::Ok();
+}
+
 Status GetStringList(const toml::table& t, std::string_view section, const char* key,
                      std::vector<std::string>* out, std::string_view origin) {
   const toml::node* n = t.get(key);
@@ -95,7 +146,8 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (!src) return KeyError(origin, "source", "missing section [source]");
   RETURN_IF_ERROR(CheckKeys(*src, "source",
                             {"host", "port", "user", "password_env", "server_id", "tables", "exclude",
-                             "heartbeat_seconds", "connect_timeout_seconds"},
+                             "heartbeat_seconds", "connect_timeout_seconds", "tls", "ca", "cert",
+                             "key", "allow_cleartext_auth"},
                             origin));
   RETURN_IF_ERROR(GetString(*src, "source", "host", &c.source.host, origin));
   RETURN_IF_ERROR(GetInt(*src, "source", "port", &c.source.port, 1, 65535, origin));
@@ -107,6 +159,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   RETURN_IF_ERROR(GetInt(*src, "source", "heartbeat_seconds", &c.source.heartbeat_seconds, 1, 3600, origin));
   RETURN_IF_ERROR(GetInt(*src, "source", "connect_timeout_seconds", &c.source.connect_timeout_seconds, 1,
                          3600, origin));
+  RETURN_IF_ERROR(ParseTlsSettings(*src, &c.source, origin));
   if (!src->get("server_id"))
     return KeyError(origin, "source.server_id",
                     "missing; pick a replica id unique among the server's replicas (e.g. 5401)");

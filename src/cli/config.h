@@ -2,7 +2,9 @@
 //
 // File format (docs/config.md has the full reference):
 //   [source]   host, port, user, password_env, server_id, tables, exclude,
-//              heartbeat_seconds, connect_timeout_seconds
+//              heartbeat_seconds, connect_timeout_seconds,
+//              tls ("disabled" | "preferred" (default) | "required" | "verify_ca" |
+//              "verify_identity"), ca, cert, key (PEM files), allow_cleartext_auth
 //   [snapshot] mode = "initial" | "never", chunk_rows
 //   [sink]     type = "sqlite" | "jsonl", path, checkpoint (jsonl to stdout only)
 // Unknown sections or keys, wrong types, and out-of-range values are kInvalidArgument
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "mysql/connection.h"
 #include "util/status.h"
 
 namespace sluice::cli {
@@ -31,6 +34,9 @@ struct SourceConfig {
   std::vector<std::string> exclude;  // "db.table" globs
   uint32_t heartbeat_seconds = 1;
   uint32_t connect_timeout_seconds = 10;
+  TlsMode tls = TlsMode::kPreferred;
+  std::string ca, cert, key;  // PEM files; checked readable at load time
+  bool allow_cleartext_auth = false;
 };
 
 enum class SnapshotMode { kInitial, kNever };

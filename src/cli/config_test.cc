@@ -1,4 +1,5 @@
 #include "cli/config.h"
+#include "cli/run.h"
 
 #include <cstdlib>
 
@@ -61,6 +62,43 @@ TEST(ConfigTest, RejectsBadInputNamingTheKey) {
   ExpectError("[source]\nserver_id = 1\ntables=[\"a.*\"]\n[snapshot]\nmode=\"sometimes\"\n",
               "snapshot.mode");
   ExpectError("[source\n", "sluice.toml:");
+}
+
+TEST(ConfigTest, TlsDefaultsToPreferredAndParsesEveryMode) {
+  setenv("SLUICE_TEST_PW", "s3cret", 1);
+  auto c = ParseConfig(kGood, "sluice.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->source.tls, TlsMode::kPreferred);
+  EXPECT_FALSE(c->source.allow_cleartext_auth);
+  const std::string ca = std::string(SLUICE_SOURCE_DIR) + "/README.md";  // any readable file
+  for (auto [name, mode] : {std::pair{"disabled", TlsMode::kDisabled},
+                            std::pair{"preferred", TlsMode::kPreferred},
+                            std::pair{"required", TlsMode::kRequired},
+                            std::pair{"verify_ca", TlsMode::kVerifyCa},
+                            std::pair{"verify_identity", TlsMode::kVerifyIdentity}}) {
+    std::string text = "[source]\nserver_id = 1\ntables=[\"a.*\"]\ntls = \"" + std::string(name) + "\"\n";
+    if (mode != TlsMode::kDisabled) text += "ca = \"" + ca + "\"\ncert = \"" + ca + "\"\nkey = \"" + ca + "\"\n";
+    auto p = ParseConfig(text, "sluice.toml");
+    ASSERT_TRUE(p.ok()) << name << ": " << p.status().ToString();
+    EXPECT_EQ(p->source.tls, mode);
+    auto o = SourceConnectOptions(p->source);
+    EXPECT_EQ(o.tls, mode);
+    if (mode != TlsMode::kDisabled) EXPECT_EQ(o.tls_ca, ca);
+  }
+  auto allow = ParseConfig("[source]\nserver_id = 1\ntables=[\"a.*\"]\nallow_cleartext_auth = true\n", "x");
+  ASSERT_TRUE(allow.ok()) << allow.status().ToString();
+  EXPECT_TRUE(allow->source.allow_cleartext_auth);
+}
+
+TEST(ConfigTest, RejectsInconsistentTlsSettings) {
+  const std::string head = "[source]\nserver_id = 1\ntables=[\"a.*\"]\n";
+  const std::string file = std::string(SLUICE_SOURCE_DIR) + "/README.md";
+  ExpectError(head + "tls = \"on\"\n", "source.tls: 'on' is not one of: disabled, preferred");
+  ExpectError(head + "tls = \"verify_ca\"\n", "source.ca: required with tls = \"verify_ca\"");
+  ExpectError(head + "tls = \"disabled\"\nca = \"" + file + "\"\n", "ca/cert/key are set");
+  ExpectError(head + "cert = \"" + file + "\"\n", "source.key: cert and key go together");
+  ExpectError(head + "ca = \"/nonexistent/ca.pem\"\n", "source.ca: cannot read /nonexistent/ca.pem");
+  ExpectError(head + "allow_cleartext_auth = \"yes\"\n", "source.allow_cleartext_auth: expected true or false");
 }
 
 }  // namespace

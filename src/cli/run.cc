@@ -144,6 +144,11 @@ ConnectOptions SourceConnectOptions(const SourceConfig& s) {
   o.user = s.user;
   o.password = s.password;
   o.connect_timeout_s = s.connect_timeout_seconds;
+  o.tls = s.tls;
+  o.tls_ca = s.ca;
+  o.tls_cert = s.cert;
+  o.tls_key = s.key;
+  o.allow_cleartext_auth = s.allow_cleartext_auth;
   return o;
 }
 
@@ -175,6 +180,16 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   }
   LogInfo("connected to {} {} (server_id {}), binlog at {}", FlavorName(info.flavor), info.version,
           info.server_id, info.position.ToString());
+  if (meta->tls_cipher().empty()) {
+    if (config.source.tls == TlsMode::kPreferred)
+      LogWarning("the server offers no TLS: queries, row data and the binlog travel in plain text "
+                 "(source.tls = \"preferred\"; use \"verify_identity\" to insist on TLS)");
+    else
+      LogInfo("TLS: disabled (source.tls = \"disabled\")");
+  } else {
+    LogInfo("TLS: {} (source.tls = \"{}\"{})", meta->DescribeTls(), TlsModeName(config.source.tls),
+            TlsVerifiesServer(config.source.tls) ? ", server certificate verified" : ", server certificate not verified");
+  }
 
   TableFilter filter{config.source.tables, config.source.exclude};
   ASSIGN_OR_RETURN(auto tables, ListTables(*meta, filter));

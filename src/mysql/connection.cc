@@ -23,7 +23,81 @@ std::string TruncateSql(std::string_view sql) {
   return std::string(sql.substr(0, kSqlInMessage)) + "...";
 }
 
+// The authentication plugins that never put the password itself on the wire (scrambles,
+// hashes, RSA or TLS-protected exchanges). mysql_clear_password and dialog are not here.
+constexpr const char* kSafeAuthPlugins =
+    "mysql_native_password,caching_sha2_password,sha256_password,client_ed25519,parsec,"
+    "auth_gssapi_client";
+
+// Sets the Connector/C TLS options for options.tls (see TlsMode in the header).
+void SetTlsOptions(MYSQL* m, const ConnectOptions& o) {
+  if (o.tls == TlsMode::kDisabled) return;
+  auto set_file = [m](mysql_option opt, const std::string& path) {
+    if (!path.empty()) mysql_options(m, opt, path.c_str());
+  };
+  set_file(MYSQL_OPT_SSL_CA, o.tls_ca);
+  set_file(MYSQL_OPT_SSL_CERT, o.tls_cert);
+  set_file(MYSQL_OPT_SSL_KEY, o.tls_key);
+  // Asks for TLS whenever the server offers it; Connector/C checks the certificate chain
+  // when a CA is given.
+  my_bool on = 1;
+  mysql_options(m, MYSQL_OPT_SSL_ENFORCE, &on);
+  my_bool verify_identity = o.tls == TlsMode::kVerifyIdentity ? 1 : 0;
+  mysql_options(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify_identity);
+}
+
+// The fix to suggest for a failed connection, given what went wrong; "" when none.
+std::string ConnectHint(const ConnectOptions& o, unsigned int err, std::string_view server_msg) {
+  if (err == CR_SSL_CONNECTION_ERROR) {
+    std::string mode(TlsModeName(o.tls));
+    if (server_msg.find("does not support") != std::string_view::npos)
+      return fmt::format("source.tls = {} needs TLS, but the server does not offer it: configure "
+                         "ssl_cert/ssl_key on the server, or lower source.tls",
+                         mode);
+    if (server_msg.find("Validation of SSL server certificate") != std::string_view::npos ||
+        server_msg.find("hostname") != std::string_view::npos)
+      return fmt::format("source.tls = {}: the server certificate is not issued for host '{}' "
+                         "(connect with the name or address the certificate names, or use "
+                         "tls = \"verify_ca\")",
+                         mode, o.host);
+    if (TlsVerifiesServer(o.tls))
+      return fmt::format("source.tls = {}: the server certificate could not be verified against "
+                         "{} (check source.ca)",
+                         mode, o.tls_ca.empty() ? std::string("the system CA store") : o.tls_ca);
+    return fmt::format("TLS handshake failed (source.tls = {})", mode);
+  }
+  if (err == CR_PLUGIN_NOT_ALLOWED || err == CR_AUTH_PLUGIN_CANNOT_LOAD) {
+    if (server_msg.find("clear_password") != std::string_view::npos ||
+        server_msg.find("dialog") != std::string_view::npos || err == CR_PLUGIN_NOT_ALLOWED)
+      return "the server asked for an authentication method that sends the password in clear "
+             "text; sluice refuses it unless source.tls is verify_ca or verify_identity, or "
+             "source.allow_cleartext_auth = true";
+  }
+  if (err == ER_ACCESS_DENIED_ERROR && o.tls == TlsMode::kDisabled)
+    return "source.tls = \"disabled\": a server with require_secure_transport=ON refuses every "
+           "connection without TLS with this same message; try tls = \"preferred\" or stronger";
+  return "";
+}
+
 }  // namespace
+
+std::string_view TlsModeName(TlsMode mode) {
+  switch (mode) {
+    case TlsMode::kDisabled: return "disabled";
+    case TlsMode::kPreferred: return "preferred";
+    case TlsMode::kRequired: return "required";
+    case TlsMode::kVerifyCa: return "verify_ca";
+    case TlsMode::kVerifyIdentity: return "verify_identity";
+  }
+  return "?";
+}
+
+std::optional<TlsMode> ParseTlsMode(std::string_view name) {
+  for (TlsMode m : {TlsMode::kDisabled, TlsMode::kPreferred, TlsMode::kRequired,
+                    TlsMode::kVerifyCa, TlsMode::kVerifyIdentity})
+    if (TlsModeName(m) == name) return m;
+  return std::nullopt;
+}
 
 std::string ConnectOptions::Describe() const {
   if (unix_socket) return fmt::format("{}@unix:{}", user, *unix_socket);
@@ -95,14 +169,19 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const ConnectOptions& op
   mysql_options(m, MYSQL_OPT_RECONNECT, &no_reconnect);
   unsigned int protocol = options.unix_socket ? MYSQL_PROTOCOL_SOCKET : MYSQL_PROTOCOL_TCP;
   mysql_options(m, MYSQL_OPT_PROTOCOL, &protocol);
+  SetTlsOptions(m, options);
+  if (!options.allow_cleartext_auth && !TlsVerifiesServer(options.tls))
+    mysql_optionsv(m, MARIADB_OPT_RESTRICTED_AUTH, kSafeAuthPlugins);
 
   const char* db = options.database ? options.database->c_str() : nullptr;
   const char* sock = options.unix_socket ? options.unix_socket->c_str() : nullptr;
   if (mysql_real_connect(m, options.host.c_str(), options.user.c_str(), options.password.c_str(),
                          db, options.port, sock, 0) == nullptr) {
     unsigned int err = mysql_errno(m);
+    std::string hint = ConnectHint(options, err, mysql_error(m));
     std::string msg = RedactSecret(
-        fmt::format("connect to {} failed: [{}] {}", options.Describe(), err, mysql_error(m)),
+        fmt::format("connect to {} failed: [{}] {}{}{}", options.Describe(), err, mysql_error(m),
+                    hint.empty() ? "" : "; ", hint),
         options.password);
     mysql_close(m);
     StatusCode code = MapMysqlErrorCode(err);
@@ -118,7 +197,16 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const ConnectOptions& op
         return Status::FailedPrecondition(std::move(msg));
     }
   }
-  return std::unique_ptr<Connection>(new Connection(m, options));
+  std::unique_ptr<Connection> conn(new Connection(m, options));
+  if (options.tls != TlsMode::kDisabled && options.tls != TlsMode::kPreferred &&
+      conn->tls_cipher().empty()) {
+    // Connector/C fell back to plain text because the server offers no TLS.
+    return Status::FailedPrecondition(fmt::format(
+        "connect to {} failed: source.tls = {} needs TLS, but the server does not offer it "
+        "(have_ssl is not YES): configure ssl_cert/ssl_key on the server, or lower source.tls",
+        options.Describe(), TlsModeName(options.tls)));
+  }
+  return conn;
 }
 
 Connection::~Connection() {
@@ -234,6 +322,24 @@ std::string Connection::Escape(std::string_view s) {
 }
 
 std::string Connection::Quote(std::string_view s) { return "'" + Escape(s) + "'"; }
+
+std::string Connection::tls_cipher() const {
+  const char* c = mysql_get_ssl_cipher(mysql_);
+  return c ? c : "";
+}
+
+std::string Connection::tls_version() const {
+  if (tls_cipher().empty()) return "";
+  const char* v = nullptr;
+  if (mariadb_get_infov(mysql_, MARIADB_CONNECTION_TLS_VERSION, &v) != 0 || v == nullptr) return "";
+  return v;
+}
+
+std::string Connection::DescribeTls() const {
+  std::string cipher = tls_cipher();
+  if (cipher.empty()) return "no TLS";
+  return fmt::format("{}, cipher {}", tls_version(), cipher);
+}
 
 uint64_t Connection::connection_id() const { return mysql_thread_id(mysql_); }
 

@@ -2,7 +2,10 @@
 // Connector/C 3.3 (libmariadb), with every error mapped to a Status.
 //
 // Provides
-//   ConnectOptions  where and how to connect (TCP by default, unix socket if given).
+//   ConnectOptions  where and how to connect (TCP by default, unix socket if given), with
+//                   TLS (TlsMode, CA, client certificate) and the allowed authentication.
+//   TlsMode         disabled | preferred | required | verify_ca | verify_identity, as in
+//                   the MySQL client and Debezium (docs/config.md has the table).
 //   QueryResult     a whole buffered result: column names plus rows of optional text cells
 //                   (nullopt is SQL NULL). Text-protocol cells are the server's bytes as
 //                   they are (binary columns stay raw, text columns in the session charset).
@@ -18,6 +21,10 @@
 //     -> kUnavailable (reconnect from the last checkpoint);
 //   access/privilege errors (1044, 1045, 1142, 1143, 1227, 1370) -> kFailedPrecondition;
 //   unknown database/table (1049, 1146) -> kNotFound;
+//   TLS failures (CR_SSL_CONNECTION_ERROR: handshake, certificate chain, host name; a server
+//   without TLS in a mode that requires it) and refused authentication plugins
+//   (CR_AUTH_PLUGIN_CANNOT_LOAD / CR_PLUGIN_NOT_ALLOWED) -> kFailedPrecondition, the message
+//   naming the mode, the CA file and the fix;
 //   everything else -> kInvalidArgument.
 //   Messages read "<what> on user@host:port: [errno] <server message> (SQL: <first 200 chars>)".
 //   The password never appears in any message: every occurrence of it is replaced by "***".
@@ -43,6 +50,27 @@ struct st_mysql;  // MYSQL from <mysql.h>; kept out of this header.
 
 namespace sluice {
 
+// How a connection uses TLS. Connector/C options per mode:
+//   kDisabled        no TLS option set: plain text even if the server offers TLS.
+//   kPreferred       TLS when the server offers it (certificate not checked), else plain text.
+//   kRequired        TLS or no connection; the certificate is not checked.
+//   kVerifyCa        TLS, and the server certificate must chain to `tls_ca` (host not checked).
+//   kVerifyIdentity  kVerifyCa plus the host name (or IP) must match the certificate; without
+//                    `tls_ca` the system's CA store is used.
+// In kRequired and kVerifyCa Connector/C falls back to plain text silently when the server
+// has no TLS at all; Connect then closes the connection and fails (after the scrambled
+// password exchange, never a clear-text one: see allow_cleartext_auth).
+enum class TlsMode { kDisabled, kPreferred, kRequired, kVerifyCa, kVerifyIdentity };
+
+// "disabled", "preferred", ... (the config spelling).
+std::string_view TlsModeName(TlsMode mode);
+// Parses the config spelling; nullopt when `name` is not one of the five.
+std::optional<TlsMode> ParseTlsMode(std::string_view name);
+// True for the modes that check the server certificate (kVerifyCa, kVerifyIdentity).
+inline bool TlsVerifiesServer(TlsMode mode) {
+  return mode == TlsMode::kVerifyCa || mode == TlsMode::kVerifyIdentity;
+}
+
 struct ConnectOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 3306;
@@ -56,6 +84,15 @@ struct ConnectOptions {
   uint32_t write_timeout_s = 60;
   std::string charset = "utf8mb4";
   std::optional<std::string> unix_socket;  // when set, connect through it instead of TCP
+
+  TlsMode tls = TlsMode::kPreferred;
+  std::string tls_ca;    // PEM file of the CA(s) that sign the server certificate
+  std::string tls_cert;  // PEM client certificate (with tls_key), for servers that ask for one
+  std::string tls_key;   // PEM private key of tls_cert
+  // Authentication plugins that send the password itself (mysql_clear_password, dialog)
+  // are refused (MARIADB_OPT_RESTRICTED_AUTH) unless the server certificate is verified
+  // (TlsVerifiesServer) or this is set.
+  bool allow_cleartext_auth = false;
 
   // "user@host:port" or "user@unix:/path" — for messages; no password.
   std::string Describe() const;
@@ -112,6 +149,12 @@ class Connection {
   uint64_t connection_id() const;
   // mysql_get_server_info: e.g. "10.11.19-MariaDB-0+deb12u1" or "8.0.36".
   std::string server_version() const;
+  // The negotiated TLS protocol ("TLSv1.3") and cipher ("TLS_AES_256_GCM_SHA384"); both
+  // empty when the connection is not encrypted.
+  std::string tls_version() const;
+  std::string tls_cipher() const;
+  // "TLSv1.3, cipher TLS_AES_256_GCM_SHA384" or "no TLS" (for log lines).
+  std::string DescribeTls() const;
   const ConnectOptions& options() const { return options_; }
 
   // The raw handle, for the replication session in this folder. Still owned here.

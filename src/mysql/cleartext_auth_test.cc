@@ -1,0 +1,215 @@
+// Clear-text authentication is refused (issue 6, item 4): a fake server on loopback greets
+// the client asking for mysql_clear_password (or dialog), either in its handshake or in an
+// auth-switch request, and records every byte the client sends. The password must never
+// reach it unless the config explicitly allows clear-text authentication.
+//
+// The fake speaks just enough of the protocol: Handshake v10 (seq 0), reads the client's
+// handshake response (seq 1), answers with an AuthSwitchRequest (seq 2) naming the plugin,
+// reads what follows (seq 3) and ends with an ERR packet. No server installation needed.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "mysql/connection.h"
+
+namespace sluice {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kPassword = "Sup3r-secret-pw!";
+
+std::string Packet(uint8_t seq, const std::string& body) {
+  std::string p;
+  p.push_back(static_cast<char>(body.size() & 0xff));
+  p.push_back(static_cast<char>((body.size() >> 8) & 0xff));
+  p.push_back(static_cast<char>((body.size() >> 16) & 0xff));
+  p.push_back(static_cast<char>(seq));
+  return p + body;
+}
+
+void PutLe(std::string* s, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+std::string Handshake(const std::string& plugin) {
+  // CLIENT_LONG_PASSWORD|FOUND_ROWS|LONG_FLAG|CONNECT_WITH_DB|PROTOCOL_41|TRANSACTIONS|
+  // SECURE_CONNECTION|MULTI_STATEMENTS|MULTI_RESULTS|PLUGIN_AUTH|PLUGIN_AUTH_LENENC_DATA.
+  // No CLIENT_SSL: the fake offers no TLS.
+  const uint32_t caps = 0x1 | 0x2 | 0x4 | 0x8 | 0x200 | 0x2000 | 0x8000 | 0x10000 | 0x20000 |
+                        0x80000 | 0x200000;
+  std::string b;
+  b.push_back(10);
+  b += std::string("5.5.5-10.11.0-MariaDB-fake") + '\0';
+  PutLe(&b, 7, 4);              // connection id
+  b += "abcdefgh";              // scramble part 1
+  b.push_back(0);
+  PutLe(&b, caps & 0xffff, 2);
+  b.push_back(45);              // utf8mb4_general_ci
+  PutLe(&b, 2, 2);              // SERVER_STATUS_AUTOCOMMIT
+  PutLe(&b, caps >> 16, 2);
+  b.push_back(21);              // scramble length
+  b += std::string(10, '\0');   // reserved
+  b += std::string("ijklmnopqrst") + '\0';  // scramble part 2 (12 bytes + NUL)
+  b += plugin + '\0';
+  return Packet(0, b);
+}
+
+// Reads whatever arrives within `ms` (stops early when the peer closes).
+std::string ReadSome(int fd, int ms) {
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (true) {
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count());
+    if (left <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, left) <= 0) break;
+    char buf[4096];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    // One packet is enough for a step once its header says it is complete.
+    if (out.size() >= 4) {
+      size_t len = static_cast<uint8_t>(out[0]) | (static_cast<uint8_t>(out[1]) << 8) |
+                   (static_cast<uint8_t>(out[2]) << 16);
+      if (out.size() >= len + 4) break;
+    }
+  }
+  return out;
+}
+
+// A one-connection fake server on 127.0.0.1 that asks for `plugin` and records what the
+// client sends.
+class FakeServer {
+ public:
+  FakeServer(std::string initial_plugin, std::string switch_plugin)
+      : initial_(std::move(initial_plugin)), switch_(std::move(switch_plugin)) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(listen_fd_, 1), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~FakeServer() {
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    ::close(listen_fd_);
+  }
+  uint16_t port() const { return port_; }
+  // Everything the client sent; valid after the client is done.
+  std::string Received() {
+    if (thread_.joinable()) thread_.join();
+    return received_;
+  }
+
+ private:
+  void Serve() {
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 10000) <= 0) return;
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    std::string hs = Handshake(initial_);
+    (void)!::write(fd, hs.data(), hs.size());
+    received_ += ReadSome(fd, 3000);  // handshake response
+    if (!switch_.empty()) {
+      std::string sw;
+      sw.push_back(static_cast<char>(0xfe));
+      sw += switch_ + '\0';
+      // dialog asks a question: type 4 = "last question, a password", then the prompt.
+      if (switch_ == "dialog") sw += "\x04Password: ";
+      else sw += std::string("abcdefghijklmnopqrst") + '\0';
+      std::string pkt = Packet(2, sw);
+      (void)!::write(fd, pkt.data(), pkt.size());
+      received_ += ReadSome(fd, 3000);
+    }
+    std::string err;
+    err.push_back(static_cast<char>(0xff));
+    PutLe(&err, 1045, 2);
+    err += "#28000Access denied (fake server)";
+    std::string pkt = Packet(switch_.empty() ? 2 : 4, err);
+    (void)!::write(fd, pkt.data(), pkt.size());
+    ::usleep(100 * 1000);
+    ::close(fd);
+  }
+
+  std::string initial_, switch_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+  std::string received_;
+};
+
+ConnectOptions FakeOptions(uint16_t port) {
+  ConnectOptions o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.user = "victim";
+  o.password = kPassword;
+  o.connect_timeout_s = 5;
+  o.read_timeout_s = 5;
+  o.write_timeout_s = 5;
+  return o;
+}
+
+struct Case {
+  const char* name;
+  const char* initial;
+  const char* switch_to;
+};
+
+class CleartextAuthTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CleartextAuthTest, PasswordNeverReachesTheServer) {
+  for (TlsMode mode : {TlsMode::kPreferred, TlsMode::kRequired, TlsMode::kDisabled}) {
+    FakeServer server(GetParam().initial, GetParam().switch_to);
+    ConnectOptions o = FakeOptions(server.port());
+    o.tls = mode;
+    Result<std::unique_ptr<Connection>> c = Connection::Connect(o);
+    ASSERT_FALSE(c.ok()) << TlsModeName(mode);
+    std::string got = server.Received();
+    EXPECT_EQ(got.find(kPassword), std::string::npos)
+        << "the password reached the fake server (tls = " << TlsModeName(mode) << ")";
+    EXPECT_EQ(c.status().message().find(kPassword), std::string::npos);
+    EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition) << c.status().ToString();
+    EXPECT_THAT(c.status().message(), HasSubstr("clear text")) << c.status().ToString();
+  }
+}
+
+// The control: with the explicit opt-in the same fake server does receive the password,
+// so the test above really exercises the clear-text path.
+TEST_P(CleartextAuthTest, ExplicitOptInSendsIt) {
+  FakeServer server(GetParam().initial, GetParam().switch_to);
+  ConnectOptions o = FakeOptions(server.port());
+  o.allow_cleartext_auth = true;
+  Result<std::unique_ptr<Connection>> c = Connection::Connect(o);
+  ASSERT_FALSE(c.ok());  // the fake always ends with "Access denied"
+  EXPECT_NE(server.Received().find(kPassword), std::string::npos);
+  EXPECT_EQ(c.status().message().find(kPassword), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Plugins, CleartextAuthTest,
+    ::testing::Values(Case{"ClearPasswordInHandshake", "mysql_clear_password", "mysql_clear_password"},
+                      Case{"SwitchToClearPassword", "mysql_native_password", "mysql_clear_password"},
+                      Case{"SwitchToDialog", "mysql_native_password", "dialog"}),
+    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace sluice
