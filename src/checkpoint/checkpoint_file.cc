@@ -57,7 +57,11 @@ Status SyncParentDirectory(const std::string& path) {
 Status WriteFileAtomic(const std::string& path, std::string_view contents) {
   const std::string tmp = path + ".tmp";
   Status st = [&]() -> Status {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    // A stale or planted "<path>.tmp" (a crash, or a symlink put there by someone else) is
+    // removed, never opened: unlink() removes a link itself, and O_EXCL | O_NOFOLLOW make
+    // the open fail rather than follow anything that appears in between.
+    if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) return IoError("remove stale", tmp, errno);
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd.get() < 0) return IoError("create", tmp, errno);
     size_t done = 0;
     while (done < contents.size()) {

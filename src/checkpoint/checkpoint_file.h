@@ -3,7 +3,9 @@
 // WriteFileAtomic(path, contents) writes `contents` to "<path>.tmp", fsyncs it, renames it
 // over `path` and fsyncs the directory, so after a crash `path` holds either the old or the
 // new contents, whole (LevelDB SetCurrentFile; ClickHouse MaterializeMetadata::transaction).
-// A stale "<path>.tmp" from a crash is overwritten by the next write and never read.
+// A stale "<path>.tmp" from a crash is removed by the next write and never read; the new
+// temporary is created with O_CREAT | O_EXCL | O_NOFOLLOW and mode 0600 (further narrowed by
+// the umask), so a symlink planted at "<path>.tmp" is never followed.
 // ReadSmallFile reads a file of at most kMaxSmallFileBytes; a missing file gives nullopt.
 //
 // Errors: I/O failures are kUnavailable ("<op> <path>: <strerror>"), a file larger than the

@@ -170,6 +170,28 @@ TEST_F(CheckpointFileTest, WriteIntoMissingDirectoryFails) {
   EXPECT_NE(st.message().find("no/such/dir"), std::string::npos) << st.ToString();
 }
 
+// Another user plants "<path>.tmp" as a symlink to a file of ours: the write must neither
+// follow it nor touch the file it points to, and the new file is private (0600).
+TEST_F(CheckpointFileTest, PlantedTmpSymlinkIsNotFollowedAndFilesArePrivate) {
+  const std::string path = dir_ + "/state.json";
+  const std::string victim = dir_ + "/victim";
+  ASSERT_TRUE(WriteFileAtomic(victim, "precious").ok());
+  ASSERT_EQ(symlink(victim.c_str(), (path + ".tmp").c_str()), 0);
+  ::umask(022);
+  ASSERT_TRUE(WriteFileAtomic(path, "state").ok());
+  Result<std::optional<std::string>> v = ReadSmallFile(victim);
+  ASSERT_TRUE(v.ok() && v->has_value());
+  EXPECT_EQ(**v, "precious");
+  Result<std::optional<std::string>> r = ReadSmallFile(path);
+  ASSERT_TRUE(r.ok() && r->has_value());
+  EXPECT_EQ(**r, "state");
+  struct stat st {};
+  ASSERT_EQ(lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0) << "tmp file left behind";
+}
+
 TEST_F(CheckpointFileTest, CheckpointHelpers) {
   const std::string path = dir_ + "/cp.json";
   Result<std::optional<Checkpoint>> none = LoadCheckpointFile(path);

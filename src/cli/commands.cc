@@ -10,6 +10,7 @@
 #include "cli/compare.h"
 #include "cli/config.h"
 #include "cli/decode.h"
+#include "cli/process_guard.h"
 #include "cli/run.h"
 #include "util/log.h"
 
@@ -50,14 +51,19 @@ int Main(int argc, char** argv) {
   std::string config_path;
   bool until_caught_up = false;
   bool quiet = false;
+  bool allow_core_dumps = false;
   auto* run = app.add_subcommand("run", "Snapshot the selected tables, then stream the binlog into the sink");
   run->add_option("--config", config_path, "TOML config file")->required();
   run->add_flag("--until-caught-up", until_caught_up,
                 "Stop once everything up to the server's binlog position at start is in the sink");
   run->add_flag("-q,--quiet", quiet, "Log warnings and errors only");
+  run->add_flag("--allow-core-dumps", allow_core_dumps,
+                "Keep core dumps enabled (they can contain the source password)");
 
   auto* compare = app.add_subcommand("compare", "Compare the SQLite replica with the source, table by table");
   compare->add_option("--config", config_path, "TOML config file")->required();
+  compare->add_flag("--allow-core-dumps", allow_core_dumps,
+                    "Keep core dumps enabled (they can contain the source password)");
 
   DecodeOptions decode_opts;
   auto* decode = app.add_subcommand("decode", "Print the events of binlog files as JSON lines");
@@ -77,10 +83,16 @@ int Main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (quiet) SetLogLevel(LogLevel::kWarning);
+  if ((*run || *compare) && !allow_core_dumps) {
+    // The password is in memory from here on: no core file may carry it.
+    Status st = DisableCoreDumps();
+    if (!st.ok()) return Fail(st);
+  }
 
   if (*run) {
     auto config = LoadConfigFile(config_path);
     if (!config.ok()) return Fail(config.status());
+    RestrictFileMode(static_cast<mode_t>(config->sink.file_mode));
     InstallStopHandlers();
     RunOptions opts;
     opts.until_caught_up = until_caught_up;

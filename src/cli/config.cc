@@ -196,7 +196,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (const toml::node* n = root.get("sink")) {
     const toml::table* sink = n->as_table();
     if (!sink) return KeyError(origin, "sink", "expected a section");
-    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint"}, origin));
+    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode"}, origin));
     std::string type = "sqlite";
     RETURN_IF_ERROR(GetString(*sink, "sink", "type", &type, origin));
     if (type == "sqlite") c.sink.type = SinkType::kSqlite;
@@ -204,6 +204,23 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     else return KeyError(origin, "sink.type", fmt::format("'{}' is not one of: sqlite, jsonl", type));
     RETURN_IF_ERROR(GetString(*sink, "sink", "path", &c.sink.path, origin));
     RETURN_IF_ERROR(GetString(*sink, "sink", "checkpoint", &c.sink.checkpoint, origin));
+    std::string mode;
+    RETURN_IF_ERROR(GetString(*sink, "sink", "file_mode", &mode, origin));
+    if (!mode.empty()) {
+      // Octal like chmod; the owner must keep read and write, nobody gets execute.
+      uint32_t m = 0;
+      bool ok = mode.size() <= 4;
+      for (char ch : mode) {
+        if (ch < '0' || ch > '7') ok = false;
+        else m = m * 8 + static_cast<uint32_t>(ch - '0');
+      }
+      if (!ok || (m & ~0666u) != 0 || (m & 0600u) != 0600u)
+        return KeyError(origin, "sink.file_mode",
+                        fmt::format("'{}' is not an octal file mode with owner read/write and no "
+                                    "execute bits (e.g. \"0600\", \"0640\")",
+                                    mode));
+      c.sink.file_mode = m;
+    }
   }
   if (c.sink.path.empty()) return KeyError(origin, "sink.path", "must not be empty");
   if (c.sink.type == SinkType::kSqlite && c.sink.path == "-")

@@ -6,7 +6,8 @@
 //              tls ("disabled" | "preferred" (default) | "required" | "verify_ca" |
 //              "verify_identity"), ca, cert, key (PEM files), allow_cleartext_auth
 //   [snapshot] mode = "initial" | "never", chunk_rows
-//   [sink]     type = "sqlite" | "jsonl", path, checkpoint (jsonl to stdout only)
+//   [sink]     type = "sqlite" | "jsonl", path, checkpoint (jsonl to stdout only),
+//              file_mode (octal string, default "0600": the most any created file gets)
 // Unknown sections or keys, wrong types, and out-of-range values are kInvalidArgument
 // naming the key ("source.port: expected an integer in 1..65535"). The password is read
 // from the environment variable named by password_env, never from the file, and is never
@@ -51,6 +52,7 @@ struct SinkConfig {
   SinkType type = SinkType::kSqlite;
   std::string path = "replica.db";
   std::string checkpoint;  // jsonl: checkpoint file (default "<path>.checkpoint"; required for "-")
+  uint32_t file_mode = 0600;  // permission bits of every file sluice creates (umask)
 };
 
 struct Config {

@@ -29,7 +29,7 @@ class SinkLock {
  public:
   static Result<SinkLock> Take(const SinkConfig& sink) {
     std::string path = (sink.path == "-" ? sink.checkpoint : sink.path) + ".lock";
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
       return Status::InvalidArgument(
           fmt::format("sink.path: cannot create lock file {}: {}", path, std::strerror(errno)));

@@ -1,0 +1,148 @@
+// Files and the process (issue 6, item 10): everything `sluice run` creates (replica, its
+// journal/WAL, JSON lines output, checkpoint, lock) is 0600 by default or the configured
+// sink.file_mode, whatever the caller's umask; core dumps are off unless asked for.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace sluice::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// Permission bits of `path`, or -1 when it does not exist.
+int Mode(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return -1;
+  return static_cast<int>(st.st_mode & 0777);
+}
+
+// Every regular file in `dir` whose name starts with `prefix` has `mode`; returns how many.
+int ExpectAllFilesHaveMode(const std::string& dir, const std::string& prefix, int mode) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    ++n;
+    EXPECT_EQ(Mode(e.path().string()), mode) << name << " has mode " << std::oct << Mode(e.path().string());
+  }
+  return n;
+}
+
+class FilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    old_umask_ = ::umask(022);  // the usual default, which gave 0644 files before
+    ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_files; CREATE DATABASE it_files;"
+                         "CREATE TABLE it_files.t (id INT PRIMARY KEY, v INT);"
+                         "INSERT INTO it_files.t VALUES (1, 1), (2, 2);"),
+              0);
+  }
+  void TearDown() override { ::umask(old_umask_); }
+  mode_t old_umask_ = 022;
+};
+
+TEST_F(FilesTest, SqliteReplicaAndLockArePrivate) {
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_files.t"};
+  spec.sink_path = dir.File("replica.db");
+  auto r = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Mode(dir.File("replica.db")), 0600);
+  EXPECT_EQ(Mode(dir.File("replica.db.lock")), 0600);
+  EXPECT_GE(ExpectAllFilesHaveMode(dir.path(), "replica.db", 0600), 2);
+}
+
+TEST_F(FilesTest, JsonlOutputCheckpointAndLockArePrivate) {
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_files.t"};
+  spec.sink_type = "jsonl";
+  spec.sink_path = dir.File("out.jsonl");
+  auto r = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Mode(dir.File("out.jsonl")), 0600);
+  EXPECT_EQ(Mode(dir.File("out.jsonl.checkpoint")), 0600);
+  EXPECT_EQ(Mode(dir.File("out.jsonl.checkpoint.lock")) == -1 ? Mode(dir.File("out.jsonl.lock"))
+                                                                : Mode(dir.File("out.jsonl.checkpoint.lock")),
+            0600);
+  EXPECT_GE(ExpectAllFilesHaveMode(dir.path(), "out.jsonl", 0600), 3);
+}
+
+TEST_F(FilesTest, ExplicitFileModeIsHonoured) {
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_files.t"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  std::ofstream(config, std::ios::app) << "file_mode = \"0640\"\n";  // [sink] is the last section
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Mode(dir.File("replica.db")), 0640);
+  EXPECT_EQ(Mode(dir.File("replica.db.lock")), 0600);  // the lock file stays private
+
+  std::string text = ReadFile(config);
+  text.replace(text.find("\"0640\""), 6, "\"0755\"");
+  std::string bad = dir.File("bad.toml");
+  std::ofstream(bad) << text;
+  auto b = RunSluice({"run", "--config", bad});
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_NE(b.output.find("sink.file_mode"), std::string::npos) << b.output;
+}
+
+// /proc/<pid>/limits of a running sluice: "Max core file size  0  0  bytes".
+std::string CoreLimitLine(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("Max core file size", 0) == 0) return line;
+  return "";
+}
+
+void ExpectCoreLimit(const std::vector<std::string>& extra_args, bool zero) {
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_files.t"};
+  spec.sink_path = dir.File("replica.db");
+  std::vector<std::string> args = {"run", "--config", WriteConfig(dir, spec)};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  pid_t pid = StartSluice(args, dir.File("log"));
+  std::string line;
+  for (int i = 0; i < 200; ++i) {  // until it streams (the password has been used by then)
+    if (ReadFile(dir.File("log")).find("streaming from") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  line = CoreLimitLine(pid);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, seconds(20)), 0) << ReadFile(dir.File("log"));
+  std::istringstream fields(line.substr(std::string("Max core file size").size()));
+  std::string soft, hard;
+  fields >> soft >> hard;
+  if (zero) {
+    EXPECT_EQ(soft, "0") << line;
+    EXPECT_EQ(hard, "0") << line;
+  } else {
+    EXPECT_NE(soft, "0") << line;
+  }
+}
+
+TEST_F(FilesTest, CoreDumpsAreDisabledUnlessAskedFor) {
+  // Give children a nonzero core limit, as a developer shell with `ulimit -c unlimited` would.
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_CORE, &saved), 0);
+  struct rlimit some {1 << 20, 1 << 20};
+  ASSERT_EQ(::setrlimit(RLIMIT_CORE, &some), 0);
+  ExpectCoreLimit({}, true);
+  ExpectCoreLimit({"--allow-core-dumps"}, false);
+  ::setrlimit(RLIMIT_CORE, &saved);
+}
+
+}  // namespace
+}  // namespace sluice::testing
