@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <map>
 
 #include "checkpoint/checkpoint.h"
 #include "mysql/schema_loader.h"
@@ -51,6 +52,32 @@ class SinkLock {
   explicit SinkLock(int fd) : fd_(fd) {}
   int fd_;
 };
+
+// Two selected source tables must not share one name downstream: the checkpoint keys the
+// snapshot progress by "db.table" (so `a.b`.c and a.`b.c` would share one entry), and the
+// SQLite sink names its tables "db.table" where SQLite ignores ASCII case (so `d`.`T` and
+// `d`.`t` would share one table). Refused before anything is copied, naming both.
+Status CheckNameCollisions(const std::vector<TableName>& tables, SinkType sink) {
+  auto quoted = [](const TableName& t) { return fmt::format("`{}`.`{}`", t.db, t.table); };
+  std::map<std::string, const TableName*> seen;
+  for (const auto& t : tables) {
+    std::string key = t.QualifiedName();
+    if (sink == SinkType::kSqlite)
+      for (char& c : key)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    auto [it, inserted] = seen.emplace(key, &t);
+    if (inserted) continue;
+    return Status::InvalidArgument(fmt::format(
+        "source tables {} and {} would both become \"{}\" in the {} sink{}; leave one out "
+        "(source.exclude) or rename it",
+        quoted(*it->second), quoted(t), it->second->QualifiedName(),
+        sink == SinkType::kSqlite ? "SQLite" : "JSON lines",
+        sink == SinkType::kSqlite && it->second->QualifiedName() != t.QualifiedName()
+            ? " (SQLite table names ignore case)"
+            : ""));
+  }
+  return Status::Ok();
+}
 
 // Copies every selected table that the checkpoint does not mark done, chunk by chunk, each
 // chunk one sink transaction carrying the updated checkpoint. On a fresh start the stream
@@ -193,6 +220,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
 
   TableFilter filter{config.source.tables, config.source.exclude};
   ASSIGN_OR_RETURN(auto tables, ListTables(*meta, filter));
+  RETURN_IF_ERROR(CheckNameCollisions(tables, config.sink.type));
 
   ASSIGN_OR_RETURN(SinkLock lock, SinkLock::Take(config.sink));
   ASSIGN_OR_RETURN(auto sink, OpenSink(config.sink));
