@@ -42,6 +42,13 @@ Result<std::unique_ptr<BinlogFileReader>> BinlogFileReader::Open(const std::stri
     return err == ENOENT ? Status::NotFound(msg) : Status::Unavailable(msg);
   }
   std::unique_ptr<BinlogFileReader> r(new BinlogFileReader(path, f, options));
+  // The magic first: anything else (a huge sparse file, a disk image) is refused before it
+  // is mapped and paged in.
+  uint8_t magic[4];
+  size_t n = std::fread(magic, 1, 4, f);
+  if (n != 4 || std::memcmp(magic, kMagic, 4) != 0) {
+    return Status::Corruption(fmt::format("file {} at offset 0: not a binlog file (bad magic)", r->name_));
+  }
   // Map the file when it is a regular file: the decoder then reads the page cache directly.
   struct stat st {};
   if (mode == ReadMode::kMapIfPossible && ::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
@@ -54,11 +61,6 @@ Result<std::unique_ptr<BinlogFileReader>> BinlogFileReader::Open(const std::stri
       r->map_size_ = len;
       r->map_owner_ = std::shared_ptr<const void>(p, [len](const void* q) { ::munmap(const_cast<void*>(q), len); });
     }
-  }
-  uint8_t magic[4];
-  size_t n = std::fread(magic, 1, 4, f);
-  if (n != 4 || std::memcmp(magic, kMagic, 4) != 0) {
-    return Status::Corruption(fmt::format("file {} at offset 0: not a binlog file (bad magic)", r->name_));
   }
   return r;
 }

@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 namespace sluice::io {
 namespace {
 
@@ -145,6 +148,31 @@ TEST(BinlogFileReaderTest, MissingFileAndBadMagic) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kCorruption);
   EXPECT_EQ(bad.status().message().rfind("file x.000001 at offset 0: ", 0), 0u) << bad.status().ToString();
+}
+
+// Issue 6, item 11: a big sparse file that is not a binlog is refused on its first four
+// bytes, without being mapped and paged in whole (MAP_POPULATE) first.
+TEST(BinlogFileReaderTest, BigSparseNonBinlogIsRefusedBeforeMapping) {
+  fs::path dir = fs::temp_directory_path() / ("sluice-sparse-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path p = dir / "sparse.bin";
+  {
+    std::ofstream(p) << "not!";
+  }
+  const uintmax_t kSize = uintmax_t{1} << 30;  // 1 GiB of holes
+  fs::resize_file(p, kSize);
+  struct rusage before {};
+  ::getrusage(RUSAGE_SELF, &before);
+  auto r = BinlogFileReader::Open(p.string(), {});
+  struct rusage after {};
+  ::getrusage(RUSAGE_SELF, &after);
+  fs::remove_all(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find("not a binlog file (bad magic)"), std::string::npos)
+      << r.status().ToString();
+  // ru_maxrss is in KiB; paging in the file would add about 1 GiB.
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "the file was paged in";
 }
 
 TEST(BinlogFileReaderTest, TruncatedCopyNamesLastEvent) {
