@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <map>
 
 #include "checkpoint/checkpoint.h"
@@ -52,6 +53,27 @@ class SinkLock {
   explicit SinkLock(int fd) : fd_(fd) {}
   int fd_;
 };
+
+// A sink file (or the jsonl checkpoint) must be a file in an existing directory; say so
+// before SQLite or open() report something vaguer ("unable to open database file").
+Status CheckSinkFilePath(const std::string& path, std::string_view key) {
+  if (path.empty() || path == "-") return Status::Ok();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return Status::InvalidArgument(fmt::format(
+        "{} {} is a directory; name a file (e.g. {}/replica.db)", key, path, path));
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) return Status::Ok();
+  fs::file_status ps = fs::status(parent, ec);
+  if (!fs::exists(ps))
+    return Status::InvalidArgument(
+        fmt::format("{} {}: directory {} does not exist", key, path, parent.string()));
+  if (!fs::is_directory(ps))
+    return Status::InvalidArgument(
+        fmt::format("{} {}: {} is not a directory", key, path, parent.string()));
+  return Status::Ok();
+}
 
 // Two selected source tables must not share one name downstream: the checkpoint keys the
 // snapshot progress by "db.table" (so `a.b`.c and a.`b.c` would share one entry), and the
@@ -194,6 +216,9 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
 }
 
 Status RunPipeline(const Config& config, const RunOptions& options) {
+  RETURN_IF_ERROR(CheckSinkFilePath(config.sink.path, "sink.path"));
+  if (config.sink.type == SinkType::kJsonl)
+    RETURN_IF_ERROR(CheckSinkFilePath(config.sink.checkpoint, "sink.checkpoint"));
   ConnectOptions conn_opts = SourceConnectOptions(config.source);
   ASSIGN_OR_RETURN(auto meta, Connection::Connect(conn_opts));
   ASSIGN_OR_RETURN(ServerInfo info, ProbeServer(*meta));

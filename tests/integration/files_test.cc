@@ -197,3 +197,34 @@ TEST(SinkNames, TwoSourceTablesOneSqliteNameAreRefusedBeforeTheSnapshot) {
 
 }  // namespace
 }  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+// Issue 6, item 11: a sink path that is a directory (or sits in a missing directory) is
+// named with the reason, not "unable to open database file (14)".
+TEST(SinkPath, DirectoryOrMissingParentIsNamedWithTheReason) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_files;"
+                       "CREATE TABLE IF NOT EXISTS it_files.t (id INT PRIMARY KEY, v INT);"),
+            0);
+  TempDir dir;
+  std::filesystem::create_directory(dir.File("replica.db"));
+  for (std::string type : {"sqlite", "jsonl"}) {
+    SluiceConfigSpec spec;
+    spec.tables = {"it_files.t"};
+    spec.sink_type = type;
+    spec.sink_path = dir.File("replica.db");
+    auto r = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("sink.path " + dir.File("replica.db") + " is a directory"), std::string::npos)
+        << r.output;
+    spec.sink_path = dir.File("no/such/dir/replica.db");
+    r = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("directory " + dir.File("no/such/dir") + " does not exist"), std::string::npos)
+        << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::testing
