@@ -10,6 +10,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   sysbench openssl
+  librdkafka-dev libnats-dev nats-server
 )
 
 missing=()

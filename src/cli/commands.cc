@@ -12,6 +12,7 @@
 #include "cli/decode.h"
 #include "cli/process_guard.h"
 #include "cli/run.h"
+#include "sink/tail.h"
 #include "util/log.h"
 
 namespace sluice::cli {
@@ -64,6 +65,11 @@ int Main(int argc, char** argv) {
   compare->add_option("--config", config_path, "TOML config file")->required();
   compare->add_flag("--allow-core-dumps", allow_core_dumps,
                     "Keep core dumps enabled (they can contain the source password)");
+
+  bool follow = false;
+  auto* tail = app.add_subcommand("tail", "Print what a kafka or nats sink published, as JSON lines");
+  tail->add_option("--config", config_path, "TOML config file")->required();
+  tail->add_flag("-f,--follow", follow, "Keep waiting for new records (until SIGINT/SIGTERM)");
 
   DecodeOptions decode_opts;
   auto* decode = app.add_subcommand("decode", "Print the events of binlog files as JSON lines");
@@ -129,6 +135,20 @@ int Main(int argc, char** argv) {
     std::printf("%s: %zu of %zu tables in the replica match the source\n", all ? "OK" : "MISMATCH",
                 equal, result->size());
     return all ? 0 : 1;
+  }
+  if (*tail) {
+    auto config = LoadConfigFile(config_path);
+    if (!config.ok()) return Fail(config.status());
+    InstallStopHandlers();
+    Status st;
+    if (config->sink.type == SinkType::kKafka) {
+      st = TailKafka(config->sink.kafka, follow, &g_stop, stdout);
+    } else if (config->sink.type == SinkType::kNats) {
+      st = TailNats(config->sink.nats, follow, &g_stop, stdout);
+    } else {
+      st = Status::InvalidArgument("tail works with sink.type = \"kafka\" or \"nats\"");
+    }
+    return st.ok() ? 0 : Fail(st);
   }
   if (*decode) {
     if (decode_opts.stop_position != 0 && decode_opts.start_position > decode_opts.stop_position) {

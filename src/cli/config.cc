@@ -11,6 +11,8 @@
 
 #include <toml++/toml.h>
 
+#include "cli/publish_config.h"
+
 namespace sluice::cli {
 namespace {
 
@@ -196,12 +198,24 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (const toml::node* n = root.get("sink")) {
     const toml::table* sink = n->as_table();
     if (!sink) return KeyError(origin, "sink", "expected a section");
-    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode"}, origin));
+    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats"}, origin));
     std::string type = "sqlite";
     RETURN_IF_ERROR(GetString(*sink, "sink", "type", &type, origin));
     if (type == "sqlite") c.sink.type = SinkType::kSqlite;
     else if (type == "jsonl") c.sink.type = SinkType::kJsonl;
-    else return KeyError(origin, "sink.type", fmt::format("'{}' is not one of: sqlite, jsonl", type));
+    else if (type == "kafka") c.sink.type = SinkType::kKafka;
+    else if (type == "nats") c.sink.type = SinkType::kNats;
+    else return KeyError(origin, "sink.type", fmt::format("'{}' is not one of: sqlite, jsonl, kafka, nats", type));
+    for (const char* section : {"kafka", "nats"}) {
+      const toml::node* sub = sink->get(section);
+      const bool wanted = type == section;
+      if (sub == nullptr && wanted) return KeyError(origin, fmt::format("sink.{}", section), "required for this sink type");
+      if (sub == nullptr) continue;
+      if (!wanted) return KeyError(origin, fmt::format("sink.{}", section), fmt::format("set, but sink.type is \"{}\"", type));
+      if (!sub->is_table()) return KeyError(origin, fmt::format("sink.{}", section), "expected a table");
+      RETURN_IF_ERROR(c.sink.type == SinkType::kKafka ? ParseKafkaConfig(*sub->as_table(), origin, &c.sink.kafka)
+                                                      : ParseNatsConfig(*sub->as_table(), origin, &c.sink.nats));
+    }
     RETURN_IF_ERROR(GetString(*sink, "sink", "path", &c.sink.path, origin));
     RETURN_IF_ERROR(GetString(*sink, "sink", "checkpoint", &c.sink.checkpoint, origin));
     std::string mode;

@@ -6,8 +6,9 @@
 //              tls ("disabled" | "preferred" (default) | "required" | "verify_ca" |
 //              "verify_identity"), ca, cert, key (PEM files), allow_cleartext_auth
 //   [snapshot] mode = "initial" | "never", chunk_rows
-//   [sink]     type = "sqlite" | "jsonl", path, checkpoint (jsonl to stdout only),
-//              file_mode (octal string, default "0600": the most any created file gets)
+//   [sink]     type = "sqlite" | "jsonl" | "kafka" | "nats", path, checkpoint (jsonl to
+//              stdout only), file_mode (octal string, default "0600": the most any created
+//              file gets); [sink.kafka] / [sink.nats] (cli/publish_config.h)
 // Unknown sections or keys, wrong types, and out-of-range values are kInvalidArgument
 // naming the key ("source.port: expected an integer in 1..65535"). The password is read
 // from the environment variable named by password_env, never from the file, and is never
@@ -20,6 +21,8 @@
 #include <vector>
 
 #include "mysql/connection.h"
+#include "sink/kafka_sink.h"
+#include "sink/nats_sink.h"
 #include "util/status.h"
 
 namespace sluice::cli {
@@ -41,7 +44,7 @@ struct SourceConfig {
 };
 
 enum class SnapshotMode { kInitial, kNever };
-enum class SinkType { kSqlite, kJsonl };
+enum class SinkType { kSqlite, kJsonl, kKafka, kNats };
 
 struct SnapshotConfig {
   SnapshotMode mode = SnapshotMode::kInitial;
@@ -53,6 +56,8 @@ struct SinkConfig {
   std::string path = "replica.db";
   std::string checkpoint;  // jsonl: checkpoint file (default "<path>.checkpoint"; required for "-")
   uint32_t file_mode = 0600;  // permission bits of every file sluice creates (umask)
+  KafkaSinkOptions kafka;  // type = "kafka": the [sink.kafka] table (cli/publish_config.h)
+  NatsSinkOptions nats;    // type = "nats": the [sink.nats] table
 };
 
 struct Config {

@@ -58,7 +58,16 @@ TEST(ConfigTest, RejectsBadInputNamingTheKey) {
               "unix socket");
   ExpectError("[source]\nserver_id = 1\ntables=[\"a.*\"]\npassword_env=\"SLUICE_NOPE_UNSET\"\n",
               "SLUICE_NOPE_UNSET is not set");
-  ExpectError("[source]\nserver_id = 1\ntables=[\"a.*\"]\n[sink]\ntype=\"kafka\"\n", "sink.type");
+  ExpectError("[source]\nserver_id = 1\ntables=[\"a.*\"]\n[sink]\ntype=\"pulsar\"\n", "sink.type");
+  const std::string src = "[source]\nserver_id = 1\ntables=[\"a.*\"]\n";
+  ExpectError(src + "[sink]\ntype=\"kafka\"\n", "sink.kafka: required");
+  ExpectError(src + "[sink]\ntype=\"kafka\"\n[sink.kafka]\n", "sink.kafka.bootstrap_servers: required");
+  ExpectError(src + "[sink]\ntype=\"kafka\"\n[sink.kafka]\nbootstrap_servers=\"h:1\"\npartitons=3\n",
+              "sink.kafka.partitons: unknown key");
+  ExpectError(src + "[sink]\ntype=\"kafka\"\n[sink.kafka]\nbootstrap_servers=\"h:1\"\ntopic=\"x\"\n",
+              "sink.kafka.topic");
+  ExpectError(src + "[sink]\ntype=\"sqlite\"\n[sink.nats]\nurl=\"nats://h:1\"\n", "sink.nats: set, but");
+  ExpectError(src + "[sink]\ntype=\"nats\"\n[sink.nats]\nreplicas=7\n", "sink.nats.replicas");
   ExpectError("[source]\nserver_id = 1\ntables=[\"a.*\"]\n[snapshot]\nmode=\"sometimes\"\n",
               "snapshot.mode");
   ExpectError("[source\n", "sluice.toml:");
@@ -99,6 +108,40 @@ TEST(ConfigTest, RejectsInconsistentTlsSettings) {
   ExpectError(head + "cert = \"" + file + "\"\n", "source.key: cert and key go together");
   ExpectError(head + "ca = \"/nonexistent/ca.pem\"\n", "source.ca: cannot read /nonexistent/ca.pem");
   ExpectError(head + "allow_cleartext_auth = \"yes\"\n", "source.allow_cleartext_auth: expected true or false");
+}
+
+TEST(ConfigTest, PublishingSinks) {
+  setenv("SLUICE_TEST_PW", "s3cret", 1);
+  const std::string src = "[source]\nserver_id = 1\ntables=[\"a.*\"]\n";
+  auto k = ParseConfig(src + R"([sink]
+type = "kafka"
+[sink.kafka]
+bootstrap_servers = "b1:9092,b2:9092"
+topic_prefix = "app"
+transactional_id = "sluice-1"
+tombstones = false
+schemas = true
+partitions = 6
+[sink.kafka.properties]
+"security.protocol" = "ssl"
+)", "sluice.toml");
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->sink.type, SinkType::kKafka);
+  EXPECT_EQ(k->sink.kafka.bootstrap_servers, "b1:9092,b2:9092");
+  EXPECT_EQ(k->sink.kafka.transactional_id, "sluice-1");
+  EXPECT_FALSE(k->sink.kafka.records.tombstones);
+  EXPECT_TRUE(k->sink.kafka.records.schemas);
+  EXPECT_FALSE(k->sink.kafka.records_defaults);
+  EXPECT_EQ(k->sink.kafka.partitions, 6);
+  ASSERT_EQ(k->sink.kafka.properties.size(), 1u);
+  EXPECT_EQ(k->sink.kafka.properties[0].second, "ssl");
+  EXPECT_EQ(KafkaTopicFor(k->sink.kafka, "my db", "t$1"), "app.my_db.t_1");
+  auto n = ParseConfig(src + "[sink]\ntype=\"nats\"\n[sink.nats]\nurl=\"nats://a:1,nats://b:2\"\nreplicas=3\n",
+                       "sluice.toml");
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(n->sink.nats.replicas, 3);
+  EXPECT_TRUE(n->sink.nats.records.tombstones);
+  EXPECT_EQ(NatsSubjectFor(n->sink.nats, "shop", "a.b*"), "sluice.shop.a_b_");
 }
 
 }  // namespace

@@ -208,6 +208,14 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
     ASSIGN_OR_RETURN(auto s, SqliteSink::Open(o));
     return std::unique_ptr<Sink>(std::move(s));
   }
+  if (config.type == SinkType::kKafka) {
+    ASSIGN_OR_RETURN(auto s, KafkaSink::Open(config.kafka));
+    return std::unique_ptr<Sink>(std::move(s));
+  }
+  if (config.type == SinkType::kNats) {
+    ASSIGN_OR_RETURN(auto s, NatsSink::Open(config.nats));
+    return std::unique_ptr<Sink>(std::move(s));
+  }
   JsonlSinkOptions o;
   o.path = config.path;
   o.checkpoint_path = config.checkpoint;
@@ -247,7 +255,13 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   ASSIGN_OR_RETURN(auto tables, ListTables(*meta, filter));
   RETURN_IF_ERROR(CheckNameCollisions(tables, config.sink.type));
 
-  ASSIGN_OR_RETURN(SinkLock lock, SinkLock::Take(config.sink));
+  // Kafka and NATS need no local lock: a transactional producer fences an older one, and
+  // JetStream drops resent records by id.
+  std::optional<SinkLock> lock;
+  if (config.sink.type == SinkType::kSqlite || config.sink.type == SinkType::kJsonl) {
+    ASSIGN_OR_RETURN(SinkLock taken, SinkLock::Take(config.sink));
+    lock.emplace(std::move(taken));
+  }
   ASSIGN_OR_RETURN(auto sink, OpenSink(config.sink));
   ASSIGN_OR_RETURN(auto stored, sink->LoadCheckpoint());
   Checkpoint ckpt;

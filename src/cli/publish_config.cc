@@ -1,0 +1,125 @@
+#include "cli/publish_config.h"
+
+#include <set>
+
+namespace sluice::cli {
+namespace {
+
+// Reads the keys of one table, each with its own setter; errors name "<section>.<key>".
+class Reader {
+ public:
+  Reader(const toml::table& t, std::string section, std::string_view origin)
+      : t_(t), section_(std::move(section)), origin_(origin) {}
+
+  Status Error(std::string_view key, std::string_view msg) const {
+    return Status::InvalidArgument(fmt::format("{}: {}.{}: {}", origin_, section_, key, msg));
+  }
+  Status String(const char* key, std::string* out) {
+    known_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_string()) return Error(key, "expected a string");
+    *out = n->as_string()->get();
+    return Status::Ok();
+  }
+  Status Bool(const char* key, bool* out) {
+    known_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_boolean()) return Error(key, "expected true or false");
+    *out = n->as_boolean()->get();
+    return Status::Ok();
+  }
+  template <typename T>
+  Status Int(const char* key, T* out, int64_t lo, int64_t hi) {
+    known_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_integer() || n->as_integer()->get() < lo || n->as_integer()->get() > hi) {
+      return Error(key, fmt::format("expected an integer in {}..{}", lo, hi));
+    }
+    *out = static_cast<T>(n->as_integer()->get());
+    return Status::Ok();
+  }
+  Status Records(RecordOptions* r, bool* defaults) {
+    bool tombstones = true;
+    RETURN_IF_ERROR(Bool("tombstones", &tombstones));
+    RETURN_IF_ERROR(Bool("schemas", &r->schemas));
+    RETURN_IF_ERROR(Bool("transaction_metadata", &r->transaction_metadata));
+    *defaults = false;
+    r->tombstones = tombstones;
+    r->split_key_changes = true;
+    return Status::Ok();
+  }
+  // Call last: rejects keys no setter asked for.
+  Status Finish(std::initializer_list<const char*> tables = {}) {
+    for (const char* t : tables) known_.insert(t);
+    for (const auto& [k, v] : t_) {
+      (void)v;
+      if (!known_.count(std::string(k.str()))) {
+        std::string list;
+        for (const auto& a : known_) list += (list.empty() ? "" : ", ") + a;
+        return Error(k.str(), fmt::format("unknown key (known: {})", list));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const toml::table& t_;
+  std::string section_;
+  std::string_view origin_;
+  std::set<std::string> known_;
+};
+
+}  // namespace
+
+Status ParseKafkaConfig(const toml::table& t, std::string_view origin, KafkaSinkOptions* o) {
+  Reader r(t, "sink.kafka", origin);
+  RETURN_IF_ERROR(r.String("bootstrap_servers", &o->bootstrap_servers));
+  RETURN_IF_ERROR(r.String("topic_prefix", &o->topic_prefix));
+  RETURN_IF_ERROR(r.String("topic", &o->topic_template));
+  RETURN_IF_ERROR(r.String("transactional_id", &o->transactional_id));
+  RETURN_IF_ERROR(r.String("state_topic", &o->state_topic));
+  RETURN_IF_ERROR(r.String("state_key", &o->state_key));
+  RETURN_IF_ERROR(r.Records(&o->records, &o->records_defaults));
+  RETURN_IF_ERROR(r.Bool("create_topics", &o->create_topics));
+  RETURN_IF_ERROR(r.Int("partitions", &o->partitions, 1, 100000));
+  RETURN_IF_ERROR(r.Int("replication_factor", &o->replication_factor, -1, 1000));
+  RETURN_IF_ERROR(r.Int("group_max_records", &o->group_max_records, 1, 10000000));
+  RETURN_IF_ERROR(r.Int("group_max_ms", &o->group_max_ms, 0, 3600000));
+  RETURN_IF_ERROR(r.Int("delivery_timeout_ms", &o->delivery_timeout_ms, 1000, 86400000));
+  RETURN_IF_ERROR(r.Int("queue_max_kbytes", &o->queue_max_kbytes, 1024, 2097151));
+  if (const toml::node* n = t.get("properties")) {
+    const toml::table* props = n->as_table();
+    if (!props) return r.Error("properties", "expected a table of librdkafka properties");
+    for (const auto& [k, v] : *props) {
+      if (!v.is_string()) return r.Error(fmt::format("properties.{}", k.str()), "expected a string");
+      o->properties.emplace_back(std::string(k.str()), v.as_string()->get());
+    }
+  }
+  RETURN_IF_ERROR(r.Finish({"properties"}));
+  if (o->bootstrap_servers.empty()) return r.Error("bootstrap_servers", "required");
+  if (o->topic_template.find("{table}") == std::string::npos) {
+    return r.Error("topic", "must contain {table} (one topic per table)");
+  }
+  return Status::Ok();
+}
+
+Status ParseNatsConfig(const toml::table& t, std::string_view origin, NatsSinkOptions* o) {
+  Reader r(t, "sink.nats", origin);
+  RETURN_IF_ERROR(r.String("url", &o->url));
+  RETURN_IF_ERROR(r.String("subject_prefix", &o->subject_prefix));
+  RETURN_IF_ERROR(r.String("stream", &o->stream));
+  RETURN_IF_ERROR(r.Int("replicas", &o->replicas, 1, 5));
+  RETURN_IF_ERROR(r.String("kv_bucket", &o->kv_bucket));
+  RETURN_IF_ERROR(r.String("state_key", &o->state_key));
+  RETURN_IF_ERROR(r.Records(&o->records, &o->records_defaults));
+  RETURN_IF_ERROR(r.Int("max_pending", &o->max_pending, 1, 1000000));
+  RETURN_IF_ERROR(r.Int("ack_timeout_ms", &o->ack_timeout_ms, 100, 3600000));
+  RETURN_IF_ERROR(r.Finish());
+  if (o->url.empty()) return r.Error("url", "required");
+  return Status::Ok();
+}
+
+}  // namespace sluice::cli

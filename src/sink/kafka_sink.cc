@@ -1,0 +1,651 @@
+// Kafka sink on librdkafka. Protocol behaviour (idempotence, transactions, retries) is
+// librdkafka's; this file maps records to topics, tracks delivery for the checkpoint, and
+// groups source transactions into Kafka transactions. See kafka_sink.h.
+#include "sink/kafka_sink.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <thread>
+
+#include "util/log.h"
+
+namespace sluice {
+
+namespace {
+
+int64_t SystemNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Errors a retry cannot fix: the run must stop and a person act.
+bool IsDefinite(rd_kafka_resp_err_t e) {
+  switch (e) {
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+    case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
+    case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+    case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
+    case RD_KAFKA_RESP_ERR_INVALID_REQUIRED_ACKS:
+    case RD_KAFKA_RESP_ERR_PRODUCER_FENCED:
+    case RD_KAFKA_RESP_ERR__FENCED:
+    case RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string Printable(std::string_view s, size_t max) {
+  std::string out;
+  for (char c : s.substr(0, max)) out.push_back(static_cast<unsigned char>(c) < 0x20 ? ' ' : c);
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+}  // namespace
+
+std::string KafkaTopicFor(const KafkaSinkOptions& o, std::string_view db, std::string_view table) {
+  std::string t;
+  const std::string& tpl = o.topic_template;
+  for (size_t i = 0; i < tpl.size();) {
+    if (tpl.compare(i, 8, "{prefix}") == 0) {
+      t += o.topic_prefix;
+      i += 8;
+    } else if (tpl.compare(i, 4, "{db}") == 0) {
+      t += db;
+      i += 4;
+    } else if (tpl.compare(i, 7, "{table}") == 0) {
+      t += table;
+      i += 7;
+    } else {
+      t += tpl[i++];
+    }
+  }
+  for (char& c : t) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  return t;
+}
+
+class KafkaSink::Impl {
+ public:
+  explicit Impl(KafkaSinkOptions options) : o(std::move(options)), serializer(o.records) {}
+  ~Impl() {
+    for (auto& [name, rkt] : topics) rd_kafka_topic_destroy(rkt);
+    if (rk != nullptr) {
+      rd_kafka_flush(rk, 2000);
+      rd_kafka_destroy(rk);
+    }
+  }
+
+  Status Open();
+  Result<std::optional<std::string>> Load();
+  Status Prepare(const TableSchema& table);
+  Status Publish(const std::string& checkpoint);  // batch's records, then the checkpoint
+  Status Save(const std::string& checkpoint);
+  Status FlushAll();
+
+  // Delivery report (librdkafka thread-free: called from rd_kafka_poll/flush).
+  void OnDelivery(const rd_kafka_message_t* m);
+
+  KafkaSinkOptions o;
+  RecordSerializer serializer;
+  RecordBatch batch;
+  rd_kafka_t* rk = nullptr;
+  bool transactional = false;
+  std::map<std::string, rd_kafka_topic_t*> topics;
+  std::map<std::string, bool> created;
+  Status broken;
+
+  // Delivery tracking: every record produced gets a sequence number; base_seq is the
+  // first not yet confirmed (all below it are delivered).
+  uint64_t next_seq = 0;
+  uint64_t base_seq = 0;
+  std::deque<uint8_t> done;
+  Status delivery_error;
+
+  // At-least-once checkpointing.
+  std::deque<std::pair<uint64_t, std::string>> pending;  // (records before it, checkpoint)
+  std::optional<std::string> ready;                      // confirmed, not yet written
+  std::optional<std::string> in_flight;                  // written, delivery not confirmed
+  uint64_t in_flight_seq = 0;
+  std::optional<std::string> stored;
+  int64_t last_state_ms = 0;
+
+  // Exactly-once: the open Kafka transaction's records, kept for a retry.
+  struct Kept {
+    rd_kafka_topic_t* rkt;
+    int32_t partition;
+    bool has_key, has_value;
+    size_t key_begin, key_size, value_begin, value_size;
+  };
+  bool txn_open = false;
+  int64_t txn_started_ms = 0;
+  std::string group_buf;
+  std::vector<Kept> group;
+  std::string group_checkpoint;
+
+ private:
+  Result<rd_kafka_topic_t*> Topic(const std::string& name);
+  Status CreateTopic(const std::string& name, int partitions, bool compacted);
+  Status Produce(rd_kafka_topic_t* rkt, int32_t partition, const char* key, size_t key_size,
+                 const char* value, size_t value_size, bool has_value);
+  Status ProduceBatch();
+  Status ProduceKept(size_t first);
+  Status RetryGroup();
+  Status ProduceState(const std::string& checkpoint);
+  Status AdvanceState(bool force);
+  Status BeginTxn();
+  Status CommitTxn();
+  Status TxnError(rd_kafka_error_t* e, std::string_view what);
+  Status Check() {
+    if (!broken.ok()) return broken;
+    if (!delivery_error.ok()) broken = delivery_error;
+    return broken;
+  }
+  std::string TopicOf(const Record& r) const;
+};
+
+namespace {
+void DeliveryCallback(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+  static_cast<KafkaSink::Impl*>(opaque)->OnDelivery(m);
+}
+}  // namespace
+
+void KafkaSink::Impl::OnDelivery(const rd_kafka_message_t* m) {
+  const uint64_t seq = reinterpret_cast<uintptr_t>(m->_private);
+  if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR && delivery_error.ok()) {
+    std::string what = m->key != nullptr
+                           ? fmt::format("key {}", Printable({static_cast<const char*>(m->key), m->key_len}, 200))
+                           : fmt::format("value {}", Printable({static_cast<const char*>(m->payload), m->len}, 200));
+    std::string reason = rd_kafka_err2str(m->err);
+    if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+      char buf[512];
+      rd_kafka_fatal_error(rk, buf, sizeof buf);
+      reason = buf;
+    }
+    std::string msg = fmt::format("kafka: record to topic {} ({}) not delivered: {}",
+                                  rd_kafka_topic_name(m->rkt), what, reason);
+    delivery_error = IsDefinite(m->err) ? Status::FailedPrecondition(msg) : Status::Unavailable(msg);
+  }
+  if (seq < base_seq || seq - base_seq >= done.size()) return;
+  done[seq - base_seq] = 1;
+  while (!done.empty() && done.front() != 0) {
+    done.pop_front();
+    ++base_seq;
+  }
+}
+
+Status KafkaSink::Impl::Open() {
+  if (o.bootstrap_servers.empty()) return Status::InvalidArgument("kafka sink: bootstrap_servers is empty");
+  if (!o.now_ms) o.now_ms = SystemNowMs;
+  if (o.state_topic.empty()) o.state_topic = o.topic_prefix + ".sluice_state";
+  if (o.state_key.empty()) o.state_key = o.transactional_id.empty() ? o.topic_prefix : o.transactional_id;
+  transactional = !o.transactional_id.empty();
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  std::vector<std::pair<std::string, std::string>> props = {
+      {"bootstrap.servers", o.bootstrap_servers},
+      {"client.id", "sluice"},
+      {"enable.idempotence", "true"},
+      {"acks", "all"},
+      {"partitioner", "murmur2_random"},
+      {"linger.ms", "5"},
+      {"message.timeout.ms", std::to_string(o.delivery_timeout_ms)},
+      {"queue.buffering.max.kbytes", std::to_string(o.queue_max_kbytes)},
+      {"log.connection.close", "false"},
+  };
+  if (transactional) {
+    props.emplace_back("transactional.id", o.transactional_id);
+    props.emplace_back("transaction.timeout.ms",
+                       std::to_string(std::max<uint32_t>(o.delivery_timeout_ms, 60000)));
+  }
+  for (const auto& p : o.properties) props.push_back(p);
+  for (const auto& [k, v] : props) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return Status::InvalidArgument(fmt::format("kafka sink: property {}: {}", k, err));
+    }
+  }
+  rd_kafka_conf_set_dr_msg_cb(conf, DeliveryCallback);
+  rd_kafka_conf_set_opaque(conf, this);
+  rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  if (rk == nullptr) return Status::InvalidArgument(fmt::format("kafka sink: {}", err));
+  if (transactional) {
+    for (int attempt = 0;; ++attempt) {
+      rd_kafka_error_t* e = rd_kafka_init_transactions(rk, o.delivery_timeout_ms);
+      if (e == nullptr) break;
+      const bool retry = rd_kafka_error_is_retriable(e) && attempt < 5;
+      Status st = Status::Unavailable(fmt::format("kafka sink: init_transactions ({}): {}",
+                                                  o.transactional_id, rd_kafka_error_string(e)));
+      rd_kafka_error_destroy(e);
+      if (!retry) return st;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
+    }
+  }
+  if (o.create_topics) RETURN_IF_ERROR(CreateTopic(o.state_topic, 1, true));
+  return Status::Ok();
+}
+
+Status KafkaSink::Impl::CreateTopic(const std::string& name, int partitions, bool compacted) {
+  if (created.count(name)) return Status::Ok();
+  char err[512];
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(name.c_str(), partitions, o.replication_factor, err, sizeof err);
+  if (nt == nullptr) return Status::InvalidArgument(fmt::format("kafka sink: topic {}: {}", name, err));
+  if (compacted) (void)rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  Status st;
+  if (ev == nullptr) {
+    st = Status::Unavailable(fmt::format("kafka sink: creating topic {}: no answer in 30 s", name));
+  } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    st = Status::Unavailable(fmt::format("kafka sink: creating topic {}: {}", name,
+                                         rd_kafka_event_error_string(ev)));
+  } else {
+    size_t n = 0;
+    const rd_kafka_topic_result_t** res =
+        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+    for (size_t i = 0; i < n; ++i) {
+      rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+        const char* why = rd_kafka_topic_result_error_string(res[i]);
+        std::string msg = fmt::format("kafka sink: creating topic {}: {}", name,
+                                      why != nullptr ? why : rd_kafka_err2str(e));
+        st = IsDefinite(e) ||
+                     e == RD_KAFKA_RESP_ERR_INVALID_REPLICATION_FACTOR ||
+                     e == RD_KAFKA_RESP_ERR_INVALID_PARTITIONS || e == RD_KAFKA_RESP_ERR_INVALID_CONFIG
+                 ? Status::FailedPrecondition(msg)
+                 : Status::Unavailable(msg);
+      }
+    }
+  }
+  if (ev != nullptr) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_NewTopic_destroy(nt);
+  if (st.ok()) created[name] = true;
+  return st;
+}
+
+Result<rd_kafka_topic_t*> KafkaSink::Impl::Topic(const std::string& name) {
+  auto it = topics.find(name);
+  if (it != topics.end()) return it->second;
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, name.c_str(), nullptr);
+  if (rkt == nullptr) {
+    return Status::InvalidArgument(
+        fmt::format("kafka sink: topic {}: {}", name, rd_kafka_err2str(rd_kafka_last_error())));
+  }
+  topics[name] = rkt;
+  return rkt;
+}
+
+std::string KafkaSink::Impl::TopicOf(const Record& r) const {
+  switch (r.kind) {
+    case RecordKind::kTxnBegin:
+    case RecordKind::kTxnEnd:
+      return o.topic_prefix + ".transaction";
+    case RecordKind::kSchemaChange:
+      return o.topic_prefix;
+    default:
+      return KafkaTopicFor(o, r.table->db, r.table->table);
+  }
+}
+
+Status KafkaSink::Impl::Produce(rd_kafka_topic_t* rkt, int32_t partition, const char* key,
+                                size_t key_size, const char* value, size_t value_size,
+                                bool has_value) {
+  for (;;) {
+    void* opaque = reinterpret_cast<void*>(static_cast<uintptr_t>(next_seq));
+    int rc = rd_kafka_produce(rkt, partition, RD_KAFKA_MSG_F_COPY,
+                              has_value ? const_cast<char*>(value) : nullptr, has_value ? value_size : 0,
+                              key, key_size, opaque);
+    if (rc == 0) {
+      ++next_seq;
+      done.push_back(0);
+      return Status::Ok();
+    }
+    rd_kafka_resp_err_t e = rd_kafka_last_error();
+    if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+      rd_kafka_poll(rk, 100);  // back-pressure: wait for deliveries
+      RETURN_IF_ERROR(Check());
+      continue;
+    }
+    std::string what = key != nullptr ? fmt::format("key {}", Printable({key, key_size}, 200))
+                                      : fmt::format("value {}", Printable({value, value_size}, 200));
+    std::string msg = fmt::format("kafka: record to topic {} ({}) refused: {}", rd_kafka_topic_name(rkt),
+                                  what, rd_kafka_err2str(e));
+    if (transactional && !IsDefinite(e)) return Status::Unavailable(msg);  // the group is retried
+    broken = IsDefinite(e) ? Status::FailedPrecondition(msg) : Status::Unavailable(msg);
+    return broken;
+  }
+}
+
+Status KafkaSink::Impl::ProduceBatch() {
+  const size_t first = group.size();
+  for (const Record& r : batch.records) {
+    const std::string name = TopicOf(r);
+    ASSIGN_OR_RETURN(rd_kafka_topic_t * rkt, Topic(name));
+    const int32_t partition = r.has_key ? RD_KAFKA_PARTITION_UA : 0;
+    if (transactional) {
+      Kept k{rkt, partition, r.has_key, r.has_value, 0, 0, 0, 0};
+      k.key_begin = group_buf.size();
+      k.key_size = r.key_size;
+      group_buf.append(batch.key(r));
+      k.value_begin = group_buf.size();
+      k.value_size = r.value_size;
+      group_buf.append(batch.value(r));
+      group.push_back(k);
+      continue;
+    }
+    RETURN_IF_ERROR(Produce(rkt, partition, r.has_key ? batch.buffer.data() + r.key_begin : nullptr,
+                            r.key_size, batch.buffer.data() + r.value_begin, r.value_size,
+                            r.has_value));
+  }
+  if (transactional) return ProduceKept(first);
+  return Status::Ok();
+}
+
+Status KafkaSink::Impl::ProduceKept(size_t first) {
+  for (size_t i = first; i < group.size(); ++i) {
+    const Kept& k = group[i];
+    RETURN_IF_ERROR(Produce(k.rkt, k.partition, k.has_key ? group_buf.data() + k.key_begin : nullptr,
+                            k.key_size, group_buf.data() + k.value_begin, k.value_size, k.has_value));
+  }
+  return Status::Ok();
+}
+
+// Aborts the open transaction and produces the whole group again in a new one.
+Status KafkaSink::Impl::RetryGroup() {
+  if (rd_kafka_error_t* a = rd_kafka_abort_transaction(rk, o.delivery_timeout_ms)) {
+    return TxnError(a, "abort_transaction");
+  }
+  delivery_error = Status::Ok();
+  done.clear();
+  base_seq = next_seq;
+  txn_open = false;
+  RETURN_IF_ERROR(BeginTxn());
+  return ProduceKept(0);
+}
+
+Status KafkaSink::Impl::ProduceState(const std::string& checkpoint) {
+  ASSIGN_OR_RETURN(rd_kafka_topic_t * rkt, Topic(o.state_topic));
+  return Produce(rkt, 0, o.state_key.data(), o.state_key.size(), checkpoint.data(),
+                 checkpoint.size(), true);
+}
+
+Status KafkaSink::Impl::TxnError(rd_kafka_error_t* e, std::string_view what) {
+  std::string msg = fmt::format("kafka sink ({}): {}: {}", o.transactional_id, what, rd_kafka_error_string(e));
+  const bool fatal = rd_kafka_error_is_fatal(e);
+  rd_kafka_error_destroy(e);
+  broken = fatal ? Status::FailedPrecondition(msg) : Status::Unavailable(msg);
+  return broken;
+}
+
+Status KafkaSink::Impl::BeginTxn() {
+  if (txn_open) return Status::Ok();
+  if (rd_kafka_error_t* e = rd_kafka_begin_transaction(rk)) return TxnError(e, "begin_transaction");
+  txn_open = true;
+  txn_started_ms = SteadyMs();
+  return Status::Ok();
+}
+
+// Commits the open transaction with the group's checkpoint. An abortable failure (a record
+// not delivered, a broker error) aborts it and produces the whole group again.
+Status KafkaSink::Impl::CommitTxn() {
+  if (!txn_open) return Status::Ok();
+  int backoff_ms = 500;
+  for (int attempt = 1;; ++attempt) {
+    Status st;
+    if (!group_checkpoint.empty()) st = ProduceState(group_checkpoint);
+    rd_kafka_error_t* e = st.ok() ? rd_kafka_commit_transaction(rk, o.delivery_timeout_ms) : nullptr;
+    if (st.ok() && e == nullptr) {
+      if (!group_checkpoint.empty()) stored = group_checkpoint;
+      txn_open = false;
+      group.clear();
+      group_buf.clear();
+      delivery_error = Status::Ok();
+      return Status::Ok();
+    }
+    if (!st.ok()) {
+      if (!broken.ok() || attempt >= 5) return broken.ok() ? (broken = st) : broken;
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+      backoff_ms *= 2;
+      st = RetryGroup();
+      if (!st.ok() && !broken.ok()) return st;
+      continue;
+    }
+    if (rd_kafka_error_is_fatal(e) || (!rd_kafka_error_txn_requires_abort(e) && !rd_kafka_error_is_retriable(e))) {
+      return TxnError(e, "commit_transaction");
+    }
+    if (delivery_error.code() == StatusCode::kFailedPrecondition || attempt >= 5) {
+      Status definite = delivery_error.ok() ? Status::Ok() : delivery_error;
+      Status failed = TxnError(e, fmt::format("commit_transaction (attempt {})", attempt));
+      if (!definite.ok()) broken = definite;
+      return broken.ok() ? failed : broken;
+    }
+    LogWarning("kafka sink: commit failed ({}); retrying the transaction in {} ms", rd_kafka_error_string(e),
+               backoff_ms);
+    const bool abort = rd_kafka_error_txn_requires_abort(e);
+    rd_kafka_error_destroy(e);
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms *= 2;
+    if (!abort) continue;  // retriable: commit again
+    st = RetryGroup();
+    if (!st.ok() && !broken.ok()) return st;  // a transient produce failure: next attempt
+  }
+}
+
+// At-least-once: moves confirmed checkpoints forward and writes the newest to the state
+// topic (at most every group_max_ms unless forced).
+Status KafkaSink::Impl::AdvanceState(bool force) {
+  rd_kafka_poll(rk, 0);
+  RETURN_IF_ERROR(Check());
+  while (!pending.empty() && pending.front().first <= base_seq) {
+    ready = std::move(pending.front().second);
+    pending.pop_front();
+  }
+  if (in_flight && base_seq > in_flight_seq) {
+    stored = std::move(in_flight);
+    in_flight.reset();
+  }
+  const int64_t now = SteadyMs();
+  if (ready && !in_flight && (force || now - last_state_ms >= o.group_max_ms)) {
+    in_flight_seq = next_seq;
+    RETURN_IF_ERROR(ProduceState(*ready));
+    in_flight = std::move(ready);
+    ready.reset();
+    last_state_ms = now;
+  }
+  return Status::Ok();
+}
+
+Status KafkaSink::Impl::Publish(const std::string& checkpoint) {
+  if (transactional) {
+    RETURN_IF_ERROR(Check());
+    RETURN_IF_ERROR(BeginTxn());
+    Status st = ProduceBatch();
+    for (int attempt = 1; !st.ok() && broken.ok() && attempt <= 5; ++attempt) {
+      LogWarning("{}; producing the transaction again", st.message());
+      std::this_thread::sleep_for(std::chrono::milliseconds(250 << attempt));
+      st = RetryGroup();
+    }
+    if (!st.ok()) return broken.ok() ? (broken = st) : broken;
+    if (!checkpoint.empty()) group_checkpoint = checkpoint;
+    rd_kafka_poll(rk, 0);
+    if (delivery_error.code() == StatusCode::kFailedPrecondition) return Check();
+    if (group.size() >= o.group_max_records || SteadyMs() - txn_started_ms >= o.group_max_ms) {
+      return CommitTxn();
+    }
+    return Status::Ok();
+  }
+  RETURN_IF_ERROR(Check());
+  RETURN_IF_ERROR(ProduceBatch());
+  if (!checkpoint.empty()) pending.emplace_back(next_seq, checkpoint);
+  return AdvanceState(false);
+}
+
+Status KafkaSink::Impl::Save(const std::string& checkpoint) {
+  batch.clear();
+  if (transactional && !txn_open && stored && *stored == checkpoint) return Status::Ok();
+  return Publish(checkpoint);
+}
+
+Status KafkaSink::Impl::FlushAll() {
+  RETURN_IF_ERROR(Check());
+  if (transactional) return CommitTxn();
+  for (int round = 0; round < 2; ++round) {
+    rd_kafka_resp_err_t e = rd_kafka_flush(rk, o.delivery_timeout_ms);
+    RETURN_IF_ERROR(Check());
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      broken = Status::Unavailable(fmt::format("kafka sink: records not delivered within {} ms ({})",
+                                               o.delivery_timeout_ms, o.bootstrap_servers));
+      return broken;
+    }
+    RETURN_IF_ERROR(AdvanceState(true));
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<std::string>> KafkaSink::Impl::Load() {
+  RETURN_IF_ERROR(Check());
+  if (transactional ? txn_open : (!pending.empty() || ready || in_flight)) {
+    return Status::FailedPrecondition("kafka sink: LoadCheckpoint after records were published");
+  }
+  if (stored) return stored;
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  std::vector<std::pair<std::string, std::string>> props = {
+      {"bootstrap.servers", o.bootstrap_servers}, {"group.id", "sluice-state-reader"},
+      {"enable.auto.commit", "false"}, {"enable.partition.eof", "true"},
+      {"isolation.level", "read_committed"}, {"log.connection.close", "false"}};
+  for (const auto& p : o.properties) {
+    if (p.first.rfind("security.", 0) == 0 || p.first.rfind("sasl.", 0) == 0 || p.first.rfind("ssl.", 0) == 0) {
+      props.push_back(p);
+    }
+  }
+  for (const auto& [k, v] : props) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return Status::InvalidArgument(fmt::format("kafka sink: property {}: {}", k, err));
+    }
+  }
+  rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (c == nullptr) return Status::InvalidArgument(fmt::format("kafka sink: {}", err));
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, o.state_topic.c_str(), 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_assign(c, list);
+  rd_kafka_topic_partition_list_destroy(list);
+  std::optional<std::string> last;
+  Status st;
+  const int64_t deadline = SteadyMs() + 30000;
+  for (;;) {
+    if (SteadyMs() > deadline) {
+      st = Status::Unavailable(fmt::format("kafka sink: reading the checkpoint from topic {} took over 30 s",
+                                           o.state_topic));
+      break;
+    }
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 200);
+    if (m == nullptr) continue;
+    const rd_kafka_resp_err_t e = m->err;
+    if (e == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      rd_kafka_message_destroy(m);
+      break;
+    }
+    if (e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || e == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+        e == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION) {
+      rd_kafka_message_destroy(m);
+      break;  // no state topic yet: a new sink
+    }
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      st = Status::Unavailable(fmt::format("kafka sink: reading topic {}: {}", o.state_topic, rd_kafka_err2str(e)));
+      rd_kafka_message_destroy(m);
+      if (IsDefinite(e)) break;
+      continue;
+    }
+    std::string_view key(static_cast<const char*>(m->key), m->key_len);
+    if (key == o.state_key) {
+      if (m->payload != nullptr) {
+        last = std::string(static_cast<const char*>(m->payload), m->len);
+      } else {
+        last.reset();
+      }
+    }
+    st = Status::Ok();
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(c);
+  rd_kafka_destroy(c);
+  RETURN_IF_ERROR(st);
+  stored = last;
+  return last;
+}
+
+Status KafkaSink::Impl::Prepare(const TableSchema& table) {
+  RETURN_IF_ERROR(Check());
+  if (o.create_topics) {
+    RETURN_IF_ERROR(CreateTopic(KafkaTopicFor(o, table.db, table.table), o.partitions, false));
+    RETURN_IF_ERROR(CreateTopic(o.topic_prefix, 1, false));
+    if (o.records.transaction_metadata) RETURN_IF_ERROR(CreateTopic(o.topic_prefix + ".transaction", 1, false));
+  }
+  batch.clear();
+  RETURN_IF_ERROR(serializer.AppendSchemaChange(table, o.now_ms(), &batch));
+  if (batch.records.empty()) return Status::Ok();
+  return Publish("");
+}
+
+KafkaSink::KafkaSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+KafkaSink::~KafkaSink() = default;
+
+Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(KafkaSinkOptions options) {
+  if (options.records_defaults) {
+    options.records.tombstones = true;
+    options.records.split_key_changes = true;
+  }
+  options.records.schema_name_prefix = options.topic_prefix;
+  auto impl = std::make_unique<Impl>(std::move(options));
+  RETURN_IF_ERROR(impl->Open());
+  return std::unique_ptr<KafkaSink>(new KafkaSink(std::move(impl)));
+}
+
+Result<std::optional<std::string>> KafkaSink::LoadCheckpoint() { return impl_->Load(); }
+
+Status KafkaSink::PrepareTable(const TableSchema& table) { return impl_->Prepare(table); }
+
+Status KafkaSink::Apply(const Transaction& txn) {
+  RETURN_IF_ERROR(impl_->broken);
+  impl_->batch.clear();
+  RETURN_IF_ERROR(impl_->serializer.AppendTransaction(txn, impl_->o.now_ms(), &impl_->batch));
+  return impl_->Publish(txn.checkpoint);
+}
+
+Status KafkaSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
+  RETURN_IF_ERROR(impl_->broken);
+  impl_->batch.clear();
+  RETURN_IF_ERROR(impl_->serializer.AppendTruncate(table, impl_->o.now_ms(), &impl_->batch));
+  return impl_->Publish(checkpoint);
+}
+
+Status KafkaSink::SaveCheckpoint(const std::string& checkpoint) { return impl_->Save(checkpoint); }
+
+Status KafkaSink::Flush() { return impl_->FlushAll(); }
+
+}  // namespace sluice

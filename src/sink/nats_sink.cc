@@ -1,0 +1,444 @@
+// NATS JetStream sink on libnats. See nats_sink.h for subjects, ids and the checkpoint rule.
+#include "sink/nats_sink.h"
+
+#include <nats/nats.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "util/log.h"
+
+namespace sluice {
+
+namespace {
+
+int64_t SystemNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Token(std::string_view s) {
+  std::string t(s);
+  for (char& c : t) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  return t.empty() ? "_" : t;
+}
+
+std::string Printable(std::string_view s, size_t max) {
+  std::string out;
+  for (char c : s.substr(0, max)) out.push_back(static_cast<unsigned char>(c) < 0x20 ? ' ' : c);
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+// A publish refusal that no retry fixes.
+bool IsDefinite(natsStatus s, jsErrCode code) {
+  if (s == NATS_NO_RESPONDERS || s == NATS_NOT_PERMITTED || s == NATS_MAX_PAYLOAD) return true;
+  // 10054 message exceeds maximum, 10060 expected stream, 10077 max bytes, 10039 not enabled.
+  return code == 10054 || code == 10060 || code == 10039 || code == JSStreamNotFoundErr;
+}
+
+}  // namespace
+
+std::string NatsSubjectFor(const NatsSinkOptions& o, std::string_view db, std::string_view table) {
+  return o.subject_prefix + "." + Token(db) + "." + Token(table);
+}
+
+class NatsSink::Impl {
+ public:
+  explicit Impl(NatsSinkOptions options) : o(std::move(options)), serializer(o.records) {}
+  ~Impl() {
+    if (js != nullptr) {
+      jsPubOptions po;
+      jsPubOptions_Init(&po);
+      po.MaxWait = 2000;
+      (void)js_PublishAsyncComplete(js, &po);
+    }
+    if (kv != nullptr) kvStore_Destroy(kv);
+    if (js != nullptr) jsCtx_Destroy(js);
+    if (nc != nullptr) natsConnection_Destroy(nc);
+    if (opts != nullptr) natsOptions_Destroy(opts);
+  }
+
+  Status Open();
+  Status Publish(const std::string& checkpoint);
+  Status Commit();  // waits for acks, resends failures, stores the checkpoint
+
+  struct Failed {
+    std::string subject, id, key, data;
+    bool tombstone;
+    natsStatus status;
+    jsErrCode code;
+    std::string text;
+  };
+  void OnError(jsPubAckErr* pae);
+
+  NatsSinkOptions o;
+  RecordSerializer serializer;
+  RecordBatch batch;
+  natsOptions* opts = nullptr;
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  kvStore* kv = nullptr;
+  Status broken;
+  std::mutex mu;
+  std::vector<Failed> failed;  // guarded by mu
+  std::string group_checkpoint;
+  std::optional<std::string> stored;
+  uint64_t group_records = 0;
+  int64_t group_started_ms = 0;
+  bool group_open = false;
+
+  Status PublishOne(const std::string& subject, const std::string& id, std::string_view key,
+                    std::string_view data, bool tombstone, bool sync);
+  Status Err(natsStatus s, std::string_view what) {
+    broken = Status::Unavailable(fmt::format("nats sink ({}): {}: {}", o.url, what, natsStatus_GetText(s)));
+    return broken;
+  }
+};
+
+namespace {
+void ErrHandler(jsCtx*, jsPubAckErr* pae, void* closure) {
+  static_cast<NatsSink::Impl*>(closure)->OnError(pae);
+}
+}  // namespace
+
+void NatsSink::Impl::OnError(jsPubAckErr* pae) {
+  Failed f;
+  natsMsg* m = pae->Msg;
+  f.subject = natsMsg_GetSubject(m);
+  const char* v = nullptr;
+  if (natsMsgHeader_Get(m, "Nats-Msg-Id", &v) == NATS_OK && v != nullptr) f.id = v;
+  if (natsMsgHeader_Get(m, "Sluice-Key", &v) == NATS_OK && v != nullptr) f.key = v;
+  f.tombstone = natsMsgHeader_Get(m, "Sluice-Tombstone", &v) == NATS_OK;
+  f.data.assign(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
+  f.status = pae->Err;
+  f.code = pae->ErrCode;
+  f.text = pae->ErrText != nullptr ? pae->ErrText : natsStatus_GetText(pae->Err);
+  std::lock_guard<std::mutex> lock(mu);
+  failed.push_back(std::move(f));
+}
+
+Status NatsSink::Impl::Open() {
+  if (!o.now_ms) o.now_ms = SystemNowMs;
+  if (o.stream.empty()) {
+    for (char c : Token(o.subject_prefix)) o.stream.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  }
+  if (o.kv_bucket.empty()) o.kv_bucket = o.stream + "_state";
+  natsStatus s = natsOptions_Create(&opts);
+  if (s == NATS_OK) s = natsOptions_SetServers(opts, nullptr, 0);
+  if (s == NATS_OK) s = natsOptions_SetURL(opts, o.url.c_str());
+  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
+  if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
+  if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, false, nullptr, nullptr);
+  if (s != NATS_OK) return Err(s, "options");
+  s = natsConnection_Connect(&nc, opts);
+  if (s != NATS_OK) return Err(s, "connect");
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = o.ack_timeout_ms;
+  jo.PublishAsync.MaxPending = o.max_pending;
+  jo.PublishAsync.ErrHandler = ErrHandler;
+  jo.PublishAsync.ErrHandlerClosure = this;
+  jo.PublishAsync.StallWait = o.ack_timeout_ms;
+  s = natsConnection_JetStream(&js, nc, &jo);
+  if (s != NATS_OK) return Err(s, "JetStream context");
+
+  // The stream: check it, or create it.
+  const std::string wildcard = o.subject_prefix + ".>";
+  jsStreamInfo* si = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  s = js_GetStreamInfo(&si, js, o.stream.c_str(), nullptr, &code);
+  if (s == NATS_NOT_FOUND || code == JSStreamNotFoundErr) {
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = o.stream.c_str();
+    const char* subjects[] = {wildcard.c_str()};
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    sc.Replicas = o.replicas;
+    sc.Duplicates = int64_t{10} * 60 * 1000 * 1000 * 1000;  // ns
+    s = js_AddStream(&si, js, &sc, nullptr, &code);
+    if (s != NATS_OK) {
+      broken = Status::FailedPrecondition(fmt::format("nats sink: creating stream {} ({} replicas): {} (code {})",
+                                                      o.stream, o.replicas, natsStatus_GetText(s), static_cast<int>(code)));
+      return broken;
+    }
+    LogInfo("nats sink: created stream {} for {} with {} replica(s)", o.stream, wildcard, o.replicas);
+  } else if (s != NATS_OK) {
+    if (s == NATS_NO_RESPONDERS) {
+      broken = Status::FailedPrecondition(fmt::format("nats sink: {}: JetStream is not enabled", o.url));
+      return broken;
+    }
+    return Err(s, fmt::format("stream {} info", o.stream));
+  } else {
+    bool covered = false;
+    for (int i = 0; i < si->Config->SubjectsLen; ++i) {
+      const std::string subj = si->Config->Subjects[i];
+      if (subj == wildcard || subj == ">") covered = true;
+    }
+    const int64_t replicas = si->Config->Replicas;
+    jsStreamInfo_Destroy(si);
+    si = nullptr;
+    if (!covered) {
+      broken = Status::FailedPrecondition(fmt::format(
+          "nats sink: stream {} exists but does not take subjects {}; fix the stream or sink.nats.stream",
+          o.stream, wildcard));
+      return broken;
+    }
+    if (replicas != o.replicas) {
+      broken = Status::FailedPrecondition(fmt::format(
+          "nats sink: stream {} has {} replica(s), sink.nats.replicas says {}", o.stream, replicas, o.replicas));
+      return broken;
+    }
+  }
+  if (si != nullptr) jsStreamInfo_Destroy(si);
+
+  s = js_KeyValue(&kv, js, o.kv_bucket.c_str());
+  if (s == NATS_NOT_FOUND) {
+    kvConfig kc;
+    kvConfig_Init(&kc);
+    kc.Bucket = o.kv_bucket.c_str();
+    kc.History = 1;
+    kc.Replicas = o.replicas;
+    kc.StorageType = js_FileStorage;
+    s = js_CreateKeyValue(&kv, js, &kc);
+  }
+  if (s != NATS_OK) return Err(s, fmt::format("key-value bucket {}", o.kv_bucket));
+  return Status::Ok();
+}
+
+Status NatsSink::Impl::PublishOne(const std::string& subject, const std::string& id, std::string_view key,
+                                  std::string_view data, bool tombstone, bool sync) {
+  natsMsg* m = nullptr;
+  natsStatus s = natsMsg_Create(&m, subject.c_str(), nullptr, data.data(), static_cast<int>(data.size()));
+  if (s == NATS_OK && !id.empty()) s = natsMsgHeader_Set(m, "Nats-Msg-Id", id.c_str());
+  if (s == NATS_OK && !key.empty()) s = natsMsgHeader_Set(m, "Sluice-Key", std::string(key).c_str());
+  if (s == NATS_OK && tombstone) s = natsMsgHeader_Set(m, "Sluice-Tombstone", "true");
+  if (s != NATS_OK) {
+    natsMsg_Destroy(m);
+    return Err(s, "building a message");
+  }
+  const auto definite = [&](natsStatus st, jsErrCode code, std::string_view text) {
+    broken = Status::FailedPrecondition(fmt::format("nats sink: record to subject {} ({}) refused: {} (stream {})",
+                                                    subject, key.empty() ? "no key" : Printable(key, 200),
+                                                    text.empty() ? natsStatus_GetText(st) : text, o.stream));
+    (void)code;
+    return broken;
+  };
+  if (!sync) {
+    s = js_PublishMsgAsync(js, &m, nullptr);
+    if (m != nullptr) natsMsg_Destroy(m);  // not taken on failure
+    if (s == NATS_OK) return Status::Ok();
+    if (IsDefinite(s, static_cast<jsErrCode>(0))) return definite(s, static_cast<jsErrCode>(0), "");
+    return Status::Unavailable(fmt::format("nats sink: publish to {}: {}", subject, natsStatus_GetText(s)));
+  }
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = o.ack_timeout_ms;
+  jsPubAck* ack = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  s = js_PublishMsg(&ack, js, m, &po, &code);
+  natsMsg_Destroy(m);
+  if (ack != nullptr) jsPubAck_Destroy(ack);
+  if (s == NATS_OK) return Status::Ok();
+  if (IsDefinite(s, code)) return definite(s, code, "");
+  return Status::Unavailable(fmt::format("nats sink: publish to {}: {}", subject, natsStatus_GetText(s)));
+}
+
+Status NatsSink::Impl::Publish(const std::string& checkpoint) {
+  RETURN_IF_ERROR(broken);
+  if (!group_open) {
+    group_open = true;
+    group_started_ms = SteadyMs();
+  }
+  std::string id;
+  const RowChange* last_change = nullptr;
+  int n = 0;
+  for (const Record& r : batch.records) {
+    std::string subject;
+    switch (r.kind) {
+      case RecordKind::kTxnBegin:
+      case RecordKind::kTxnEnd:
+        subject = o.subject_prefix + "._transaction";
+        break;
+      case RecordKind::kSchemaChange:
+        subject = o.subject_prefix + "._schema";
+        break;
+      default:
+        subject = NatsSubjectFor(o, r.table->db, r.table->table);
+    }
+    id.clear();
+    if (r.change != nullptr) {
+      n = r.change == last_change ? n + 1 : 0;
+      last_change = r.change;
+      const SourceInfo& src = r.change->source;
+      if (!src.snapshot) {
+        id = fmt::format("{}:{}:{}:{}", src.file, src.pos, src.row, n);
+      } else if (r.has_key) {
+        id = fmt::format("r:{}.{}:{}", r.table->db, r.table->table, batch.key(r));
+      }
+    } else if (r.kind == RecordKind::kTxnBegin || r.kind == RecordKind::kTxnEnd) {
+      std::string_view key = batch.key(r);  // {"id":"..."}: unique per transaction
+      id = fmt::format("{}:{}", key, r.kind == RecordKind::kTxnBegin ? 'B' : 'E');
+    }
+    Status st = PublishOne(subject, id, r.has_key ? batch.key(r) : std::string_view(),
+                           r.has_value ? batch.value(r) : std::string_view(), !r.has_value, false);
+    for (int attempt = 1; !st.ok() && broken.ok() && attempt <= 5; ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
+      st = PublishOne(subject, id, r.has_key ? batch.key(r) : std::string_view(),
+                      r.has_value ? batch.value(r) : std::string_view(), !r.has_value, false);
+    }
+    if (!st.ok()) return broken.ok() ? (broken = st) : broken;
+    ++group_records;
+  }
+  if (!checkpoint.empty()) group_checkpoint = checkpoint;
+  if (group_records >= o.group_max_records || SteadyMs() - group_started_ms >= o.group_max_ms) {
+    return Commit();
+  }
+  return Status::Ok();
+}
+
+Status NatsSink::Impl::Commit() {
+  RETURN_IF_ERROR(broken);
+  if (!group_open) return Status::Ok();
+  for (int round = 0;; ++round) {
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = o.ack_timeout_ms * 2;
+    natsStatus s = js_PublishAsyncComplete(js, &po);
+    std::vector<Failed> retry;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      retry.swap(failed);
+    }
+    if (s == NATS_TIMEOUT) {
+      // Unacknowledged publishes: take them back and send them again synchronously.
+      natsMsgList pending{};
+      if (js_PublishAsyncGetPendingList(&pending, js) == NATS_OK) {
+        for (int i = 0; i < pending.Count; ++i) {
+          jsPubAckErr pae{};
+          pae.Msg = pending.Msgs[i];
+          pae.Err = NATS_TIMEOUT;
+          OnError(&pae);
+        }
+        natsMsgList_Destroy(&pending);
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& f : failed) retry.push_back(std::move(f));
+      failed.clear();
+    } else if (s != NATS_OK) {
+      return Err(s, "waiting for acknowledgements");
+    }
+    if (retry.empty()) break;
+    if (round >= 5) {
+      const Failed& f = retry.front();
+      broken = Status::Unavailable(fmt::format(
+          "nats sink: record to subject {} ({}) not acknowledged after {} attempts: {} (stream {})", f.subject,
+          f.key.empty() ? "no key" : Printable(f.key, 200), round + 1, f.text, o.stream));
+      return broken;
+    }
+    LogWarning("nats sink: {} record(s) not acknowledged ({}); sending them again", retry.size(), retry.front().text);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250 << round));
+    for (const Failed& f : retry) {
+      if (IsDefinite(f.status, f.code)) {
+        broken = Status::FailedPrecondition(fmt::format("nats sink: record to subject {} ({}) refused: {} (stream {})",
+                                                        f.subject, f.key.empty() ? "no key" : Printable(f.key, 200),
+                                                        f.text, o.stream));
+        return broken;
+      }
+      Status st = PublishOne(f.subject, f.id, f.key, f.data, f.tombstone, true);
+      if (!st.ok() && !broken.ok()) return broken;
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        failed.push_back(f);
+      }
+    }
+  }
+  if (!group_checkpoint.empty() && (!stored || *stored != group_checkpoint)) {
+    uint64_t rev = 0;
+    natsStatus s = NATS_OK;
+    for (int attempt = 0; attempt < 6; ++attempt) {
+      s = kvStore_PutString(&rev, kv, o.state_key.c_str(), group_checkpoint.c_str());
+      if (s == NATS_OK) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250 << attempt));
+    }
+    if (s != NATS_OK) return Err(s, fmt::format("storing the checkpoint in bucket {}", o.kv_bucket));
+    stored = group_checkpoint;
+  }
+  group_open = false;
+  group_records = 0;
+  return Status::Ok();
+}
+
+NatsSink::NatsSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+NatsSink::~NatsSink() = default;
+
+Result<std::unique_ptr<NatsSink>> NatsSink::Open(NatsSinkOptions options) {
+  if (options.records_defaults) {
+    options.records.tombstones = true;
+    options.records.split_key_changes = true;
+  }
+  options.records.schema_name_prefix = options.subject_prefix;
+  auto impl = std::make_unique<Impl>(std::move(options));
+  RETURN_IF_ERROR(impl->Open());
+  return std::unique_ptr<NatsSink>(new NatsSink(std::move(impl)));
+}
+
+Result<std::optional<std::string>> NatsSink::LoadCheckpoint() {
+  RETURN_IF_ERROR(impl_->broken);
+  if (impl_->stored) return impl_->stored;
+  kvEntry* e = nullptr;
+  natsStatus s = kvStore_Get(&e, impl_->kv, impl_->o.state_key.c_str());
+  if (s == NATS_NOT_FOUND) return std::optional<std::string>();
+  if (s != NATS_OK) return impl_->Err(s, fmt::format("reading the checkpoint from bucket {}", impl_->o.kv_bucket));
+  std::string v(static_cast<const char*>(kvEntry_Value(e)), static_cast<size_t>(kvEntry_ValueLen(e)));
+  kvEntry_Destroy(e);
+  impl_->stored = v;
+  return std::optional<std::string>(std::move(v));
+}
+
+Status NatsSink::PrepareTable(const TableSchema& table) {
+  RETURN_IF_ERROR(impl_->broken);
+  impl_->batch.clear();
+  RETURN_IF_ERROR(impl_->serializer.AppendSchemaChange(table, impl_->o.now_ms(), &impl_->batch));
+  if (impl_->batch.records.empty()) return Status::Ok();
+  return impl_->Publish("");
+}
+
+Status NatsSink::Apply(const Transaction& txn) {
+  RETURN_IF_ERROR(impl_->broken);
+  impl_->batch.clear();
+  RETURN_IF_ERROR(impl_->serializer.AppendTransaction(txn, impl_->o.now_ms(), &impl_->batch));
+  return impl_->Publish(txn.checkpoint);
+}
+
+Status NatsSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
+  RETURN_IF_ERROR(impl_->broken);
+  impl_->batch.clear();
+  RETURN_IF_ERROR(impl_->serializer.AppendTruncate(table, impl_->o.now_ms(), &impl_->batch));
+  return impl_->Publish(checkpoint);
+}
+
+Status NatsSink::SaveCheckpoint(const std::string& checkpoint) {
+  RETURN_IF_ERROR(impl_->broken);
+  impl_->batch.clear();
+  return impl_->Publish(checkpoint);
+}
+
+Status NatsSink::Flush() { return impl_->Commit(); }
+
+}  // namespace sluice
