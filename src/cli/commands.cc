@@ -31,10 +31,17 @@ void InstallStopHandlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-// Exit code for a Status: 2 for problems the user fixes in the config or arguments.
+// Exit codes (README.md, "Exit codes"): 0 success; 1 an error at run time (server, network,
+// sink, privileges); 2 a problem in the config or arguments; 3 the destination cannot be
+// continued (the resume position was purged from the server, or the output was truncated):
+// a new snapshot into a new destination is needed.
 int ExitCode(const Status& st) {
   if (st.ok()) return 0;
-  return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument: return 2;
+    case StatusCode::kDataLoss: return 3;
+    default: return 1;
+  }
 }
 
 int Fail(const Status& st) {

@@ -134,6 +134,9 @@ Result<std::unique_ptr<ReplicationSession>> ReplicationSession::Start(
   Connection& c = *s->conn_;
   s->connection_id_ = c.connection_id();
   s->non_blocking_ = options.non_blocking;
+  s->requested_ = !options.gtid.empty()
+                      ? "GTID " + options.gtid
+                      : fmt::format("{}:{}", options.start.file, options.start.pos < 4 ? 4 : options.start.pos);
 
   ASSIGN_OR_RETURN(QueryResult info,
                    c.Query("SELECT @@version, @@server_id, @@global.binlog_checksum"));
@@ -260,7 +263,18 @@ Status ReplicationSession::FetchError() {
     std::string_view server_msg = mysql_error(m);
     if (server_msg.find("checksum") != std::string_view::npos)
       return Status::FailedPrecondition(std::move(msg));
-    return Status::DataLoss(std::move(msg));
+    // Say what was needed, that it is gone, what the server still has, and what to do. The
+    // dump connection is in an error state: ask on a second one.
+    std::string oldest = "unknown (SHOW BINARY LOGS failed)";
+    if (auto side = Connection::Connect(conn_->options()); side.ok()) {
+      if (auto logs = ListBinaryLogs(**side); logs.ok())
+        oldest = logs->empty() ? "none" : logs->front().first;
+    }
+    return Status::DataLoss(fmt::format(
+        "the resume position {} is no longer on the server {} (its binlogs were purged); the "
+        "oldest binlog it has is {}. This replica cannot be continued: take a new snapshot into "
+        "a new destination (a new sink.path, snapshot.mode = \"initial\"). Server said: {}",
+        requested_, conn_->options().Describe(), oldest, msg));
   }
   Status st = conn_->LastError("binlog dump");
   if (st.code() == StatusCode::kUnavailable || err == 0) {

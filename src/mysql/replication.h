@@ -44,7 +44,8 @@
 //                  committed checkpoint.
 //   kDataLoss      ER_MASTER_FATAL_ERROR_READING_BINLOG (1236): the file does not exist or was
 //                  purged, the GTID position is not in the server's binlogs; carries the
-//                  server's message.
+//                  server's message, the position asked for, the oldest binlog the server
+//                  still has (SHOW BINARY LOGS on a second connection) and the remedy.
 //   kFailedPrecondition  1236 about checksums; other server errors (e.g. duplicate server_id).
 //   kInvalidArgument     bad options (server_id 0 or equal to the server's, no start point,
 //                        malformed GTID set).
@@ -128,6 +129,7 @@ class ReplicationSession {
   uint64_t connection_id_ = 0;
   bool non_blocking_ = false;
   bool ended_ = false;
+  std::string requested_;  // the start point, for messages: "file:pos" or "GTID ..."
 };
 
 // Encodes a MySQL GTID set text ("uuid:1-5:7,uuid2:3") in Gtid_set::encode form (see above).

@@ -227,6 +227,11 @@ TEST_F(ReplicationLiveTest, MissingFileIsDataLoss) {
   EXPECT_EQ(r.status().code(), StatusCode::kDataLoss) << r.status().ToString();
   EXPECT_THAT(r.status().message(), HasSubstr("Could not find first log file name"));
   EXPECT_THAT(r.status().message(), ::testing::Not(HasSubstr(opts_.password)));
+  // Issue 6, item 11: which position, that it is gone, the oldest binlog, the remedy.
+  EXPECT_THAT(r.status().message(), HasSubstr("the resume position mariadb-bin.999999:4 is no "
+                                              "longer on the server"));
+  EXPECT_THAT(r.status().message(), HasSubstr("the oldest binlog it has is mariadb-bin."));
+  EXPECT_THAT(r.status().message(), HasSubstr("take a new snapshot into a new destination"));
 }
 
 TEST_F(ReplicationLiveTest, UnknownGtidIsDataLoss) {
@@ -243,6 +248,8 @@ TEST_F(ReplicationLiveTest, UnknownGtidIsDataLoss) {
     else if (r->empty()) break;
   }
   EXPECT_EQ(st.code(), StatusCode::kDataLoss) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("the resume position GTID 0-1-999999999 is no longer on the server"));
+  EXPECT_THAT(st.message(), HasSubstr("the oldest binlog it has is mariadb-bin."));
 }
 
 TEST_F(ReplicationLiveTest, KilledSessionIsUnavailable) {
