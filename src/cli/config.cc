@@ -148,8 +148,8 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (!src) return KeyError(origin, "source", "missing section [source]");
   RETURN_IF_ERROR(CheckKeys(*src, "source",
                             {"host", "port", "user", "password_env", "server_id", "tables", "exclude",
-                             "heartbeat_seconds", "connect_timeout_seconds", "tls", "ca", "cert",
-                             "key", "allow_cleartext_auth"},
+                             "heartbeat_seconds", "connect_timeout_seconds", "reconnect_timeout_seconds",
+                             "tls", "ca", "cert", "key", "allow_cleartext_auth"},
                             origin));
   RETURN_IF_ERROR(GetString(*src, "source", "host", &c.source.host, origin));
   RETURN_IF_ERROR(GetInt(*src, "source", "port", &c.source.port, 1, 65535, origin));
@@ -161,6 +161,8 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   RETURN_IF_ERROR(GetInt(*src, "source", "heartbeat_seconds", &c.source.heartbeat_seconds, 1, 3600, origin));
   RETURN_IF_ERROR(GetInt(*src, "source", "connect_timeout_seconds", &c.source.connect_timeout_seconds, 1,
                          3600, origin));
+  RETURN_IF_ERROR(GetInt(*src, "source", "reconnect_timeout_seconds",
+                         &c.source.reconnect_timeout_seconds, 0, 31536000, origin));
   RETURN_IF_ERROR(ParseTlsSettings(*src, &c.source, origin));
   if (!src->get("server_id"))
     return KeyError(origin, "source.server_id",
@@ -198,7 +200,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (const toml::node* n = root.get("sink")) {
     const toml::table* sink = n->as_table();
     if (!sink) return KeyError(origin, "sink", "expected a section");
-    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats"}, origin));
+    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats", "busy_timeout_ms"}, origin));
     std::string type = "sqlite";
     RETURN_IF_ERROR(GetString(*sink, "sink", "type", &type, origin));
     if (type == "sqlite") c.sink.type = SinkType::kSqlite;
@@ -235,6 +237,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
                                     mode));
       c.sink.file_mode = m;
     }
+    RETURN_IF_ERROR(GetInt(*sink, "sink", "busy_timeout_ms", &c.sink.busy_timeout_ms, 0, 3600000, origin));
   }
   if (c.sink.path.empty()) return KeyError(origin, "sink.path", "must not be empty");
   if (c.sink.type == SinkType::kSqlite && c.sink.path == "-")

@@ -5,10 +5,13 @@
 //              heartbeat_seconds, connect_timeout_seconds,
 //              tls ("disabled" | "preferred" (default) | "required" | "verify_ca" |
 //              "verify_identity"), ca, cert, key (PEM files), allow_cleartext_auth
+//              reconnect_timeout_seconds (0 = keep reconnecting; default 0)
 //   [snapshot] mode = "initial" | "never", chunk_rows
 //   [sink]     type = "sqlite" | "jsonl" | "kafka" | "nats", path, checkpoint (jsonl to
 //              stdout only), file_mode (octal string, default "0600": the most any created
 //              file gets); [sink.kafka] / [sink.nats] (cli/publish_config.h)
+//              busy_timeout_ms (sqlite: wait this long for another connection's lock
+//              before retrying the transaction; default 10000)
 // Unknown sections or keys, wrong types, and out-of-range values are kInvalidArgument
 // naming the key ("source.port: expected an integer in 1..65535"). The password is read
 // from the environment variable named by password_env, never from the file, and is never
@@ -41,6 +44,8 @@ struct SourceConfig {
   TlsMode tls = TlsMode::kPreferred;
   std::string ca, cert, key;  // PEM files; checked readable at load time
   bool allow_cleartext_auth = false;
+  // Give up after this long without a working replication connection; 0 = never.
+  uint32_t reconnect_timeout_seconds = 0;
 };
 
 enum class SnapshotMode { kInitial, kNever };
@@ -58,6 +63,7 @@ struct SinkConfig {
   uint32_t file_mode = 0600;  // permission bits of every file sluice creates (umask)
   KafkaSinkOptions kafka;  // type = "kafka": the [sink.kafka] table (cli/publish_config.h)
   NatsSinkOptions nats;    // type = "nats": the [sink.nats] table
+  uint32_t busy_timeout_ms = 10000;  // sqlite: lock wait per attempt
 };
 
 struct Config {

@@ -205,6 +205,7 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
   if (config.type == SinkType::kSqlite) {
     SqliteSinkOptions o;
     o.path = config.path;
+    o.busy_timeout_ms = static_cast<int>(config.busy_timeout_ms);
     ASSIGN_OR_RETURN(auto s, SqliteSink::Open(o));
     return std::unique_ptr<Sink>(std::move(s));
   }
@@ -316,6 +317,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   sopts.filter = filter;
   sopts.target = target;
   sopts.stop = options.stop;
+  sopts.reconnect_give_up_seconds = config.source.reconnect_timeout_seconds;
   LogInfo("streaming from {}{}", ckpt.stream_start.ToString(),
           options.until_caught_up ? fmt::format(" until {}", target.ToString()) : "");
   Streamer streamer(sopts);

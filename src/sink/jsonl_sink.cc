@@ -23,6 +23,20 @@ Status IoError(std::string_view op, const std::string& path, int err) {
   return Status::Unavailable(fmt::format("{} {}: {}", op, path, strerror(err)));
 }
 
+bool IsDiskFull(int err) { return err == ENOSPC || err == EDQUOT; }
+
+// A write-path error by what the caller does next: a full disk is transient (the caller
+// retries the same transaction once space is freed); anything else (read-only file or file
+// system, permission, I/O error) is definite and names the path.
+Status WriteError(std::string_view op, const std::string& path, int err) {
+  if (IsDiskFull(err)) {
+    return Status::Unavailable(
+        fmt::format("disk full: {} {}: {} (will retry once space is freed)", op, path, strerror(err)));
+  }
+  return Status::FailedPrecondition(
+      fmt::format("cannot write the JSON lines output: {} {}: {}", op, path, strerror(err)));
+}
+
 int64_t SystemNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -125,6 +139,7 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
       if (::fsync(sink->fd_) != 0) return IoError("fsync", o.path, errno);
     }
     sink->output_bytes_ = recorded;
+    sink->state_bytes_ = recorded;
   } else {
     // First use (or a state file from stdout mode): keep what is there, and record its
     // length before writing so that a crash before the first checkpoint cuts back to it.
@@ -146,17 +161,21 @@ Status JsonlSink::PrepareTable(const TableSchema&) { return broken_; }
 Status JsonlSink::Apply(const Transaction& txn) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
+  const size_t mark = buffer_.size();
   batch_.clear();
   RETURN_IF_ERROR(serializer_.AppendTransaction(txn, options_.now_ms(), &batch_));
   AppendLines();
+  std::optional<std::string> pending_before = pending_;
   if (!txn.checkpoint.empty()) pending_ = txn.checkpoint;
-  if (options_.sync_every_txn) return Flush();
-  if (buffer_.size() >= kWriteThreshold) {
-    Status st = WriteBuffer();
-    if (!st.ok()) broken_ = st;
-    return st;
+  if (!options_.sync_every_txn && buffer_.size() < kWriteThreshold) return Status::Ok();
+  Status st = options_.sync_every_txn ? Flush() : WriteBuffer(/*keep=*/false);
+  if (!st.ok() && broken_.ok()) {
+    // Transient (disk full): the output is back at its last good length and this
+    // transaction's lines are dropped, so the caller can apply the same transaction again.
+    buffer_.resize(mark);
+    pending_ = std::move(pending_before);
   }
-  return Status::Ok();
+  return st;
 }
 
 void JsonlSink::AppendLines() {
@@ -170,34 +189,72 @@ void JsonlSink::AppendLines() {
 Status JsonlSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
+  const size_t mark = buffer_.size();
   batch_.clear();
   RETURN_IF_ERROR(serializer_.AppendTruncate(table, options_.now_ms(), &batch_));
   AppendLines();
+  std::optional<std::string> pending_before = pending_;
   if (!checkpoint.empty()) pending_ = checkpoint;
-  return Flush();
+  Status st = Flush();
+  if (!st.ok() && broken_.ok()) {
+    buffer_.resize(mark);
+    pending_ = std::move(pending_before);
+  }
+  return st;
 }
 
 Status JsonlSink::SaveCheckpoint(const std::string& checkpoint) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
+  std::optional<std::string> pending_before = pending_;
   pending_ = checkpoint;
-  if (options_.sync_every_txn) return Flush();
-  return Status::Ok();
+  if (!options_.sync_every_txn) return Status::Ok();
+  Status st = Flush();
+  if (!st.ok() && broken_.ok()) pending_ = std::move(pending_before);
+  return st;
 }
 
-Status JsonlSink::WriteBuffer() {
+Status JsonlSink::WriteBuffer(bool keep) {
+  // Everything written past state_bytes_ must be in buffer_ until the state file records
+  // it, so that a failed write can be undone (cut back) and done again.
+  const bool undoable = to_stdout_ || output_bytes_ == state_bytes_;
   size_t done = 0;
+  Status st;
   while (done < buffer_.size()) {
     ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return IoError("write", to_stdout_ ? std::string("stdout") : options_.path, errno);
+      st = WriteError("write", to_stdout_ ? std::string("stdout") : options_.path, errno);
+      break;
     }
     done += static_cast<size_t>(n);
     output_bytes_ += static_cast<uint64_t>(n);
   }
-  buffer_.clear();
-  return Status::Ok();
+  if (st.ok()) {
+    if (!keep) buffer_.clear();  // else Flush() clears it once the state file records it
+    return Status::Ok();
+  }
+  return Undo(st, undoable);
+}
+
+Status JsonlSink::Undo(Status error, bool undoable) {
+  if (to_stdout_) {
+    // Lines handed to a pipe cannot be taken back.
+    broken_ = error;
+    return error;
+  }
+  if (!undoable || error.code() != StatusCode::kUnavailable) {
+    broken_ = error;
+    return error;
+  }
+  if (::ftruncate(fd_, static_cast<off_t>(state_bytes_)) != 0) {
+    broken_ = error.WithContext(
+        fmt::format("and cutting {} back to {} bytes failed ({})", options_.path, state_bytes_,
+                    strerror(errno)));
+    return broken_;
+  }
+  output_bytes_ = state_bytes_;
+  return error;
 }
 
 Status JsonlSink::WriteState() {
@@ -208,8 +265,33 @@ Status JsonlSink::WriteState() {
   doc["checkpoint"] = pending_  ? nlohmann::json(*pending_)
                       : stored_ ? nlohmann::json(*stored_)
                                 : nlohmann::json(nullptr);
-  RETURN_IF_ERROR(WriteFileAtomic(
-      state_path_, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  Status st =
+      WriteFileAtomic(state_path_, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (!st.ok()) {
+    // The state file holds the old or the new contents, whole; find out which.
+    auto text = ReadSmallFile(state_path_);
+    std::optional<State> now;
+    if (text.ok() && *text) {
+      auto parsed = ParseState(state_path_, **text);
+      if (parsed.ok()) now = *parsed;
+    }
+    const bool is_new = now && now->output_bytes == (to_stdout_ ? std::nullopt
+                                                                : std::optional<uint64_t>(output_bytes_)) &&
+                        now->checkpoint == (pending_ ? pending_ : stored_);
+    if (!is_new) {
+      const bool full = st.message().find(strerror(ENOSPC)) != std::string::npos ||
+                        st.message().find(strerror(EDQUOT)) != std::string::npos;
+      const bool old_intact = now && now->output_bytes == (to_stdout_ ? std::nullopt
+                                                                       : std::optional<uint64_t>(state_bytes_));
+      if (full && old_intact) {
+        return Status::Unavailable(fmt::format("disk full: state file {}: {} (will retry once space is freed)",
+                                               state_path_, st.message()));
+      }
+      return Status::FailedPrecondition(
+          fmt::format("cannot write the JSON lines state file {}: {}", state_path_, st.message()));
+    }
+  }
+  state_bytes_ = output_bytes_;
   if (pending_) stored_ = std::move(pending_);
   pending_.reset();
   return Status::Ok();
@@ -218,12 +300,21 @@ Status JsonlSink::WriteState() {
 Status JsonlSink::Flush() {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::Ok();
-  Status st = WriteBuffer();
-  if (st.ok() && !to_stdout_ && ::fsync(fd_) != 0) st = IoError("fsync", options_.path, errno);
+  const bool undoable = to_stdout_ || output_bytes_ == state_bytes_;
+  const bool had_output = !buffer_.empty();
+  Status st = WriteBuffer(/*keep=*/true);
+  if (!st.ok()) return st;  // WriteBuffer undid it or marked the sink broken
+  if (!to_stdout_ && had_output && ::fsync(fd_) != 0) {
+    // After a failed fsync the written pages may be gone: cut back and write them again.
+    return Undo(WriteError("fsync", options_.path, errno), undoable);
+  }
   // Stdout may be a pipe or terminal: nothing to fsync; the write() itself hands it on.
-  if (st.ok() && pending_) st = WriteState();
-  if (!st.ok()) broken_ = st;
-  return st;
+  if (pending_) {
+    st = WriteState();
+    if (!st.ok()) return Undo(st, undoable);
+  }
+  buffer_.clear();
+  return Status::Ok();
 }
 
 Status JsonlSink::Close() {

@@ -20,7 +20,13 @@
 // buffered (written out past 1 MiB) and the checkpoint is saved only by Flush()/Close();
 // the guarantee is unchanged, only more may be re-emitted after a crash.
 // An Apply() with an empty txn.checkpoint writes its lines but leaves the stored checkpoint
-// as it was. After a write error the sink refuses further calls with that error.
+// as it was.
+// Errors while writing, by what the caller does next: a full disk (ENOSPC, EDQUOT) is
+// kUnavailable and transient: the output is cut back to the length the state file records
+// and the failed call's lines are dropped, so the caller applies the same transaction again
+// once space is freed (file mode, when nothing unconfirmed was written out before). Any other
+// write error (read-only file or file system, permission, EIO; stdout: any error) is
+// kFailedPrecondition naming the path, and the sink refuses further calls with that error.
 //
 // State file format (a JSON object; keys written in sorted order): {"checkpoint":
 // "<checkpoint text>"|null,"format":"sluice-jsonl-state","output_bytes":N|null,"version":1}
@@ -73,15 +79,20 @@ class JsonlSink : public Sink {
 
  private:
   explicit JsonlSink(JsonlSinkOptions options);
-  Status WriteBuffer();
+  // Writes buffer_ out; keeps it (keep) until Flush() has recorded it in the state file.
+  Status WriteBuffer(bool keep);
   Status WriteState();
   void AppendLines();  // the values of batch_ as lines into buffer_
+  // After a failed write/fsync/state write: a transient `error` with `undoable` output is
+  // cut back to state_bytes_ and returned; otherwise the sink is marked broken.
+  Status Undo(Status error, bool undoable);
 
   JsonlSinkOptions options_;
   bool to_stdout_ = false;
   std::string state_path_;
   int fd_ = -1;
   uint64_t output_bytes_ = 0;           // bytes of the output written (and, if synced, durable)
+  uint64_t state_bytes_ = 0;            // output length recorded in the state file
   std::optional<std::string> stored_;   // checkpoint text in the state file
   std::optional<std::string> pending_;  // checkpoint to store at the next flush
   std::string buffer_;                  // lines not yet written

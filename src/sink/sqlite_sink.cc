@@ -10,7 +10,9 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -51,17 +53,25 @@ constexpr char kDeleteByKey = 'D';
 constexpr char kUpdateFirstMatch = 'u';
 constexpr char kDeleteFirstMatch = 'd';
 
-StatusCode CodeFor(int rc) {
+// What the caller does next after SQLite result `rc` (system_errno: the OS error behind an
+// I/O error): busy/locked and a full disk are transient (kUnavailable: wait, then apply the
+// same transaction again); a read-only or unreadable file, a permission error and other I/O
+// errors are definite (kFailedPrecondition).
+StatusCode CodeFor(int rc, int system_errno) {
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-    case SQLITE_IOERR:
     case SQLITE_FULL:
+    case SQLITE_PROTOCOL:
+      return StatusCode::kUnavailable;
+    case SQLITE_IOERR:
+      if (system_errno == ENOSPC || system_errno == EDQUOT) return StatusCode::kUnavailable;
+      return StatusCode::kFailedPrecondition;
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:
     case SQLITE_PERM:
-    case SQLITE_PROTOCOL:
-      return StatusCode::kUnavailable;
+    case SQLITE_AUTH:
+      return StatusCode::kFailedPrecondition;
     case SQLITE_CONSTRAINT:
     case SQLITE_MISMATCH:
     case SQLITE_TOOBIG:
@@ -75,6 +85,29 @@ StatusCode CodeFor(int rc) {
   }
 }
 
+// A few words on what `rc` means for the user, or "".
+std::string Explain(int rc, int system_errno) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return "the database is locked by another connection";
+    case SQLITE_FULL:
+      return "disk full";
+    case SQLITE_IOERR:
+      if (system_errno == ENOSPC || system_errno == EDQUOT) return "disk full";
+      if (system_errno != 0) return fmt::format("I/O error: {}", std::strerror(system_errno));
+      return "I/O error";
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+      return "the database file is not writable (read-only file, directory or file system, or permissions)";
+    case SQLITE_CANTOPEN:
+      return system_errno != 0 ? fmt::format("cannot open the database file: {}", std::strerror(system_errno))
+                               : "cannot open the database file";
+    default:
+      return "";
+  }
+}
+
 Status MakeStatus(StatusCode code, std::string msg) {
   switch (code) {
     case StatusCode::kUnavailable:
@@ -83,6 +116,8 @@ Status MakeStatus(StatusCode code, std::string msg) {
       return Status::InvalidArgument(std::move(msg));
     case StatusCode::kCorruption:
       return Status::Corruption(std::move(msg));
+    case StatusCode::kFailedPrecondition:
+      return Status::FailedPrecondition(std::move(msg));
     default:
       return Status::Internal(std::move(msg));
   }
@@ -156,8 +191,10 @@ SqliteSink::~SqliteSink() {
 
 Status SqliteSink::SqlError(std::string_view what, int rc) const {
   const char* msg = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  return MakeStatus(CodeFor(rc),
-                    fmt::format("sqlite {}: {}: {} ({})", options_.path, what, msg, rc));
+  const int sys = db_ != nullptr ? sqlite3_system_errno(db_) : 0;
+  const std::string why = Explain(rc, sys);
+  return MakeStatus(CodeFor(rc, sys), fmt::format("sqlite {}: {}{}{}: {} ({})", options_.path,
+                                                  why, why.empty() ? "" : ": ", what, msg, rc));
 }
 
 Status SqliteSink::Exec(const std::string& sql) {
@@ -166,7 +203,11 @@ Status SqliteSink::Exec(const std::string& sql) {
   if (rc == SQLITE_OK) return Status::Ok();
   std::string msg = err != nullptr ? err : sqlite3_errstr(rc);
   sqlite3_free(err);
-  return MakeStatus(CodeFor(rc), fmt::format("sqlite {}: {}: {}", options_.path, sql, msg));
+  const int sys = sqlite3_system_errno(db_);
+  const std::string why = Explain(sqlite3_extended_errcode(db_), sys);
+  return MakeStatus(CodeFor(sqlite3_extended_errcode(db_), sys),
+                    fmt::format("sqlite {}: {}{}{}: {}", options_.path, why, why.empty() ? "" : ": ",
+                                sql, msg));
 }
 
 Result<sqlite3_stmt*> SqliteSink::Prepare(const std::string& sql) {

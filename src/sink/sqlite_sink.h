@@ -24,7 +24,12 @@
 // and u inserts the after image when none matches.
 // An empty txn.checkpoint leaves the stored checkpoint as it was.
 //
-// Errors: kUnavailable for SQLite I/O or busy errors; kInvalidArgument for changes that do
+// Errors, by what the caller does next: kUnavailable (transient; the failed call changed
+// nothing, apply the same transaction again later) when the database is busy/locked by
+// another connection for longer than busy_timeout_ms, or the disk is full (SQLITE_FULL,
+// ENOSPC); kFailedPrecondition (definite; the message names the path and the reason) when
+// the file or its directory is read-only, not permitted, cannot be opened, or another I/O
+// error happened; kInvalidArgument for changes that do
 // not fit the table (value count, absent key column, BIGINT UNSIGNED overflow into an
 // INTEGER column); kFailedPrecondition when an existing SQLite table's columns differ from
 // the source schema. Messages name the table (and column where there is one).

@@ -23,9 +23,10 @@ bool Stopping(const std::atomic<bool>* stop) { return stop && stop->load(); }
 // seen or after DDL, and handed to the sink so it can create the table.
 class SchemaCache {
  public:
-  SchemaCache(Connection& conn, const TableFilter& filter, Sink& sink,
+  using SinkCall = std::function<Status(const char* what, const std::function<Status()>& call)>;
+  SchemaCache(Connection& conn, const TableFilter& filter, Sink& sink, SinkCall sink_call,
               const std::map<std::string, TableSnapshotProgress>& copied)
-      : conn_(conn), filter_(filter), sink_(sink) {
+      : conn_(conn), filter_(filter), sink_(sink), sink_call_(std::move(sink_call)) {
     for (const auto& [name, progress] : copied)
       if (!progress.copied_at.empty()) copied_at_[name] = progress.copied_at;
   }
@@ -47,7 +48,7 @@ class SchemaCache {
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, map.db, map.table));
     RETURN_IF_ERROR(CheckRowLayout(map, loaded, /*allow_appended_columns=*/true));
     auto ptr = std::make_shared<const TableSchema>(std::move(loaded));
-    RETURN_IF_ERROR(sink_.PrepareTable(*ptr));
+    RETURN_IF_ERROR(sink_call_("prepare table", [&] { return sink_.PrepareTable(*ptr); }));
     cache_[key] = ptr;
     return TableSchemaPtr(ptr);
   }
@@ -57,7 +58,7 @@ class SchemaCache {
   Result<TableSchemaPtr> ByName(const std::string& db, const std::string& table) {
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, db, table));
     auto ptr = std::make_shared<const TableSchema>(std::move(loaded));
-    RETURN_IF_ERROR(sink_.PrepareTable(*ptr));
+    RETURN_IF_ERROR(sink_call_("prepare table", [&] { return sink_.PrepareTable(*ptr); }));
     cache_[db + "." + table] = ptr;
     return TableSchemaPtr(ptr);
   }
@@ -66,6 +67,7 @@ class SchemaCache {
   Connection& conn_;
   const TableFilter& filter_;
   Sink& sink_;
+  SinkCall sink_call_;
   std::map<std::string, TableSchemaPtr> cache_;
   std::map<std::string, BinlogPosition> copied_at_;
 };
@@ -76,31 +78,66 @@ struct RawEvent {
 
 }  // namespace
 
+Status Streamer::CallSink(const char* what, const std::function<Status()>& call) {
+  auto backoff = std::chrono::milliseconds(200);
+  auto first_failure = Clock::now();
+  for (int attempt = 1;; ++attempt) {
+    Status st = call();
+    if (st.ok()) {
+      if (attempt > 1) {
+        LogInfo("sink: {} succeeded after {} attempts ({:.1f} s)", what, attempt,
+                std::chrono::duration<double>(Clock::now() - first_failure).count());
+      }
+      return st;
+    }
+    // Definite: stop the run (the message names the sink path and the reason).
+    if (st.code() != StatusCode::kUnavailable) return st.WithContext(fmt::format("sink: {}", what));
+    if (Stopping(options_.stop)) return Status::Cancelled("stop requested while the sink was failing");
+    if (attempt == 1) first_failure = Clock::now();
+    LogWarning("sink: {} failed (attempt {}): {}; retrying the same transaction in {} ms "
+               "(the stream position stays at {})",
+               what, attempt, st.message(), backoff.count(), checkpoint_.stream_start.ToString());
+    // Sleep in small steps so that a stop request is seen promptly.
+    auto until = Clock::now() + backoff;
+    while (Clock::now() < until && !Stopping(options_.stop))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+  }
+}
+
 Status Streamer::Run(const Checkpoint& start, Sink& sink) {
   checkpoint_ = start;
   if (!options_.target.empty() && ComparePositions(checkpoint_.stream_start, options_.target) >= 0) {
-    return sink.SaveCheckpoint(checkpoint_.ToJson());
+    return CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(checkpoint_.ToJson()); });
   }
   auto last_success = Clock::now();
   auto backoff = std::chrono::milliseconds(250);
-  while (true) {
+  for (int attempt = 1;; ++attempt) {
     bool progress = false;
     Status st = RunOnce(sink, &progress);
+    if (st.code() == StatusCode::kCancelled && Stopping(options_.stop)) return Status::Ok();
     if (st.ok()) return st;
+    // Only source errors are kUnavailable here: CallSink retries transient sink errors in
+    // place and turns the others into definite ones.
     if (st.code() != StatusCode::kUnavailable) return st;
     if (progress) {
       last_success = Clock::now();
       backoff = std::chrono::milliseconds(250);
+      attempt = 1;
     }
-    if (Stopping(options_.stop)) return sink.SaveCheckpoint(checkpoint_.ToJson());
+    if (Stopping(options_.stop)) return Status::Ok();  // checkpoint_ is what the sink holds
     auto down_for = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - last_success);
-    if (down_for.count() >= options_.reconnect_give_up_seconds) {
-      return st.WithContext(fmt::format("gave up reconnecting after {} s", down_for.count()));
+    if (options_.reconnect_give_up_seconds > 0 &&
+        down_for.count() >= options_.reconnect_give_up_seconds) {
+      return st.WithContext(fmt::format("gave up reconnecting after {} s (source.reconnect_timeout_seconds)",
+                                        down_for.count()));
     }
-    LogWarning("{}; reconnecting from {} in {} ms", st.ToString(), checkpoint_.stream_start.ToString(),
-               backoff.count());
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    LogWarning("{}; reconnecting from {} in {} ms (attempt {}, down for {} s)", st.ToString(),
+               checkpoint_.stream_start.ToString(), backoff.count(), attempt, down_for.count());
+    auto until = Clock::now() + backoff;
+    while (Clock::now() < until && !Stopping(options_.stop))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(options_.reconnect_max_backoff_ms));
   }
 }
 
@@ -143,7 +180,10 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     reader.join();
   };
 
-  SchemaCache schemas(*meta_conn, options_.filter, sink, checkpoint_.tables);
+  auto sink_call = [this](const char* what, const std::function<Status()>& call) {
+    return CallSink(what, call);
+  };
+  SchemaCache schemas(*meta_conn, options_.filter, sink, sink_call, checkpoint_.tables);
   BinlogPosition current_event;
   binlog::EventStream stream;
   stream.SetPosition(checkpoint_.stream_start.file, checkpoint_.stream_start.pos);
@@ -163,13 +203,21 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     return false;
   });
 
-  bool checkpoint_dirty = false;
+  // checkpoint_ is the state the sink has committed: it moves only after a sink call
+  // succeeded, so a reconnect or a retry never starts past a transaction the sink does not
+  // hold. `passed` is the state after the last transaction read; it runs ahead of
+  // checkpoint_ only over transactions with nothing to deliver (filtered tables, DDL), whose
+  // checkpoint is saved at most once a second.
+  Checkpoint passed = checkpoint_;
+  bool passed_unsaved = false;
   auto last_save = Clock::now();
   auto save_if_due = [&](bool force) -> Status {
-    if (!checkpoint_dirty) return Status::Ok();
+    if (!passed_unsaved) return Status::Ok();
     if (!force && Clock::now() - last_save < std::chrono::seconds(1)) return Status::Ok();
-    RETURN_IF_ERROR(sink.SaveCheckpoint(checkpoint_.ToJson()));
-    checkpoint_dirty = false;
+    const std::string text = passed.ToJson();
+    RETURN_IF_ERROR(CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(text); }));
+    checkpoint_ = passed;
+    passed_unsaved = false;
     last_save = Clock::now();
     return Status::Ok();
   };
@@ -182,15 +230,18 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     current_event = BinlogPosition{ev.file, ev.pos};
     ASSIGN_OR_RETURN(auto committed, assembler.Feed(ev));
     if (!committed) return Status::Ok();
-    checkpoint_.stream_start = committed->end.position;
-    checkpoint_.gtid = committed->end.gtid;
+    Checkpoint next = passed;
+    next.stream_start = committed->end.position;
+    next.gtid = committed->end.gtid;
     if (committed->is_ddl) {
       schemas.Invalidate();
       auto truncated = ParseTruncate(committed->ddl_schema, committed->ddl_query);
       if (truncated && TableSelected(options_.filter, truncated->first, truncated->second)) {
         ASSIGN_OR_RETURN(TableSchemaPtr schema, schemas.ByName(truncated->first, truncated->second));
-        RETURN_IF_ERROR(sink.ResetTable(*schema, checkpoint_.ToJson()));
-        checkpoint_dirty = false;
+        const std::string text = next.ToJson();
+        RETURN_IF_ERROR(CallSink("truncate table", [&] { return sink.ResetTable(*schema, text); }));
+        checkpoint_ = passed = std::move(next);
+        passed_unsaved = false;
         return Status::Ok();
       }
     }
@@ -199,14 +250,16 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
                  "cannot be delivered", committed->unknown_xa, ev.file, ev.pos);
     }
     if (committed->changes.empty()) {
-      checkpoint_dirty = true;
+      passed = std::move(next);
+      passed_unsaved = true;
       return save_if_due(false);
     }
     Transaction txn;
     txn.changes = std::move(committed->changes);
-    txn.checkpoint = checkpoint_.ToJson();
-    RETURN_IF_ERROR(sink.Apply(txn));
-    checkpoint_dirty = false;
+    txn.checkpoint = next.ToJson();
+    RETURN_IF_ERROR(CallSink("apply", [&] { return sink.Apply(txn); }));
+    checkpoint_ = passed = std::move(next);
+    passed_unsaved = false;
     ++applied_transactions_;
     applied_rows_ += txn.changes.size();
     if (options_.on_applied) options_.on_applied(checkpoint_, txn.changes.size());
@@ -242,6 +295,9 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     if (!st.ok()) { result = st; break; }
   }
   join_reader();
+  if (result.code() == StatusCode::kCancelled && Stopping(options_.stop)) result = Status::Ok();
+  // After a definite error nothing more is written; otherwise record the position reached.
+  if (!result.ok() && result.code() != StatusCode::kUnavailable) return result;
   Status saved = save_if_due(true);
   if (!result.ok()) return result;
   return saved;

@@ -5,9 +5,17 @@
 // BoundedQueue (count and bytes), so a slow sink slows the socket instead of growing
 // memory; the calling thread decodes (EventStream), assembles transactions
 // (TransactionAssembler) and applies them (Sink). Both threads are owned by Run().
-// Errors: transient ones (kUnavailable: lost connection, server restart) make Run
-// reconnect from the last applied checkpoint with backoff; definite ones (corrupt event,
-// purged binlog, schema mismatch) end Run with that Status.
+// Errors, by what Run does next:
+//   - source, transient (kUnavailable: lost connection, server restart): reconnect from the
+//     last checkpoint the sink committed, with capped backoff, each attempt logged with its
+//     reason; give up after reconnect_give_up_seconds without a connection (0: never).
+//   - sink, transient (kUnavailable from a Sink call: busy/locked, disk full): wait and call
+//     the sink again with the SAME transaction, in place (no reconnect), until it succeeds
+//     or *stop is set.
+//   - definite, from either side (corrupt event, purged binlog, schema mismatch, read-only or
+//     unwritable sink): Run returns that Status.
+// Resume position: checkpoint() is always the state the sink last committed; it never moves
+// past a transaction before sink.Apply/ResetTable/SaveCheckpoint for it succeeded.
 // Stopping: when *stop becomes true, Run saves the checkpoint of the last applied
 // transaction and returns OK within about one heartbeat period.
 #pragma once
@@ -36,8 +44,10 @@ struct StreamerOptions {
   const std::atomic<bool>* stop = nullptr;
   size_t queue_max_events = 20000;
   size_t queue_max_bytes = 64u << 20;
-  // Give up reconnecting after this long without a successful connection.
-  uint32_t reconnect_give_up_seconds = 300;
+  // Give up reconnecting after this long without a successful connection; 0: keep trying.
+  uint32_t reconnect_give_up_seconds = 0;
+  // Reconnect backoff: 250 ms, doubling up to this.
+  uint32_t reconnect_max_backoff_ms = 10000;
   // Progress callback for logging: called after each applied transaction with changes.
   std::function<void(const Checkpoint&, size_t rows)> on_applied;
 };
@@ -58,6 +68,9 @@ class Streamer {
 
  private:
   Status RunOnce(Sink& sink, bool* made_progress);
+  // Runs `call` (a sink operation) until it succeeds, retrying kUnavailable in place with
+  // backoff; returns a definite error with `what` as context, or kCancelled on *stop.
+  Status CallSink(const char* what, const std::function<Status()>& call);
 
   StreamerOptions options_;
   Checkpoint checkpoint_;
