@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= 2
 
-.PHONY: all setup build build-asan test unit-test asan-test integration-test demo fuzz fuzz-long bench clean
+.PHONY: all setup build build-asan test unit-test asan-test integration-test demo fuzz fuzz-long bench clean publish-stress
 
 all: build
 
@@ -33,6 +33,10 @@ demo: build
 # libFuzzer targets of fuzz/ under ASan+UBSan (clang, build-fuzz): seconds split across targets.
 fuzz:
 	@bash scripts/fuzz.sh 90
+
+# The publishing tests with 10 SIGKILLs each instead of make test's 2 (docs/testing.md).
+publish-stress: build
+	@bash scripts/publish-stress.sh $(BUILD) 10
 
 fuzz-long:
 	@bash scripts/fuzz.sh 600

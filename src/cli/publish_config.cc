@@ -117,6 +117,8 @@ Status ParseNatsConfig(const toml::table& t, std::string_view origin, NatsSinkOp
   RETURN_IF_ERROR(r.Records(&o->records, &o->records_defaults));
   RETURN_IF_ERROR(r.Int("max_pending", &o->max_pending, 1, 1000000));
   RETURN_IF_ERROR(r.Int("ack_timeout_ms", &o->ack_timeout_ms, 100, 3600000));
+  RETURN_IF_ERROR(r.Int("group_max_records", &o->group_max_records, 1, 10000000));
+  RETURN_IF_ERROR(r.Int("group_max_ms", &o->group_max_ms, 0, 3600000));
   RETURN_IF_ERROR(r.Finish());
   if (o->url.empty()) return r.Error("url", "required");
   return Status::Ok();

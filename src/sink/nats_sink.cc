@@ -4,6 +4,8 @@
 #include <nats/nats.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -45,7 +47,9 @@ std::string Printable(std::string_view s, size_t max) {
 
 // A publish refusal that no retry fixes.
 bool IsDefinite(natsStatus s, jsErrCode code) {
-  if (s == NATS_NO_RESPONDERS || s == NATS_NOT_PERMITTED || s == NATS_MAX_PAYLOAD) return true;
+  // NATS_NO_RESPONDERS is not here: in a cluster it also means "the stream is electing a
+  // leader"; it becomes an error once the retries are used up.
+  if (s == NATS_NOT_PERMITTED || s == NATS_MAX_PAYLOAD) return true;
   // 10054 message exceeds maximum, 10060 expected stream, 10077 max bytes, 10039 not enabled.
   return code == 10054 || code == 10060 || code == 10039 || code == JSStreamNotFoundErr;
 }
@@ -100,6 +104,11 @@ class NatsSink::Impl {
   uint64_t group_records = 0;
   int64_t group_started_ms = 0;
   bool group_open = false;
+  int kill_countdown = -1;
+  int& kill_countdown_init(const char* n) {
+    if (kill_countdown < 0) kill_countdown = std::atoi(n);
+    return kill_countdown;
+  }
 
   Status PublishOne(const std::string& subject, const std::string& id, std::string_view key,
                     std::string_view data, bool tombstone, bool sync);
@@ -137,9 +146,17 @@ Status NatsSink::Impl::Open() {
     for (char c : Token(o.subject_prefix)) o.stream.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
   }
   if (o.kv_bucket.empty()) o.kv_bucket = o.stream + "_state";
+  std::vector<std::string> urls;
+  for (size_t at = 0; at <= o.url.size();) {
+    size_t comma = o.url.find(',', at);
+    if (comma == std::string::npos) comma = o.url.size();
+    if (comma > at) urls.push_back(o.url.substr(at, comma - at));
+    at = comma + 1;
+  }
+  std::vector<const char*> servers;
+  for (const auto& u : urls) servers.push_back(u.c_str());
   natsStatus s = natsOptions_Create(&opts);
-  if (s == NATS_OK) s = natsOptions_SetServers(opts, nullptr, 0);
-  if (s == NATS_OK) s = natsOptions_SetURL(opts, o.url.c_str());
+  if (s == NATS_OK) s = natsOptions_SetServers(opts, servers.data(), static_cast<int>(servers.size()));
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
   if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, false, nullptr, nullptr);
@@ -160,7 +177,13 @@ Status NatsSink::Impl::Open() {
   const std::string wildcard = o.subject_prefix + ".>";
   jsStreamInfo* si = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  s = js_GetStreamInfo(&si, js, o.stream.c_str(), nullptr, &code);
+  // A cluster that is (re)electing its JetStream leaders answers late: retry a while.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    code = static_cast<jsErrCode>(0);
+    s = js_GetStreamInfo(&si, js, o.stream.c_str(), nullptr, &code);
+    if (s != NATS_TIMEOUT && !(s == NATS_NO_RESPONDERS && attempt < 5)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
   if (s == NATS_NOT_FOUND || code == JSStreamNotFoundErr) {
     jsStreamConfig sc;
     jsStreamConfig_Init(&sc);
@@ -171,7 +194,11 @@ Status NatsSink::Impl::Open() {
     sc.Storage = js_FileStorage;
     sc.Replicas = o.replicas;
     sc.Duplicates = int64_t{10} * 60 * 1000 * 1000 * 1000;  // ns
-    s = js_AddStream(&si, js, &sc, nullptr, &code);
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      s = js_AddStream(&si, js, &sc, nullptr, &code);
+      if (s != NATS_TIMEOUT && s != NATS_NO_RESPONDERS) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
     if (s != NATS_OK) {
       broken = Status::FailedPrecondition(fmt::format("nats sink: creating stream {} ({} replicas): {} (code {})",
                                                       o.stream, o.replicas, natsStatus_GetText(s), static_cast<int>(code)));
@@ -207,7 +234,11 @@ Status NatsSink::Impl::Open() {
   }
   if (si != nullptr) jsStreamInfo_Destroy(si);
 
-  s = js_KeyValue(&kv, js, o.kv_bucket.c_str());
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    s = js_KeyValue(&kv, js, o.kv_bucket.c_str());
+    if (s != NATS_TIMEOUT && s != NATS_NO_RESPONDERS) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
   if (s == NATS_NOT_FOUND) {
     kvConfig kc;
     kvConfig_Init(&kc);
@@ -344,15 +375,21 @@ Status NatsSink::Impl::Commit() {
       return Err(s, "waiting for acknowledgements");
     }
     if (retry.empty()) break;
-    if (round >= 5) {
+    if (round >= 8) {
       const Failed& f = retry.front();
+      if (f.status == NATS_NO_RESPONDERS) {
+        broken = Status::FailedPrecondition(fmt::format(
+            "nats sink: record to subject {} ({}): no stream answers for the subject (stream {} missing, "
+            "misconfigured or without a leader)", f.subject, f.key.empty() ? "no key" : Printable(f.key, 200), o.stream));
+        return broken;
+      }
       broken = Status::Unavailable(fmt::format(
           "nats sink: record to subject {} ({}) not acknowledged after {} attempts: {} (stream {})", f.subject,
           f.key.empty() ? "no key" : Printable(f.key, 200), round + 1, f.text, o.stream));
       return broken;
     }
     LogWarning("nats sink: {} record(s) not acknowledged ({}); sending them again", retry.size(), retry.front().text);
-    std::this_thread::sleep_for(std::chrono::milliseconds(250 << round));
+    std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(round, 4)));
     for (const Failed& f : retry) {
       if (IsDefinite(f.status, f.code)) {
         broken = Status::FailedPrecondition(fmt::format("nats sink: record to subject {} ({}) refused: {} (stream {})",
@@ -369,6 +406,11 @@ Status NatsSink::Impl::Commit() {
     }
   }
   if (!group_checkpoint.empty() && (!stored || *stored != group_checkpoint)) {
+    // Test hook (tests/integration/publish_test.cc): SIGKILL at the Nth checkpoint, after
+    // its records were acknowledged and before it is stored.
+    if (const char* n = std::getenv("SLUICE_TEST_KILL_BEFORE_CHECKPOINT"); n != nullptr && --kill_countdown_init(n) == 0) {
+      std::raise(SIGKILL);
+    }
     uint64_t rev = 0;
     natsStatus s = NATS_OK;
     for (int attempt = 0; attempt < 6; ++attempt) {
