@@ -6,7 +6,8 @@
 //   bit                     `c`+0               -> kUInt (the server prints it in decimal)
 //   float                   CAST(`c` AS DOUBLE) -> kFloat: the server prints the exact
 //                           widened double with round-trip digits; narrowed back exactly
-//   double                  `c`                 -> kDouble (round-trip digits)
+//   double                  CAST(`c` AS DOUBLE) -> kDouble (round-trip digits; a bare
+//                           DOUBLE(M,D) prints rounded to D decimals, the CAST does not)
 //   decimal                 `c`                 -> kText as printed (scale digits kept)
 //   date/time/datetime/timestamp `c`            -> kText (session time_zone '+00:00')
 //   char/varchar/text/enum/set/json and MariaDB uuid/inet4/inet6 `c` -> kText (UTF-8
@@ -153,7 +154,11 @@ std::string QuoteIdentifier(std::string_view name) {
 std::string SnapshotSelectExpr(const ColumnDesc& col) {
   std::string q = QuoteIdentifier(col.name);
   switch (KindOf(col)) {
-    case Kind::kFloat: return "CAST(" + q + " AS DOUBLE)";
+    // FLOAT: the float32 widened to double, all its digits. DOUBLE: a DOUBLE(M,D) column
+    // prints rounded to D decimals, while the binlog carries the stored double; the CAST
+    // prints the stored value in full (for a plain DOUBLE it changes nothing).
+    case Kind::kFloat:
+    case Kind::kDouble: return "CAST(" + q + " AS DOUBLE)";
     case Kind::kBit: return q + "+0";
     default: return q;
   }

@@ -3,7 +3,8 @@
 // stored datum (core/value.h, docs/values.md).
 //
 // SnapshotSelectExpr gives the SELECT expression the snapshot must use for a column
-// (a quoted identifier, or e.g. CAST(`f` AS DOUBLE) for FLOAT so no digits are lost); the
+// (a quoted identifier, or e.g. CAST(`f` AS DOUBLE) for FLOAT and DOUBLE so no digits are
+// lost, even for FLOAT(M,D)/DOUBLE(M,D), which SELECT prints rounded to D decimals); the
 // session must run with time_zone='+00:00' and character_set_results=utf8mb4 (binary
 // columns come back as raw bytes).
 // Errors: kCorruption naming the column when the text cannot be parsed for its type.

@@ -24,7 +24,7 @@ TEST(TextValue, SelectExpressions) {
   EXPECT_EQ(QuoteIdentifier("a`b"), "`a``b`");
   EXPECT_EQ(SnapshotSelectExpr(Col("f", "float")), "CAST(`f` AS DOUBLE)");
   EXPECT_EQ(SnapshotSelectExpr(Col("b", "bit")), "`b`+0");
-  EXPECT_EQ(SnapshotSelectExpr(Col("d", "double")), "`d`");
+  EXPECT_EQ(SnapshotSelectExpr(Col("d", "double")), "CAST(`d` AS DOUBLE)");
   EXPECT_EQ(SnapshotSelectExpr(Col("x`y", "varchar", false, "utf8mb4")), "`x``y`");
 }
 
