@@ -8,8 +8,13 @@
 //   original_server_version(4) follows)] [commit_group_ticket(8)]
 // MySQL GTID_TAGGED_LOG_EVENT (same file, Gtid_event::define_fields, encoded by
 // libs/mysql/serialization: readme.md, variable_length_integers.h, serializer_impl.hpp):
-//   message := version(varlen=0) size(varlen, whole message) last_non_ignorable(varlen)
-//              { field_id(varlen) value }*
+//   message := version(varlen; MySQL 8.3+ writes 1) size(varlen, whole message, version
+//              included) last_non_ignorable(varlen: id of the last non-ignorable field
+//              present, plus 1; 0 if none) { field_id(varlen, increasing) value }*
+//   Forward compatibility (libs/mysql/serialization/readme.md, serializer_impl.hpp): a
+//   field may be absent (ids are skipped); unknown fields are skipped to the end of the
+//   message, which `size` gives; only last_non_ignorable beyond the known fields stops
+//   decoding (kNotSupported). Bytes after `size` within the event are ignored.
 //   fields: 0 flags(u) 1 uuid(16 x varlen u8) 2 gno(s) 3 tag(varlen len + bytes)
 //           4 last_committed(s) 5 sequence_number(s) 6 immediate_commit_ts(u)
 //           7 original_commit_ts(u, optional) 8 transaction_length(u)
@@ -153,14 +158,23 @@ Result<GtidEvent> DecodeTaggedGtid(std::span<const uint8_t> body, uint64_t offse
   ByteReader r(body, offset, "GTID_TAGGED_LOG_EVENT");
   GtidEvent e;
   e.tagged = true;
+  // The serialization format version is the message's own field id. MySQL 8.3+ writes 1;
+  // the message layout rules do not depend on it, so any version is read by them: the
+  // size bounds the message, and last_non_ignorable says whether unknown fields may be
+  // skipped.
   ASSIGN_OR_RETURN(uint64_t version, ReadVarlenU(r));
-  if (version != 0) return r.Error(fmt::format("serialization version {} (expected 0)", version));
   ASSIGN_OR_RETURN(uint64_t size, ReadVarlenU(r));
-  if (size > body.size()) return r.Error(fmt::format("message size {} exceeds the {}-byte body", size, body.size()));
   ASSIGN_OR_RETURN(uint64_t last_non_ignorable, ReadVarlenU(r));
-  if (last_non_ignorable > 12) {
+  if (size > body.size()) return r.Error(fmt::format("message size {} exceeds the {}-byte body", size, body.size()));
+  if (size < r.position()) return r.Error(fmt::format("message size {} is smaller than its own header", size));
+  // Field ids 0..kLastKnownField are known (Gtid_event::define_fields); a message whose
+  // last non-ignorable field (last_non_ignorable - 1) is beyond them needs a newer reader.
+  constexpr uint64_t kLastKnownField = 11;
+  if (last_non_ignorable > kLastKnownField + 1) {
     return Status::NotSupported(fmt::format(
-        "GTID_TAGGED_LOG_EVENT at offset {}: unknown non-ignorable field {}", offset, last_non_ignorable));
+        "GTID_TAGGED_LOG_EVENT at offset {}: field {} is unknown to this version of sluice and "
+        "marked as not ignorable (serialization version {})",
+        offset, last_non_ignorable - 1, version));
   }
   ByteReader f(body.first(static_cast<size_t>(size)), offset, "GTID_TAGGED_LOG_EVENT");
   RETURN_IF_ERROR(f.Skip(r.position()));
@@ -238,8 +252,10 @@ Result<GtidEvent> DecodeTaggedGtid(std::span<const uint8_t> body, uint64_t offse
         break;
       }
       default:
-        // A newer, ignorable field (checked against last_non_ignorable above): its size is
-        // unknown, so the rest of the message is skipped.
+        // A field newer than this reader. It is ignorable (its id is at or above
+        // last_non_ignorable, checked above), and so is every field after it (ids only
+        // grow). Simple fields carry no size of their own, so, as MySQL's reader does, the
+        // rest of the message is skipped: the message size says where it ends.
         RETURN_IF_ERROR(f.Skip(f.remaining()));
         break;
     }

@@ -435,6 +435,15 @@ Status DecodeEventImpl(std::span<const uint8_t> bytes, uint64_t offset, const De
   };
   ByteReader r(body, body_offset, name);
 
+  if (type == EventType::PRE_GA_WRITE_ROWS_EVENT || type == EventType::PRE_GA_UPDATE_ROWS_EVENT ||
+      type == EventType::PRE_GA_DELETE_ROWS_EVENT) {
+    // Types 20-22 were the rows events of MySQL 5.1 pre-releases (before 5.1.18); their
+    // layout changed between those releases and no GA server writes them.
+    return Status::NotSupported(fmt::format(
+        "pre-GA rows event {} (type {}) at offset {}: written by a MySQL 5.1 pre-release; "
+        "sluice does not decode these",
+        name, static_cast<int>(type), offset));
+  }
   if (auto info = RowsInfo(type)) {
     RowsEvent rows;
     std::string inflated;

@@ -86,9 +86,9 @@ const std::map<std::string, Expected>& ExpectedOutcomes() {
       {"binlog_truncated_prev_gtid_event.000001", {-1, StatusCode::kCorruption, "offset 120"}},
       {"corrupt-relay-bin.000624", {-1, StatusCode::kCorruption, "offset 91236"}},
       {"ver_5_1-wl2325_r.001", {-1, StatusCode::kCorruption, "offset 447"}},
-      // A MySQL 5.2 pre-release whose event numbering differs (type 20 is not a rows
-      // event there); mysqlbinlog rejects it at the same event.
-      {"ver_5_1-wl2325_s.001", {-1, StatusCode::kCorruption, "offset 438"}},
+      // A MySQL 5.1 pre-release binlog with a pre-GA rows event (type 20) at offset 411;
+      // mysqlbinlog rejects it at the same event.
+      {"ver_5_1-wl2325_s.001", {-1, StatusCode::kNotSupported, "pre-GA rows event PRE_GA_WRITE_ROWS_EVENT (type 20) at offset 411"}},
   };
   return *m;
 }
@@ -395,6 +395,109 @@ TEST(HandBuilt, TaggedMysqlGtidEvent) {
   EXPECT_EQ(g.transaction_length, 1234u);
   EXPECT_EQ(g.original_server_version, 80400u);
   EXPECT_EQ(EventToJson(*ev)["gtid"], "3e11fa47-71ca-11e1-9e33-c80aa9429562:alpha:123456789");
+}
+
+// A GTID_TAGGED_LOG_EVENT body: version, size (whole message), last_non_ignorable, then
+// `fields` (already encoded as {field_id value}*), then `trailing` bytes after the message.
+Bytes TaggedGtidBody(uint64_t version, uint64_t last_non_ignorable, const Bytes& fields,
+                     const Bytes& trailing = {}) {
+  Bytes head_v, head_l;
+  PutVarlen(head_v, version);
+  PutVarlen(head_l, last_non_ignorable);
+  size_t size = head_v.size() + head_l.size() + fields.size();
+  Bytes head_s;
+  PutVarlen(head_s, size + 1);
+  if (head_s.size() > 1) {  // the size's own length counts too
+    head_s.clear();
+    PutVarlen(head_s, size + 2);
+  }
+  Bytes body = head_v;
+  body.insert(body.end(), head_s.begin(), head_s.end());
+  body.insert(body.end(), head_l.begin(), head_l.end());
+  body.insert(body.end(), fields.begin(), fields.end());
+  body.insert(body.end(), trailing.begin(), trailing.end());
+  return body;
+}
+
+// Fields 0..3 of a tagged GTID: flags, uuid 3e11fa47-71ca-11e1-9e33-c80aa9429562, gno 7, tag.
+Bytes BasicTaggedFields(const std::string& tag = "beta") {
+  const uint8_t uuid[16] = {0x3e, 0x11, 0xfa, 0x47, 0x71, 0xca, 0x11, 0xe1,
+                            0x9e, 0x33, 0xc8, 0x0a, 0xa9, 0x42, 0x95, 0x62};
+  Bytes f;
+  PutVarlen(f, 0); PutVarlen(f, 1);
+  PutVarlen(f, 1); for (uint8_t b : uuid) PutVarlen(f, b);
+  PutVarlen(f, 2); PutVarlenSigned(f, 7);
+  PutVarlen(f, 3); PutVarlen(f, tag.size());
+  for (char c : tag) f.push_back(static_cast<uint8_t>(c));
+  return f;
+}
+
+Result<Event> DecodeTagged(const Bytes& body) {
+  EventStream s;
+  s.SetPosition("binlog.000001", 4);
+  auto ev = s.Next(MakeEvent(42, body, false, 1000));
+  if (!ev.ok()) return ev.status();
+  ev->Own();
+  return std::move(ev).value();
+}
+
+TEST(HandBuilt, TaggedGtidSerializationVersionsZeroAndOne) {
+  // MySQL 8.3+ writes serialization version 1 (libs/mysql/serialization/
+  // serialization_format_version.h); the message rules are the same for both.
+  for (uint64_t version : {0, 1, 2}) {
+    Bytes fields = BasicTaggedFields();
+    PutVarlen(fields, 4); PutVarlenSigned(fields, 3);   // last_committed
+    PutVarlen(fields, 5); PutVarlenSigned(fields, 4);   // sequence_number
+    PutVarlen(fields, 6); PutVarlen(fields, 1700000000000001ull);
+    auto ev = DecodeTagged(TaggedGtidBody(version, 4, fields));
+    ASSERT_TRUE(ev.ok()) << "version " << version << ": " << ev.status().ToString();
+    const auto& g = std::get<GtidEvent>(ev->body);
+    EXPECT_EQ(g.GtidText(), "3e11fa47-71ca-11e1-9e33-c80aa9429562:beta:7");
+    EXPECT_EQ(g.sequence_number, 4);
+    EXPECT_EQ(g.original_commit_timestamp, 1700000000000001ull);
+  }
+}
+
+TEST(HandBuilt, TaggedGtidUnknownIgnorableFieldsAreSkipped) {
+  // Fields 12 and 40 are newer than this reader; last_non_ignorable (4: field 3 is the
+  // last that may not be ignored) says they may be skipped. Their values are arbitrary
+  // bytes that do not even parse as varlen integers; the message size says where they end.
+  Bytes fields = BasicTaggedFields();
+  PutVarlen(fields, 8); PutVarlen(fields, 999);         // transaction_length (known)
+  PutVarlen(fields, 12); fields.insert(fields.end(), {0xFF, 0xFF, 0x01, 0x02, 0x03});
+  PutVarlen(fields, 40); PutVarlen(fields, 5);
+  auto ev = DecodeTagged(TaggedGtidBody(1, 4, fields));
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  const auto& g = std::get<GtidEvent>(ev->body);
+  EXPECT_EQ(g.GtidText(), "3e11fa47-71ca-11e1-9e33-c80aa9429562:beta:7");
+  EXPECT_EQ(g.transaction_length, 999u);
+
+  // Optional fields missing in the middle (4..7 absent), and bytes after the message.
+  Bytes sparse = BasicTaggedFields("");
+  PutVarlen(sparse, 9); PutVarlen(sparse, 90600);
+  auto ev2 = DecodeTagged(TaggedGtidBody(1, 3, sparse, {0xAB, 0xCD}));
+  ASSERT_TRUE(ev2.ok()) << ev2.status().ToString();
+  const auto& g2 = std::get<GtidEvent>(ev2->body);
+  EXPECT_EQ(g2.GtidText(), "3e11fa47-71ca-11e1-9e33-c80aa9429562:7");
+  EXPECT_EQ(g2.immediate_server_version, 90600u);
+  EXPECT_EQ(g2.original_server_version, 90600u);
+}
+
+TEST(HandBuilt, TaggedGtidUnknownNonIgnorableFieldStops) {
+  Bytes fields = BasicTaggedFields();
+  PutVarlen(fields, 12); PutVarlen(fields, 1);
+  auto ev = DecodeTagged(TaggedGtidBody(1, 13, fields));  // field 12 may not be ignored
+  ASSERT_FALSE(ev.ok());
+  EXPECT_EQ(ev.status().code(), StatusCode::kNotSupported) << ev.status().ToString();
+  EXPECT_NE(ev.status().message().find("field 12"), std::string::npos) << ev.status().ToString();
+  EXPECT_NE(ev.status().message().find("offset"), std::string::npos) << ev.status().ToString();
+
+  // A known field cut off by the message size is corruption, not a silent default.
+  Bytes body = TaggedGtidBody(1, 4, BasicTaggedFields());
+  body[1] = static_cast<uint8_t>(body[1] - (4 << 1));  // size 4 bytes short: the tag is cut
+  auto cut = DecodeTagged(body);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.status().code(), StatusCode::kCorruption) << cut.status().ToString();
 }
 
 TEST(HandBuilt, MariadbRotateChecksumIsNotPartOfName) {
