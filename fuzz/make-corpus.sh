@@ -4,8 +4,9 @@
 # Writes OUT_DIR/event_stream/ (byte 0 = mode, see event_stream_fuzzer.cc, then a binlog
 # image: every fixture binlog whole in file and stream mode, and each event split out
 # behind its file's FORMAT_DESCRIPTION_EVENT and latest TABLE_MAP), OUT_DIR/json_binary/
-# (hand-made MySQL binary JSON values of every type) and OUT_DIR/rows/ (small row images
-# for the tables of rows_fuzzer.cc). Also copies tests/fuzz-regressions/<target>/* in.
+# (hand-made MySQL binary JSON values of every type), OUT_DIR/rows/ (small row images
+# for the tables of rows_fuzzer.cc) and OUT_DIR/decode/ (every fixture, first 32 KiB, behind
+# the mode header of decode_target.h, in each output mode). Also copies tests/fuzz-regressions/<target>/* in.
 set -euo pipefail
 out=${1:?usage: make-corpus.sh OUT_DIR [FIXTURES_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +15,7 @@ if [ ! -d "$fixtures" ]; then
   echo "make-corpus: fixture directory $fixtures is missing" >&2
   exit 1
 fi
-mkdir -p "$out/event_stream" "$out/json_binary" "$out/rows"
+mkdir -p "$out/event_stream" "$out/json_binary" "$out/rows" "$out/decode"
 python3 - "$out" "$fixtures" <<'PY'
 import hashlib, os, struct, sys
 
@@ -49,6 +50,14 @@ for fn in sorted(os.listdir(fixtures)):
             put("event_stream", b"\x00" + MAGIC + ctx + ev)
             put("event_stream", b"\x00" + ev)
         pos += size
+
+# --- decode: byte 0 mode, 2+2 bytes start/stop position, then the file (decode_target.h) --
+for fn in sorted(os.listdir(fixtures)):
+    data = open(os.path.join(fixtures, fn), "rb").read()[:32768]
+    for mode in (0x00, 0x01, 0x02, 0x03, 0x01 | 0x10, 0x02 | 0x20, 0x03 | 0x40):
+        put("decode", bytes([mode, 0, 0, 0, 0]) + data)
+    if len(data) > 400:
+        put("decode", bytes([0x01 | 0x04 | 0x08]) + struct.pack("<HH", 200, min(len(data), 65535) - 100) + data)
 
 # --- json_binary: MySQL binary JSON (sql-common/json_binary.cc) --------------------------
 def varlen(n):
@@ -147,11 +156,11 @@ for table in range(8):
             put("rows", head + b"\x00\x00\x00" + bytes(range(1, 61)))
             put("rows", head + b"\xff\xff\xff")
 PY
-for t in event_stream json_binary rows; do
+for t in event_stream json_binary rows decode; do
   if [ -d "$root/tests/fuzz-regressions/$t" ]; then
     find "$root/tests/fuzz-regressions/$t" -type f -exec cp {} "$out/$t/" \;
   fi
 done
-for t in event_stream json_binary rows; do
+for t in event_stream json_binary rows decode; do
   echo "make-corpus: $t: $(find "$out/$t" -type f | wc -l) seeds"
 done

@@ -3,7 +3,7 @@
 # split across the targets; fails on any crash, hang (-timeout), OOM or sanitizer report.
 #   scripts/fuzz.sh SECONDS          (make fuzz: 90, make fuzz-long: 600)
 # Environment: FUZZ_BUILD (default build-fuzz), JOBS (default 2), FUZZ_TARGETS (default
-# "event_stream json_binary rows").
+# "event_stream decode json_binary rows").
 # The seed corpus comes from fuzz/make-corpus.sh (fixtures + hand-made values + the
 # committed crashers of tests/fuzz-regressions); inputs that found new coverage accumulate
 # in $FUZZ_BUILD/corpus/<target>. A crasher lands in $FUZZ_BUILD/fuzz-artifacts/<target>/;
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 total=${1:?usage: scripts/fuzz.sh SECONDS}
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${JOBS:-2}
-targets=${FUZZ_TARGETS:-event_stream json_binary rows}
+targets=${FUZZ_TARGETS:-event_stream decode json_binary rows}
 
 command -v clang++ >/dev/null || { echo "fuzz: clang++ is needed (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 if [ ! -f "$build/CMakeCache.txt" ]; then
@@ -31,8 +31,10 @@ rm -rf "$seeds"
 bash fuzz/make-corpus.sh "$seeds" >/dev/null
 
 # Share of the time and input size limit per target.
-weight() { case $1 in event_stream) echo 2 ;; *) echo 1 ;; esac; }
-max_len() { case $1 in event_stream) echo 16384 ;; json_binary) echo 16384 ;; *) echo 4096 ;; esac; }
+weight() { case $1 in event_stream|decode) echo 2 ;; *) echo 1 ;; esac; }
+max_len() { case $1 in event_stream) echo 16384 ;; json_binary) echo 16384 ;; decode) echo 32768 ;; *) echo 4096 ;; esac; }
+# decode runs whole `sluice decode` commands: held to 1 GiB of RSS (issue 6 acceptance).
+rss_mb() { case $1 in decode) echo 1024 ;; *) echo 2048 ;; esac; }
 sum=0
 for t in $targets; do sum=$((sum + $(weight "$t"))); done
 
@@ -47,7 +49,7 @@ for t in $targets; do
   mkdir -p "$corpus" "$artifacts"
   echo "fuzz: $t for ${secs}s (log: $log)"
   rc=0
-  "$build/${t}_fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+  "$build/${t}_fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb="$(rss_mb "$t")" -malloc_limit_mb="$(rss_mb "$t")" \
     -max_len="$(max_len "$t")" -print_final_stats=1 -artifact_prefix="$artifacts/" \
     "$corpus" "$seeds/$t" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

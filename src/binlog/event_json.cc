@@ -4,50 +4,14 @@
 #include <fmt/format.h>
 
 #include "binlog/events.h"
+#include "util/utf8.h"
 
 namespace sluice::binlog {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-size_t Utf8SeqLen(const unsigned char* s, size_t left) {
-  unsigned char c = s[0];
-  size_t n;
-  uint32_t cp;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
-  else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
-  else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
-  else return 0;
-  if (n > left) return 0;
-  for (size_t i = 1; i < n; ++i) {
-    if ((s[i] & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i] & 0x3F);
-  }
-  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-      (cp >= 0xD800 && cp <= 0xDFFF)) {
-    return 0;
-  }
-  return n;
-}
-
-std::string Text(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t n = Utf8SeqLen(p + i, s.size() - i);
-    if (n == 0) {
-      out += fmt::format("\\x{:02X}", p[i]);
-      ++i;
-    } else {
-      out.append(s.data() + i, n);
-      i += n;
-    }
-  }
-  return out;
-}
+std::string Text(std::string_view s) { return EscapeInvalidUtf8(s); }
 
 std::string Bits(const std::vector<bool>& v) {
   std::string s;

@@ -179,7 +179,8 @@ Status EventStream::DecodeInto(std::span<const uint8_t> bytes, std::optional<uin
       owner = std::move(copy);
     }
     ASSIGN_OR_RETURN(auto reader, PayloadReader::Create(owner, payload, p->compression_type,
-                                                         p->uncompressed_size, ev.pos));
+                                                         p->uncompressed_size, ev.pos,
+                                                         options_.max_event_size));
     payload_.emplace(std::move(reader));
     payload_file_ = ev.file;
     payload_pos_ = ev.pos;

@@ -44,6 +44,9 @@ struct EventStreamOptions {
   bool verify_checksums = true;
   // Table maps kept; when full the cache is emptied (servers re-send maps per statement).
   size_t max_table_maps = 10000;
+  // Largest inner event of a TRANSACTION_PAYLOAD held in memory (PayloadReader; at most
+  // its kMaxEventSize, 1 GiB); a larger one is kCorruption naming the payload's offset.
+  uint64_t max_event_size = PayloadReader::kMaxEventSize;
 };
 
 class EventStream {

@@ -245,7 +245,8 @@ Status ApplyOne(Node* root, const JsonDiff& d, size_t diff_index) {
         size_t pos = 0;
         while (pos < parent->keys.size() && KeyLess(parent->keys[pos], last.member)) ++pos;
         parent->keys.insert(parent->keys.begin() + pos, last.member);
-        parent->raw_keys.insert(parent->raw_keys.begin() + pos, nlohmann::json(last.member).dump());
+        parent->raw_keys.insert(parent->raw_keys.begin() + pos,
+                                nlohmann::json(last.member).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         parent->items.insert(parent->items.begin() + pos, std::move(value));
         return Status::Ok();
       }

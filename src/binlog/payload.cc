@@ -4,6 +4,7 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -23,7 +24,7 @@ PayloadReader::~PayloadReader() = default;
 Result<PayloadReader> PayloadReader::Create(std::shared_ptr<const void> owner,
                                             std::span<const uint8_t> payload,
                                             uint64_t compression_type, uint64_t uncompressed_size,
-                                            uint64_t offset) {
+                                            uint64_t offset, uint64_t max_event_size) {
   if (compression_type != kZstd && compression_type != kNone) {
     return Status::NotSupported(fmt::format(
         "TRANSACTION_PAYLOAD_EVENT at offset {}: unknown compression type {}", offset, compression_type));
@@ -34,6 +35,7 @@ Result<PayloadReader> PayloadReader::Create(std::shared_ptr<const void> owner,
   r.compression_type_ = compression_type;
   r.uncompressed_size_ = uncompressed_size;
   r.offset_ = offset;
+  r.max_event_size_ = std::min(max_event_size, kMaxEventSize);
   if (compression_type == kZstd) {
     ZSTD_DCtx* ctx = ZSTD_createDCtx();
     if (ctx == nullptr) return Status::Internal("ZSTD_createDCtx failed");
@@ -112,6 +114,16 @@ Result<std::optional<std::shared_ptr<const std::string>>> PayloadReader::Next() 
         "TRANSACTION_PAYLOAD_EVENT at offset {}: inner event at uncompressed offset {} has bad size {}",
         offset_, consumed_, size));
   }
+  if (size > max_event_size_) {
+    return Status::Corruption(fmt::format(
+        "TRANSACTION_PAYLOAD_EVENT at offset {}: inner event at uncompressed offset {} declares {} "
+        "bytes, above the {}-byte limit for one event",
+        offset_, consumed_, size, max_event_size_));
+  }
+  if (avail() < size) {
+    // Room for the whole event plus one more chunk, so growing never copies it twice.
+    pending_.reserve(pending_pos_ + size + ZSTD_DStreamOutSize());
+  }
   while (avail() < size) {
     ASSIGN_OR_RETURN(bool more, Fill());
     if (!more) {
@@ -120,8 +132,19 @@ Result<std::optional<std::shared_ptr<const std::string>>> PayloadReader::Next() 
           "({} of {} bytes)", offset_, consumed_, avail(), size));
     }
   }
-  auto ev = std::make_shared<std::string>(pending_.data() + pending_pos_, size);
-  pending_pos_ += size;
+  std::shared_ptr<std::string> ev;
+  if (pending_pos_ == 0 && size > (size_t{1} << 20)) {
+    // A large event takes the buffer over (no second copy of it); the few bytes after it
+    // move to a new buffer.
+    std::string rest(pending_.data() + size, pending_.size() - size);
+    pending_.resize(size);
+    ev = std::make_shared<std::string>(std::move(pending_));
+    pending_ = std::move(rest);
+    pending_pos_ = 0;
+  } else {
+    ev = std::make_shared<std::string>(pending_.data() + pending_pos_, size);
+    pending_pos_ += size;
+  }
   consumed_ += size;
   return std::optional<std::shared_ptr<const std::string>>(std::move(ev));
 }

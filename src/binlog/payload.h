@@ -6,7 +6,11 @@
 // is one zstd stream (compression_type 0) or plain bytes (255, NONE) holding whole
 // events back to back, each with a normal 19-byte header and no checksum footer.
 // Memory: decompresses with ZSTD_DCtx streaming in chunks of ZSTD_DStreamOutSize(), so at
-// most one inner event plus one chunk is held, never the whole uncompressed payload.
+// most one inner event plus one chunk is held, never the whole uncompressed payload. An
+// inner event larger than `max_event_size` (default kMaxEventSize, 1 GiB: MySQL's largest
+// max_allowed_packet, so no server writes a larger event) is kCorruption as soon as its
+// header is seen, before any of its bytes are buffered: a small crafted payload that
+// inflates to gigabytes cannot make the reader hold them.
 // Ownership: the reader keeps `owner` alive; `payload` must view bytes inside it.
 // Errors: kCorruption naming the outer event offset and the inner event's uncompressed
 // offset; kNotSupported for unknown compression types.
@@ -27,11 +31,13 @@ class PayloadReader {
  public:
   static constexpr uint64_t kZstd = 0;
   static constexpr uint64_t kNone = 255;
+  static constexpr uint64_t kMaxEventSize = uint64_t{1} << 30;
 
   // `offset` is the absolute offset of the outer event, for messages.
   static Result<PayloadReader> Create(std::shared_ptr<const void> owner,
                                       std::span<const uint8_t> payload, uint64_t compression_type,
-                                      uint64_t uncompressed_size, uint64_t offset);
+                                      uint64_t uncompressed_size, uint64_t offset,
+                                      uint64_t max_event_size = kMaxEventSize);
 
   PayloadReader(PayloadReader&&) noexcept;
   PayloadReader& operator=(PayloadReader&&) noexcept;
@@ -57,6 +63,7 @@ class PayloadReader {
   uint64_t compression_type_ = kZstd;
   uint64_t uncompressed_size_ = 0;
   uint64_t offset_ = 0;
+  uint64_t max_event_size_ = kMaxEventSize;
   std::unique_ptr<void, ZstdDeleter> dctx_;
   std::string pending_;      // decompressed bytes not yet handed out
   size_t pending_pos_ = 0;

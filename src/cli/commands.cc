@@ -3,7 +3,9 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <iostream>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
@@ -49,9 +51,7 @@ int Fail(const Status& st) {
   return ExitCode(st);
 }
 
-}  // namespace
-
-int Main(int argc, char** argv) {
+int RunCommand(int argc, char** argv) {
   CLI::App app{"sluice: change data capture from MySQL and MariaDB"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "sluice 0.1.0");
@@ -89,6 +89,9 @@ int Main(int argc, char** argv) {
   decode->add_flag("--summary", decode_opts.summary, "Print counts per event type and per table");
   decode->add_flag("--no-output", decode_opts.no_output,
                    "Decode every event and row value but print nothing (benchmarking)");
+  decode->add_option("--max-event-size", decode_opts.max_event_size,
+                     "Largest event inside a TRANSACTION_PAYLOAD to decode, in bytes (default and maximum 1 GiB)")
+      ->check(CLI::Range(uint64_t{19}, uint64_t{1} << 30));
 
   try {
     app.parse(argc, argv);
@@ -166,6 +169,24 @@ int Main(int argc, char** argv) {
     return st.ok() ? 0 : Fail(st);
   }
   return 2;
+}
+
+}  // namespace
+
+// No exception leaves a command: the library reports errors as Status, and anything thrown
+// (a third-party library, an allocation failure) ends the command here with exit code 1
+// and a message, never with std::terminate.
+int Main(int argc, char** argv) {
+  try {
+    return RunCommand(argc, argv);
+  } catch (const std::bad_alloc&) {
+    LogError("out of memory");
+  } catch (const std::exception& e) {
+    LogError("internal error: {} (please report this with the command line that caused it)", e.what());
+  } catch (...) {
+    LogError("internal error: unknown exception (please report this with the command line that caused it)");
+  }
+  return 1;
 }
 
 }  // namespace sluice::cli

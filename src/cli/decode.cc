@@ -12,19 +12,21 @@
 #include "pipeline/bounded_queue.h"
 #include "pipeline/change.h"
 #include "sink/envelope.h"
+#include "util/utf8.h"
 
 namespace sluice::cli {
 namespace {
 
 // A table definition built from the TABLE_MAP alone: column names from the optional
-// metadata, or "@1", "@2", ... when the binlog has none.
+// metadata, or "@1", "@2", ... when the binlog has none. Names that are not valid UTF-8
+// (a damaged or crafted file) have their invalid bytes escaped as \xNN.
 TableSchemaPtr SchemaFromMap(const binlog::TableMap& map) {
   auto t = std::make_shared<TableSchema>();
-  t->db = map.db;
-  t->table = map.table;
+  t->db = EscapeInvalidUtf8(map.db);
+  t->table = EscapeInvalidUtf8(map.table);
   for (size_t i = 0; i < map.column_count(); ++i) {
     ColumnDesc c;
-    c.name = i < map.column_names.size() ? map.column_names[i] : fmt::format("@{}", i + 1);
+    c.name = i < map.column_names.size() ? EscapeInvalidUtf8(map.column_names[i]) : fmt::format("@{}", i + 1);
     t->columns.push_back(std::move(c));
   }
   for (uint32_t k : map.primary_key) t->primary_key.push_back(k);
@@ -87,7 +89,17 @@ class EnvelopeWriter {
   }
 
  private:
+  // No exception may end the thread (std::terminate): one becomes the writer's error.
   void Run() {
+    try {
+      RunLoop();
+    } catch (const std::exception& e) {
+      error_ = Status::Internal(fmt::format("decode output writer: {}", e.what()));
+      full_.Close(error_);
+    }
+  }
+
+  void RunLoop() {
     std::string buf;
     buf.reserve(kFlushBytes + (kFlushBytes >> 2));
     while (true) {
@@ -138,7 +150,9 @@ Status DecodeFiles(const DecodeOptions& options, std::string* buf, std::ostream&
   std::vector<binlog::DecodedRow> decoded;  // reused from event to event
   std::string gtid;  // GTID of the transaction being read ("" before any GTID event)
   for (const auto& path : options.files) {
-    ASSIGN_OR_RETURN(auto reader, io::BinlogFileReader::Open(path));
+    binlog::EventStreamOptions stream_options;
+    stream_options.max_event_size = options.max_event_size;
+    ASSIGN_OR_RETURN(auto reader, io::BinlogFileReader::Open(path, stream_options));
     std::unordered_map<uint64_t, TableEntry> schemas;  // by table id
     while (true) {
       ASSIGN_OR_RETURN(const binlog::Event* ev, reader->NextRef());
@@ -155,7 +169,8 @@ Status DecodeFiles(const DecodeOptions& options, std::string* buf, std::ostream&
         ++by_type[ev->TypeName()];
         if (rows) {
           const binlog::TableMap* map = ev->table_map.get();
-          std::string name = map ? map->db + "." + map->table : fmt::format("table_id {}", rows->table_id);
+          std::string name = map ? EscapeInvalidUtf8(map->db) + "." + EscapeInvalidUtf8(map->table)
+                                 : fmt::format("table_id {}", rows->table_id);
           decoded.clear();
           if (map) {
             Status st = binlog::DecodeRows(*rows, *map, nullptr, binlog::DecodeOptions{.partial_json_diff_without_base = true}, &decoded);
@@ -166,7 +181,8 @@ Status DecodeFiles(const DecodeOptions& options, std::string* buf, std::ostream&
         continue;
       }
       if (!options.rows && !options.no_output) {
-        *buf += binlog::EventToJson(*ev).dump();
+        // EventToJson escapes invalid UTF-8 itself; `replace` only guards against a miss.
+        *buf += binlog::EventToJson(*ev).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
         *buf += '\n';
         if (buf->size() >= kFlushBytes) Flush(buf, out);
         continue;
@@ -212,7 +228,7 @@ Status DecodeFiles(const DecodeOptions& options, std::string* buf, std::ostream&
     nlohmann::ordered_json j;
     j["events"] = by_type;
     j["rows"] = rows_by_table;
-    *buf += j.dump(2);
+    *buf += j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     *buf += '\n';
   }
   return Status::Ok();

@@ -25,6 +25,10 @@ struct DecodeOptions {
   bool no_output = false;
   uint64_t start_position = 0;
   uint64_t stop_position = 0;  // 0: to the end
+  // Largest inner event of a TRANSACTION_PAYLOAD decoded (bytes, at most 1 GiB): a larger
+  // one, or a crafted payload that inflates to one, stops the decode with kCorruption
+  // naming the file and the payload's offset (binlog::EventStreamOptions::max_event_size).
+  uint64_t max_event_size = uint64_t{1} << 30;
 };
 
 Status RunDecode(const DecodeOptions& options, std::ostream& out);

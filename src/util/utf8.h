@@ -1,0 +1,23 @@
+// UTF-8 validation and escaping for text that must become JSON (or any UTF-8 output) but
+// may come from untrusted bytes: names and statements in a binlog file, for instance.
+// Pure functions over views; no allocation beyond the returned string; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace sluice {
+
+// Length (1-4) of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are
+// not one (stray continuation byte, overlong form, surrogate, above U+10FFFF, truncated).
+size_t Utf8SequenceAt(std::string_view s, size_t i);
+
+bool IsValidUtf8(std::string_view s);
+
+// `s` with each byte that is not part of a valid UTF-8 sequence written as the four
+// characters \xNN (upper-case hex); valid text is returned unchanged. The result is always
+// valid UTF-8, so it can be dumped as JSON without error.
+std::string EscapeInvalidUtf8(std::string_view s);
+
+}  // namespace sluice
