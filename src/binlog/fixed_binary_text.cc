@@ -44,10 +44,10 @@ std::string Inet6Text(const unsigned char* b) {
 
 }  // namespace
 
-FixedBinaryType FixedBinaryTypeOf(std::string_view data_type) {
-  if (data_type == "uuid") return FixedBinaryType::kUuid;
-  if (data_type == "inet4") return FixedBinaryType::kInet4;
-  if (data_type == "inet6") return FixedBinaryType::kInet6;
+FixedBinaryType FixedBinaryTypeOf(SqlType type) {
+  if (type == SqlType::kUuid) return FixedBinaryType::kUuid;
+  if (type == SqlType::kInet4) return FixedBinaryType::kInet4;
+  if (type == SqlType::kInet6) return FixedBinaryType::kInet6;
   return FixedBinaryType::kNone;
 }
 

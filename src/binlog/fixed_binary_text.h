@@ -3,7 +3,7 @@
 // These types travel through the binlog as a MYSQL_TYPE_STRING column of the binary
 // charset (metadata real type STRING, length 16 / 4 / 16) whose trailing 0x00 bytes the
 // server strips (StringPack with the binary charset); the TABLE_MAP does not say which
-// type it is, so the caller learns it from the table definition (ColumnDesc.data_type).
+// type it is, so the caller learns it from the table definition (ColumnDesc.type).
 // Layouts (MariaDB plugin/type_uuid/sql_type_uuid.h UUID::pack, plugin/type_inet/
 // sql_type_inet.cc Inet4::to_string / Inet6::to_string):
 //   UUID   16 bytes in the in-memory order (the order of the text form; the record's
@@ -21,14 +21,15 @@
 #include <string>
 #include <string_view>
 
+#include "schema/column_type.h"
 #include "util/status.h"
 
 namespace sluice::binlog {
 
 enum class FixedBinaryType : uint8_t { kNone, kUuid, kInet4, kInet6 };
 
-// kUuid/kInet4/kInet6 for MariaDB's "uuid"/"inet4"/"inet6" DATA_TYPE, else kNone.
-FixedBinaryType FixedBinaryTypeOf(std::string_view data_type);
+// kUuid/kInet4/kInet6 for MariaDB's UUID/INET4/INET6 columns, else kNone.
+FixedBinaryType FixedBinaryTypeOf(SqlType type);
 
 // Text of `bytes` (as stored in a row image, possibly stripped of trailing zeros).
 Result<std::string> FixedBinaryToText(FixedBinaryType type, std::string_view bytes);

@@ -54,7 +54,7 @@ Status BuildPlans(const TableMap& map, const TableSchema* schema, const DecodeOp
     } else {
       p.name = fmt::format("@{}", i + 1);
     }
-    if (desc != nullptr) p.ctx.fixed_binary = FixedBinaryTypeOf(desc->data_type);
+    if (desc != nullptr) p.ctx.fixed_binary = FixedBinaryTypeOf(desc->type);
     if (map.has_signedness && i < map.is_unsigned.size()) {
       p.ctx.is_unsigned = map.is_unsigned[i];
     } else if (desc != nullptr) {

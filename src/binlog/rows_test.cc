@@ -125,7 +125,7 @@ TableSchema AllSchema() {
   for (const Col& c : kCols) {
     ColumnDesc d;
     d.name = c.name;
-    d.data_type = c.data_type;
+    d.SetType(c.data_type);
     d.is_unsigned = c.is_unsigned;
     d.charset = c.charset;
     if (d.name == "e") d.labels = {"a", "bb", "ccc"};

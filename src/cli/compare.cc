@@ -23,10 +23,8 @@ std::string KeyOf(const Row& row, const TableSchema& t) {
 
 // BIT and unsigned integer columns hold kUInt values; DECIMAL UNSIGNED stays text.
 bool IsUnsignedInteger(const ColumnDesc& col) {
-  const std::string& t = col.data_type;
-  if (t == "bit") return true;
-  return col.is_unsigned && (t == "tinyint" || t == "smallint" || t == "mediumint" || t == "int" ||
-                             t == "integer" || t == "bigint");
+  if (col.type == SqlType::kBit) return true;
+  return col.is_unsigned && IsIntegerType(col.type);
 }
 
 Result<Value> FromSqlite(sqlite3_stmt* s, int i, const ColumnDesc& col) {
@@ -39,7 +37,7 @@ Result<Value> FromSqlite(sqlite3_stmt* s, int i, const ColumnDesc& col) {
     }
     case SQLITE_FLOAT: {
       double d = sqlite3_column_double(s, i);
-      return col.data_type == "float" ? Value::Float(static_cast<float>(d)) : Value::Double(d);
+      return col.type == SqlType::kFloat ? Value::Float(static_cast<float>(d)) : Value::Double(d);
     }
     case SQLITE_TEXT: {
       std::string text(reinterpret_cast<const char*>(sqlite3_column_text(s, i)),

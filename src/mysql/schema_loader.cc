@@ -1,5 +1,7 @@
 #include "mysql/schema_loader.h"
 
+#include "schema/text_value.h"
+
 #include <algorithm>
 #include <charconv>
 
@@ -28,11 +30,6 @@ T ParseNumberOr(const TextCell& cell, T fallback) {
   auto [p, ec] = std::from_chars(cell->data(), cell->data() + cell->size(), v);
   if (ec != std::errc() || p != cell->data() + cell->size()) return fallback;
   return v;
-}
-
-bool IsBinaryStringType(std::string_view data_type) {
-  return data_type == "binary" || data_type == "varbinary" || data_type == "tinyblob" ||
-         data_type == "blob" || data_type == "mediumblob" || data_type == "longblob";
 }
 
 }  // namespace
@@ -192,33 +189,57 @@ Result<TableSchema> LoadTableSchema(Connection& conn, std::string_view db,
     if (row.size() < 14) return Status::Internal("information_schema.COLUMNS: short row");
     ColumnDesc c;
     c.name = row[0].value_or("");
-    c.data_type = Lower(row[1].value_or(""));
+    c.SetType(Lower(row[1].value_or("")));
     c.column_type = row[2].value_or("");
     std::string ct_lower = Lower(c.column_type);
     c.is_unsigned = ct_lower.find(" unsigned") != std::string::npos;
     c.nullable = row[3].value_or("YES") == "YES";
     c.charset = row[4].value_or("");
     c.collation = row[5].value_or("");
-    if (c.charset.empty() && IsBinaryStringType(c.data_type)) c.charset = "binary";
+    if (c.charset.empty() && IsBinaryType(c.type)) c.charset = "binary";
     c.char_max_length = ParseNumberOr<uint64_t>(row[6], 0);
     c.octet_length = ParseNumberOr<uint64_t>(row[7], 0);
     c.numeric_precision = ParseNumberOr<uint32_t>(row[8], 0);
     c.numeric_scale = ParseNumberOr<uint32_t>(row[9], 0);
     c.fsp = ParseNumberOr<uint32_t>(row[10], 0);
     std::string extra = Lower(row[11].value_or(""));
-    bool has_gen_expr = row[12].has_value() && !row[12]->empty();
-    c.is_generated = has_gen_expr || extra.find("virtual generated") != std::string::npos ||
-                     extra.find("stored generated") != std::string::npos ||
-                     extra.find("persistent generated") != std::string::npos;
+    const std::string gen_expr = row[12].value_or("");
+    const bool stored = extra.find("stored generated") != std::string::npos ||
+                        extra.find("persistent generated") != std::string::npos;
+    if (gen_expr == "ROW START" || gen_expr == "ROW END") {
+      // MariaDB: GENERATED ALWAYS AS ROW START/END (system versioning), not an expression.
+      c.versioning = gen_expr == "ROW START" ? VersioningRole::kRowStart : VersioningRole::kRowEnd;
+    } else if (!gen_expr.empty() || stored || extra.find("virtual generated") != std::string::npos) {
+      c.generated = stored ? GeneratedKind::kStored : GeneratedKind::kVirtual;
+      c.generation_expression = gen_expr;
+    }
+    c.is_generated = c.generated != GeneratedKind::kNone;
     c.is_invisible = extra.find("invisible") != std::string::npos;
+    c.auto_increment = extra.find("auto_increment") != std::string::npos;
     c.default_value = row[13];
-    if (c.data_type == "enum" || c.data_type == "set") {
+    c.default_kind = ClassifyDefault(row[13], conn.server_version().find("MariaDB") == std::string::npos,
+                                     extra.find("default_generated") != std::string::npos);
+    // A generated or ROW START/END column has no default (the server prints NULL).
+    if (c.generated != GeneratedKind::kNone || c.versioning != VersioningRole::kNone)
+      c.default_kind = DefaultKind::kNone;
+    if (c.default_kind == DefaultKind::kNull || c.default_kind == DefaultKind::kNone)
+      c.default_value.reset();
+    if (c.type == SqlType::kEnum || c.type == SqlType::kSet) {
       Result<std::vector<std::string>> labels = ParseEnumSetLabels(c.column_type);
       if (!labels.ok())
         return labels.status().WithContext(fmt::format("{}.{} column {}", db, table, c.name));
       c.labels = std::move(labels).value();
     }
     schema.columns.push_back(std::move(c));
+  }
+
+  ASSIGN_OR_RETURN(QueryResult info,
+                   conn.Query("SELECT ENGINE, TABLE_COLLATION, TABLE_TYPE FROM "
+                              "information_schema.TABLES WHERE " + where));
+  if (!info.rows.empty() && info.rows[0].size() >= 3) {
+    schema.engine = info.rows[0][0].value_or("");
+    schema.collation = info.rows[0][1].value_or("");
+    schema.system_versioned = info.rows[0][2].value_or("") == "SYSTEM VERSIONED";
   }
 
   ASSIGN_OR_RETURN(QueryResult pk,

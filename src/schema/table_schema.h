@@ -9,14 +9,30 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "schema/column_type.h"
 
 namespace sluice {
 
+// How a column gets its DEFAULT. kLiteral: default_value is the literal as
+// information_schema.COLUMNS.COLUMN_DEFAULT prints it (MariaDB quotes strings: 'a''b'; numbers
+// and b'101' bare). kExpression: default_value is the expression text (current_timestamp(),
+// uuid(), (a*2)); only the server knows its value. kNull: DEFAULT NULL. kNone: no DEFAULT
+// clause (NOT NULL columns then take the type's implicit default on insert).
+enum class DefaultKind : uint8_t { kNone, kNull, kLiteral, kExpression };
+enum class GeneratedKind : uint8_t { kNone, kVirtual, kStored };
+// MariaDB system-versioned tables: the ROW START / ROW END columns.
+enum class VersioningRole : uint8_t { kNone, kRowStart, kRowEnd };
+
+// The one typed column model. `type` is the classification (schema/column_type.h); set it
+// with SetType so that `type` and `data_type` agree.
 struct ColumnDesc {
   std::string name;
-  // information_schema.COLUMNS.DATA_TYPE, lower case: "int", "varchar", "enum", "json",
-  // "geometry", "point", "timestamp", "decimal", ... MariaDB's UUID/INET4/INET6 too.
+  SqlType type = SqlType::kUnknown;
+  // information_schema.COLUMNS.DATA_TYPE, lower case ("int", "varchar", ...), kept for
+  // messages only: classify with `type`, never with this text.
   std::string data_type;
   // information_schema.COLUMNS.COLUMN_TYPE, e.g. "int(10) unsigned", "enum('a','b')".
   std::string column_type;
@@ -32,10 +48,20 @@ struct ColumnDesc {
   uint32_t fsp = 0;                // DATETIME_PRECISION (TIME/DATETIME/TIMESTAMP)
   std::vector<std::string> labels; // ENUM or SET members, in definition order
   bool is_generated = false;       // VIRTUAL/STORED generated column
+  GeneratedKind generated = GeneratedKind::kNone;
+  std::string generation_expression;
   bool is_invisible = false;
+  VersioningRole versioning = VersioningRole::kNone;
+  bool auto_increment = false;
+  DefaultKind default_kind = DefaultKind::kNone;
   std::optional<std::string> default_value;  // COLUMN_DEFAULT as the server prints it
 
+  void SetType(std::string_view type_name) {
+    type = SqlTypeFromName(type_name);
+    data_type = type == SqlType::kUnknown ? std::string(type_name) : std::string(SqlTypeName(type));
+  }
   bool IsBinaryString() const { return charset == "binary" || charset.empty(); }
+  friend bool operator==(const ColumnDesc&, const ColumnDesc&) = default;
 };
 
 struct TableSchema {
@@ -43,6 +69,11 @@ struct TableSchema {
   std::string table;
   std::vector<ColumnDesc> columns;  // in ordinal order (as in the binlog row image)
   std::vector<size_t> primary_key;  // indexes into columns, in key order; empty if none
+  std::string engine;               // "InnoDB", "MyISAM", "Aria", ...; empty if unknown
+  std::string collation;            // the table's default collation; empty if unknown
+  bool system_versioned = false;    // MariaDB WITH SYSTEM VERSIONING
+
+  friend bool operator==(const TableSchema&, const TableSchema&) = default;
 
   std::string QualifiedName() const { return db + "." + table; }
   bool has_primary_key() const { return !primary_key.empty(); }

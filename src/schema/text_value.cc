@@ -1,6 +1,6 @@
 // The snapshot side of the value converter: text-protocol cells -> canonical Values.
 //
-// Per DATA_TYPE (information_schema.COLUMNS), the SELECT expression and the parse:
+// Per column type (ColumnDesc.type, schema/column_type.h), the SELECT expression and the parse:
 //   tinyint..bigint         `c`                 -> kInt / kUInt (is_unsigned)
 //   year                    `c`                 -> kInt ("0000" -> 0)
 //   bit                     `c`+0               -> kUInt (the server prints it in decimal)
@@ -30,31 +30,24 @@ namespace {
 
 enum class Kind { kSigned, kUnsigned, kYear, kBit, kFloat, kDouble, kText, kBytes, kVector, kUnknown };
 
-bool Among(std::string_view t, std::initializer_list<std::string_view> names) {
-  for (auto n : names)
-    if (t == n) return true;
-  return false;
-}
-
 Kind KindOf(const ColumnDesc& col) {
-  const std::string_view t = col.data_type;
-  if (Among(t, {"tinyint", "smallint", "mediumint", "int", "integer", "bigint"}))
-    return col.is_unsigned ? Kind::kUnsigned : Kind::kSigned;
-  if (t == "year") return Kind::kYear;
-  if (t == "bit") return Kind::kBit;
-  if (t == "float") return Kind::kFloat;
-  if (Among(t, {"double", "real", "double precision"})) return Kind::kDouble;
-  if (Among(t, {"decimal", "numeric", "date", "time", "datetime", "timestamp", "json", "enum",
-                "set", "uuid", "inet4", "inet6"}))
-    return Kind::kText;
-  if (Among(t, {"char", "varchar", "tinytext", "text", "mediumtext", "longtext"}))
-    return col.charset == "binary" ? Kind::kBytes : Kind::kText;
-  if (Among(t, {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry",
-                "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
-                "geometrycollection", "geomcollection"}))
-    return Kind::kBytes;
-  if (t == "vector") return Kind::kVector;
-  return Kind::kUnknown;
+  const SqlType t = col.type;
+  if (IsIntegerType(t)) return col.is_unsigned ? Kind::kUnsigned : Kind::kSigned;
+  if (IsCharacterType(t)) return col.charset == "binary" ? Kind::kBytes : Kind::kText;
+  if (IsBinaryType(t) || IsGeometryType(t)) return Kind::kBytes;
+  if (IsTemporalType(t) || IsFixedBinaryTextType(t)) return Kind::kText;
+  switch (t) {
+    case SqlType::kYear: return Kind::kYear;
+    case SqlType::kBit: return Kind::kBit;
+    case SqlType::kFloat: return Kind::kFloat;
+    case SqlType::kDouble: return Kind::kDouble;
+    case SqlType::kDecimal:
+    case SqlType::kJson:
+    case SqlType::kEnum:
+    case SqlType::kSet: return Kind::kText;
+    case SqlType::kVector: return Kind::kVector;
+    default: return Kind::kUnknown;
+  }
 }
 
 Status Bad(const ColumnDesc& col, std::string_view text) {
@@ -81,10 +74,85 @@ bool ParseDouble(std::string_view s, double* out) {
 
 }  // namespace
 
+DefaultKind ClassifyDefault(std::optional<std::string_view> printed, bool mysql,
+                            bool default_generated) {
+  if (!printed.has_value()) return DefaultKind::kNone;
+  if (mysql) return default_generated ? DefaultKind::kExpression : DefaultKind::kLiteral;
+  std::string_view d = *printed;
+  if (d == "NULL") return DefaultKind::kNull;
+  if (d.size() >= 2 && d.front() == '\'' && d.back() == '\'') return DefaultKind::kLiteral;
+  if (d.size() >= 3 && (d[0] == 'b' || d[0] == 'B') && d[1] == '\'' && d.back() == '\'')
+    return DefaultKind::kLiteral;
+  if (d.size() >= 3 && d[0] == '0' && (d[1] == 'x' || d[1] == 'X')) return DefaultKind::kLiteral;
+  bool number = !d.empty();
+  for (char c : d)
+    if (!((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'))
+      number = false;
+  return number ? DefaultKind::kLiteral : DefaultKind::kExpression;
+}
+
+Result<std::string> RescaleDecimal(std::string_view text, uint32_t scale) {
+  auto bad = [&]() {
+    return Status::Corruption(fmt::format("'{}' is not a decimal number", text.substr(0, 64)));
+  };
+  std::string_view t = text;
+  bool negative = false;
+  if (!t.empty() && (t[0] == '-' || t[0] == '+')) {
+    negative = t[0] == '-';
+    t.remove_prefix(1);
+  }
+  size_t dot = t.find('.');
+  std::string whole(t.substr(0, dot));
+  std::string frac(dot == std::string_view::npos ? std::string_view() : t.substr(dot + 1));
+  if (whole.empty() && frac.empty()) return bad();
+  for (char c : whole + frac)
+    if (c < '0' || c > '9') return bad();
+  if (whole.empty()) whole = "0";
+  bool round_up = frac.size() > scale && frac[scale] >= '5';  // half away from zero
+  frac.resize(scale, '0');
+  std::string digits = whole + frac;
+  if (round_up) {
+    size_t i = digits.size();
+    while (i > 0 && digits[i - 1] == '9') digits[--i] = '0';
+    if (i == 0) digits.insert(digits.begin(), '1');
+    else ++digits[i - 1];
+  }
+  std::string int_part = digits.substr(0, digits.size() - scale);
+  size_t nz = int_part.find_first_not_of('0');
+  int_part = nz == std::string::npos ? "0" : int_part.substr(nz);
+  std::string out = int_part;
+  if (scale > 0) out += "." + digits.substr(digits.size() - scale);
+  if (negative && out.find_first_not_of("0.") != std::string::npos) out.insert(out.begin(), '-');
+  return out;
+}
+
+namespace {
+
+// A literal default's text -> its Value; DECIMAL literals take the column's scale, as the
+// server stores them ('1.5' in DECIMAL(8,4) is 1.5000).
+Result<Value> DefaultFromText(const ColumnDesc& col, std::string_view text) {
+  std::string rescaled;
+  if (col.type == SqlType::kDecimal && col.numeric_precision > 0) {
+    auto r = RescaleDecimal(text, col.numeric_scale);
+    if (!r.ok()) return Bad(col, text);
+    rescaled = std::move(*r);
+    text = rescaled;
+  }
+  auto v = ValueFromText(col, text);
+  if (!v.ok()) return v.status().WithContext("DEFAULT");
+  return v;
+}
+
+}  // namespace
+
 Result<Value> DefaultValue(const ColumnDesc& col) {
   if (!col.default_value.has_value()) return Value::Null();
   std::string_view d = *col.default_value;
-  if (d == "NULL") return Value::Null();
+  DefaultKind kind = col.default_kind;
+  if (kind == DefaultKind::kNone) kind = ClassifyDefault(d, false, false);
+  if (kind == DefaultKind::kNull) return Value::Null();
+  // An expression is evaluated by the server; its value is not known here.
+  if (kind == DefaultKind::kExpression) return Value::Null();
   if (d.size() >= 2 && d.front() == '\'' && d.back() == '\'') {
     // MariaDB quotes literal strings, doubling quotes; backslashes are escaped as \\.
     std::string text;
@@ -103,12 +171,12 @@ Result<Value> DefaultValue(const ColumnDesc& col) {
       }
       text.push_back(d[i]);
     }
-    if (KindOf(col) == Kind::kText && Among(col.data_type, {"char"})) {
+    if (KindOf(col) == Kind::kText && col.type == SqlType::kChar) {
       size_t end = text.find_last_not_of(' ');
       text.resize(end == std::string::npos ? 0 : end + 1);
     }
-    if (col.data_type == "binary" && text.size() < col.octet_length) text.resize(col.octet_length, '\0');
-    return ValueFromText(col, text);
+    if (col.type == SqlType::kBinary && text.size() < col.octet_length) text.resize(col.octet_length, '\0');
+    return DefaultFromText(col, text);
   }
   if (KindOf(col) == Kind::kBit && d.size() >= 3 && (d[0] == 'b' || d[0] == 'B') && d[1] == '\'') {
     uint64_t v = 0;
@@ -118,11 +186,7 @@ Result<Value> DefaultValue(const ColumnDesc& col) {
     }
     return Value::UInt(v);
   }
-  // An expression (a function call or anything with parentheses) is evaluated by the server.
-  if (d.find('(') != std::string_view::npos) return Value::Null();
-  auto v = ValueFromText(col, d);
-  if (!v.ok()) return v.status().WithContext("DEFAULT");
-  return v;
+  return DefaultFromText(col, d);
 }
 
 Result<std::string> VectorBytesToText(std::string_view bytes) {

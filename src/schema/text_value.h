@@ -34,7 +34,24 @@ Result<Value> ValueFromText(const ColumnDesc& col, std::optional<std::string_vie
 // An expression default (current_timestamp(), uuid(), ...) has no value known outside the
 // server: kNull (such columns are logged in every row image anyway; docs/sinks.md).
 // Errors: kCorruption naming the column when a literal cannot be parsed for its type.
+// Uses col.default_kind; when that is kNone but default_value is set (a ColumnDesc built by
+// hand), the text is classified with ClassifyDefault(text, /*mysql=*/false, false).
 Result<Value> DefaultValue(const ColumnDesc& col);
+
+// The kind of information_schema.COLUMNS.COLUMN_DEFAULT text `printed` (nullopt: SQL NULL).
+//   MariaDB (10.2.7+): nullopt -> kNone; "NULL" -> kNull; 'quoted' -> kLiteral; a number or
+//     b'0101' / 0x.. -> kLiteral; anything else (current_timestamp(), uuid(), `a` * 2) ->
+//     kExpression.
+//   MySQL (`mysql`): nullopt -> kNone; EXTRA "DEFAULT_GENERATED" (`default_generated`) ->
+//     kExpression; any other text is a literal printed without quotes -> kLiteral.
+DefaultKind ClassifyDefault(std::optional<std::string_view> printed, bool mysql,
+                            bool default_generated);
+
+// DECIMAL text ("-1.5", "3", ".25") with exactly `scale` fraction digits, rounding half
+// away from zero as the server does when it stores a value in a DECIMAL(p,scale) column:
+// ("1.5", 4) -> "1.5000", ("3.75", 0) -> "4", ("-0.004", 2) -> "0.00" (no negative zero).
+// Errors: kCorruption if `text` is not a plain decimal number (no exponent).
+Result<std::string> RescaleDecimal(std::string_view text, uint32_t scale);
 
 // MySQL 9 VECTOR: the stored bytes (little-endian float32s, as SELECT of the column and
 // the binlog return them) -> the canonical text "[1.5,-2,3.0000001e-05]": each element the

@@ -82,7 +82,7 @@ TEST(TextValueLive, SnapshotCellsEqualCanonicalRows) {
   for (const auto& c : kCols) {
     ColumnDesc d;
     d.name = c.name;
-    d.data_type = c.data_type;
+    d.SetType(c.data_type);
     d.is_unsigned = c.is_unsigned;
     d.charset = c.charset;
     if (cols.size()) select += ", ";

@@ -14,7 +14,7 @@ ColumnDesc Col(std::string name, std::string data_type, bool is_unsigned = false
                std::string charset = "") {
   ColumnDesc c;
   c.name = std::move(name);
-  c.data_type = std::move(data_type);
+  c.SetType(data_type);
   c.is_unsigned = is_unsigned;
   c.charset = std::move(charset);
   return c;
@@ -106,6 +106,24 @@ TEST(TextValue, DefaultValues) {
   ColumnDesc bad = Col("a", "int");
   bad.default_value = "'x'";
   EXPECT_EQ(DefaultValue(bad).status().code(), StatusCode::kCorruption);
+}
+
+TEST(TextValue, RescaleDecimal) {
+  EXPECT_EQ(*RescaleDecimal("1.5", 4), "1.5000");
+  EXPECT_EQ(*RescaleDecimal("3.75", 0), "4");
+  EXPECT_EQ(*RescaleDecimal("3.74", 1), "3.7");
+  EXPECT_EQ(*RescaleDecimal("-3.75", 1), "-3.8");
+  EXPECT_EQ(*RescaleDecimal("99.995", 2), "100.00");
+  EXPECT_EQ(*RescaleDecimal(".25", 2), "0.25");
+  EXPECT_EQ(*RescaleDecimal("-0.004", 2), "0.00");
+  EXPECT_EQ(*RescaleDecimal("+007", 1), "7.0");
+  EXPECT_EQ(RescaleDecimal("1e3", 0).status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(RescaleDecimal("-", 0).status().code(), StatusCode::kCorruption);
+  ColumnDesc d = Col("d", "decimal");
+  d.numeric_precision = 8;
+  d.numeric_scale = 4;
+  d.default_value = "'1.5'";
+  EXPECT_EQ(*DefaultValue(d), Value::Text("1.5000"));
 }
 
 TEST(TextValue, VectorBytes) {

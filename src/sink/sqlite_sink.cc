@@ -123,12 +123,6 @@ Status MakeStatus(StatusCode code, std::string msg) {
   }
 }
 
-bool IsIn(const std::string& s, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (s == n) return true;
-  return false;
-}
-
 }  // namespace
 
 std::string SqliteTableName(const TableSchema& table) { return table.db + "." + table.table; }
@@ -146,21 +140,16 @@ std::string SqliteQuote(std::string_view name) {
 }
 
 std::string SqliteColumnType(const ColumnDesc& c) {
-  const std::string& t = c.data_type;
-  if (IsIn(t, {"tinyint", "smallint", "mediumint", "int", "integer", "year"})) return "INTEGER";
-  if (t == "bigint") return c.is_unsigned ? "" : "INTEGER";
-  if (t == "bit") return c.numeric_precision >= 1 && c.numeric_precision <= 63 ? "INTEGER" : "";
-  if (IsIn(t, {"float", "double", "real", "double precision"})) return "REAL";
-  if (IsIn(t, {"decimal", "numeric", "date", "time", "datetime", "timestamp", "char", "varchar",
-               "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json", "uuid", "inet4",
-               "inet6"})) {
+  const SqlType t = c.type;
+  if (t == SqlType::kBigInt) return c.is_unsigned ? "" : "INTEGER";
+  if (IsIntegerType(t) || t == SqlType::kYear) return "INTEGER";
+  if (t == SqlType::kBit) return c.numeric_precision >= 1 && c.numeric_precision <= 63 ? "INTEGER" : "";
+  if (t == SqlType::kFloat || t == SqlType::kDouble) return "REAL";
+  if (t == SqlType::kDecimal || IsTemporalType(t) || IsCharacterType(t) || t == SqlType::kEnum ||
+      t == SqlType::kSet || t == SqlType::kJson || IsFixedBinaryTextType(t)) {
     return "TEXT";
   }
-  if (IsIn(t, {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry",
-               "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
-               "geometrycollection", "geomcollection"})) {
-    return "BLOB";
-  }
+  if (IsBinaryType(t) || IsGeometryType(t)) return "BLOB";
   return "";  // unknown: no affinity, so whatever is bound is stored unchanged
 }
 

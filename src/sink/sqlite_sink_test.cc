@@ -13,7 +13,7 @@ namespace {
 ColumnDesc Col(std::string name, std::string type, bool is_unsigned = false) {
   ColumnDesc c;
   c.name = std::move(name);
-  c.data_type = std::move(type);
+  c.SetType(type);
   c.is_unsigned = is_unsigned;
   return c;
 }

@@ -84,12 +84,6 @@ bool IsFloatingText(std::string_view s) {
   return end == z.c_str() + z.size() && std::isfinite(d);
 }
 
-bool Among(std::string_view t, std::initializer_list<std::string_view> names) {
-  for (auto n : names)
-    if (t == n) return true;
-  return false;
-}
-
 std::string Hex(std::string_view bytes) {
   static const char* kDigits = "0123456789ABCDEF";
   std::string out = "X'";
@@ -151,32 +145,32 @@ Result<std::string> KeyLiteral(Connection& conn, const ColumnDesc& col, std::str
         "resume key '{}' does not fit column {} ({})", text.substr(0, 64), col.name,
         col.column_type.empty() ? col.data_type : col.column_type));
   };
-  const std::string_view t = col.data_type;
-  if (Among(t, {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year", "bit"})) {
+  const SqlType t = col.type;
+  if (IsIntegerType(t) || t == SqlType::kYear || t == SqlType::kBit) {
     if (!IsInteger(text)) return bad();
     return std::string(text);
   }
-  if (Among(t, {"decimal", "numeric"})) {
+  if (t == SqlType::kDecimal) {
     if (!IsDecimal(text)) return bad();
     return std::string(text);
   }
-  if (t == "float") {
+  if (t == SqlType::kFloat) {
     if (!IsFloatingText(text)) return bad();
     return fmt::format("CAST({} AS FLOAT)", text);
   }
-  if (Among(t, {"double", "real", "double precision"})) {
+  if (t == SqlType::kDouble) {
     if (!IsFloatingText(text)) return bad();
     std::string lit(text);
     if (lit.find_first_of("eE") == std::string::npos) lit += "e0";  // a DOUBLE literal
     return lit;
   }
-  if (t == "enum") {
+  if (t == SqlType::kEnum) {
     for (size_t i = 0; i < col.labels.size(); ++i)
       if (col.labels[i] == text) return std::to_string(i + 1);
     if (text.empty()) return std::string("0");  // the '' error value of non-strict inserts
     return bad();
   }
-  if (t == "set") {
+  if (t == SqlType::kSet) {
     uint64_t mask = 0;
     std::string_view rest = text;
     while (!rest.empty()) {
@@ -194,8 +188,7 @@ Result<std::string> KeyLiteral(Connection& conn, const ColumnDesc& col, std::str
     }
     return std::to_string(mask);
   }
-  if (col.charset == "binary" ||
-      Among(t, {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}))
+  if (col.charset == "binary" || IsBinaryType(t))
     return Hex(text);
   return conn.Quote(text);
 }

@@ -219,29 +219,29 @@ TEST_F(SnapshotLiveTest, TypedKeysPaginateExactly) {
 TEST_F(SnapshotLiveTest, KeyLiterals) {
   ColumnDesc i;
   i.name = "i";
-  i.data_type = "int";
+  i.SetType("int");
   EXPECT_EQ(*KeyLiteral(*c_, i, "-5"), "-5");
   EXPECT_EQ(KeyLiteral(*c_, i, "5 OR 1=1").status().code(), StatusCode::kInvalidArgument);
   ColumnDesc d;
-  d.data_type = "double";
+  d.SetType("double");
   EXPECT_EQ(*KeyLiteral(*c_, d, "0.1"), "0.1e0");
   ColumnDesc f;
-  f.data_type = "float";
+  f.SetType("float");
   EXPECT_EQ(*KeyLiteral(*c_, f, "0.1"), "CAST(0.1 AS FLOAT)");
   ColumnDesc e;
-  e.data_type = "enum";
+  e.SetType("enum");
   e.labels = {"p", "q"};
   EXPECT_EQ(*KeyLiteral(*c_, e, "q"), "2");
   ColumnDesc st;
-  st.data_type = "set";
+  st.SetType("set");
   st.labels = {"p", "q", "r"};
   EXPECT_EQ(*KeyLiteral(*c_, st, "p,r"), "5");
   ColumnDesc b;
-  b.data_type = "varbinary";
+  b.SetType("varbinary");
   b.charset = "binary";
   EXPECT_EQ(*KeyLiteral(*c_, b, std::string("\x00\xab", 2)), "X'00AB'");
   ColumnDesc t;
-  t.data_type = "varchar";
+  t.SetType("varchar");
   t.charset = "utf8mb4";
   EXPECT_EQ(*KeyLiteral(*c_, t, "it's"), "'it\\'s'");
 }

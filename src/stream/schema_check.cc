@@ -69,24 +69,20 @@ Family OfBinlog(ColumnType t) {
   }
 }
 
-Family OfDataType(std::string_view t) {
-  for (std::string_view x : {"tinyint", "smallint", "mediumint", "int", "integer", "bigint"})
-    if (t == x) return Family::kInteger;
-  if (t == "year") return Family::kYear;
-  if (t == "decimal" || t == "numeric") return Family::kDecimal;
-  if (t == "float" || t == "double" || t == "real" || t == "double precision") return Family::kFloat;
-  if (t == "bit") return Family::kBit;
-  for (std::string_view x : {"date", "time", "datetime", "timestamp"})
-    if (t == x) return Family::kTemporal;
-  for (std::string_view x : {"char", "varchar", "binary", "varbinary", "tinytext", "text", "mediumtext",
-                             "longtext", "tinyblob", "blob", "mediumblob", "longblob", "enum", "set",
-                             "uuid", "inet4", "inet6"})
-    if (t == x) return Family::kString;
-  if (t == "json") return Family::kJson;
-  for (std::string_view x : {"geometry", "point", "linestring", "polygon", "multipoint",
-                             "multilinestring", "multipolygon", "geometrycollection", "geomcollection"})
-    if (t == x) return Family::kGeometry;
-  if (t == "vector") return Family::kVector;
+Family OfSchema(SqlType t) {
+  switch (FamilyOf(t)) {
+    case TypeFamily::kInteger: return Family::kInteger;
+    case TypeFamily::kYear: return Family::kYear;
+    case TypeFamily::kDecimal: return Family::kDecimal;
+    case TypeFamily::kFloat: return Family::kFloat;
+    case TypeFamily::kBit: return Family::kBit;
+    case TypeFamily::kTemporal: return Family::kTemporal;
+    case TypeFamily::kString: return Family::kString;
+    case TypeFamily::kJson: return Family::kJson;
+    case TypeFamily::kGeometry: return Family::kGeometry;
+    case TypeFamily::kVector: return Family::kVector;
+    case TypeFamily::kUnknown: break;
+  }
   return Family::kUnknown;
 }
 
@@ -120,7 +116,7 @@ Status CheckRowLayout(const binlog::TableMap& map, const TableSchema& schema,
           name, i + 1, map.column_names[i], c.name));
     }
     Family b = OfBinlog(map.column_types[i]);
-    Family s = OfDataType(c.data_type);
+    Family s = OfSchema(c.type);
     if (!Compatible(b, s)) {
       return Status::FailedPrecondition(fmt::format(
           "table {}: column {} (`{}`) holds {} value in the binlog row but is {} in the table "

@@ -14,7 +14,7 @@ TableSchema Schema(std::vector<std::pair<std::string, std::string>> cols) {
   for (auto& [n, ty] : cols) {
     ColumnDesc c;
     c.name = n;
-    c.data_type = ty;
+    c.SetType(ty);
     c.column_type = ty;
     t.columns.push_back(c);
   }
