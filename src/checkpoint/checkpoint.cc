@@ -1,8 +1,9 @@
 // Checkpoint <-> JSON text.
 //
-// Grammar (version 1; keys in this order when written, unknown keys ignored when read):
+// Grammar (version 1, or 2 with "schemas"; keys in this order when written, unknown keys
+// ignored when read):
 //   {
-//     "version": 1,                                  integer; anything else -> kFailedPrecondition
+//     "version": 1 | 2,                              integer; anything else -> kFailedPrecondition
 //     "flavor": "mariadb" | "mysql" | "unknown",
 //     "stream_start": {"file": string, "pos": unsigned integer},
 //     "gtid": string,                                may be ""
@@ -11,7 +12,8 @@
 //       "tables": {"<db>.<table>": {"done": bool, "rows": unsigned integer,
 //                                   "last_key": [string, ...],
 //                                   "copied_at": {"file": string, "pos": n} (optional)}, ...}
-//     }
+//     },
+//     "schemas": SchemaHistory JSON (schema/schema_history.h)    version 2 only
 //   }
 // Text that is not JSON, a missing "version", or any field of the wrong type or missing is
 // kCorruption naming the field.
@@ -72,10 +74,11 @@ Result<Checkpoint> FromParsed(const Json& doc) {
   if (!doc.is_object()) return Status::Corruption("checkpoint: top level is not a JSON object");
   ASSIGN_OR_RETURN(const Json* version, Member(doc, "version", "version"));
   if (!version->is_number_integer()) return Missing("version", "an integer");
-  if (version->get<int64_t>() != Checkpoint::kVersion) {
+  const int64_t v = version->get<int64_t>();
+  if (v != Checkpoint::kVersion && v != Checkpoint::kVersionWithSchemas) {
     return Status::FailedPrecondition(
-        fmt::format("checkpoint: format version {} is not supported (this sluice reads version {})",
-                    version->get<int64_t>(), Checkpoint::kVersion));
+        fmt::format("checkpoint: format version {} is not supported (this sluice reads versions {} and {})",
+                    v, Checkpoint::kVersion, Checkpoint::kVersionWithSchemas));
   }
   Checkpoint cp;
   ASSIGN_OR_RETURN(std::string flavor, GetString(doc, "flavor", "flavor"));
@@ -107,14 +110,22 @@ Result<Checkpoint> FromParsed(const Json& doc) {
     }
     cp.tables.emplace(it.key(), std::move(p));
   }
+  auto schemas = doc.find("schemas");
+  if (v == Checkpoint::kVersionWithSchemas) {
+    if (schemas == doc.end() || !schemas->is_object()) return Missing("schemas", "an object");
+    auto h = SchemaHistory::FromJson(schemas->dump());
+    if (!h.ok()) return h.status().WithContext("checkpoint");
+    cp.schemas = std::make_shared<const SchemaHistory>(std::move(h).value());
+  }
   return cp;
 }
 
 }  // namespace
 
 std::string Checkpoint::ToJson() const {
+  const bool with_schemas = schemas != nullptr && !schemas->empty();
   OJson doc;
-  doc["version"] = kVersion;
+  doc["version"] = with_schemas ? kVersionWithSchemas : kVersion;
   doc["flavor"] = std::string(FlavorName(flavor));
   doc["stream_start"] = OJson{{"file", stream_start.file}, {"pos", stream_start.pos}};
   doc["gtid"] = gtid;
@@ -125,6 +136,7 @@ std::string Checkpoint::ToJson() const {
       t[name]["copied_at"] = OJson{{"file", p.copied_at.file}, {"pos", p.copied_at.pos}};
   }
   doc["snapshot"] = OJson{{"done", snapshot_done}, {"tables", std::move(t)}};
+  if (with_schemas) doc["schemas"] = OJson::parse(schemas->ToJson());
   // Replacement never triggers: every string here is UTF-8 we produced; invalid bytes (if a
   // key ever held them) become U+FFFD instead of throwing.
   return doc.dump(-1, ' ', false, OJson::error_handler_t::replace);

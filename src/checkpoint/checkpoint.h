@@ -11,15 +11,22 @@
 //                 MySQL executed set); may be empty when GTIDs are off.
 //   snapshot      progress of the initial snapshot: whether it finished, and for each table
 //                 either done or the last primary key copied (as canonical texts).
+//   schemas       the position-versioned table definitions (schema/schema_history.h) that
+//                 events at or after stream_start need; absent when null or empty. A
+//                 checkpoint that holds them is written as version 2, so that a sluice that
+//                 cannot read them refuses it instead of decoding old events with new
+//                 definitions; version 1 (no schemas) is still read and written.
 // Thread safety: plain value type.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/position.h"
+#include "schema/schema_history.h"
 #include "util/status.h"
 
 namespace sluice {
@@ -37,13 +44,15 @@ struct TableSnapshotProgress {
 };
 
 struct Checkpoint {
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 1;             // without schemas
+  static constexpr int kVersionWithSchemas = 2;  // with schemas
 
   Flavor flavor = Flavor::kUnknown;
   BinlogPosition stream_start;
   std::string gtid;
   bool snapshot_done = false;
   std::map<std::string, TableSnapshotProgress> tables;  // key "db.table"
+  std::shared_ptr<const SchemaHistory> schemas;          // may be null
 
   std::string ToJson() const;
   static Result<Checkpoint> FromJson(const std::string& text);

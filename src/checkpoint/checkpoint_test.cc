@@ -68,16 +68,49 @@ TEST(CheckpointTest, EmptyDefaultRoundTrips) {
 TEST(CheckpointTest, UnknownVersionIsFailedPrecondition) {
   Checkpoint cp = Sample();
   std::string text = cp.ToJson();
-  std::string v2 = text;
-  v2.replace(v2.find("\"version\":1"), 11, "\"version\":2");
-  Result<Checkpoint> r = Checkpoint::FromJson(v2);
+  std::string v3 = text;
+  v3.replace(v3.find("\"version\":1"), 11, "\"version\":3");
+  Result<Checkpoint> r = Checkpoint::FromJson(v3);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(r.status().message().find("version 2"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("version 3"), std::string::npos) << r.status().ToString();
 
   r = Checkpoint::FromJson(R"({"version":0})");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(CheckpointTest, SchemaHistoryTravelsAsVersion2) {
+  Checkpoint cp = Sample();
+  EXPECT_NE(cp.ToJson().find("\"version\":1"), std::string::npos);  // none: still version 1
+  auto h = std::make_shared<SchemaHistory>();
+  auto t = std::make_shared<TableSchema>();
+  t->db = "shop";
+  t->table = "t";
+  ColumnDesc c;
+  c.name = "id";
+  c.SetType("int");
+  t->columns.push_back(c);
+  ASSERT_TRUE(h->Add("shop", "t", {{"binlog.000001", 4}, t, ""}).ok());
+  ASSERT_TRUE(h->Add("shop", "t", {{"binlog.000001", 900}, nullptr, "DROP TABLE t"}).ok());
+  cp.schemas = h;
+  std::string text = cp.ToJson();
+  EXPECT_NE(text.find("\"version\":2"), std::string::npos) << text;
+  Result<Checkpoint> back = Checkpoint::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ExpectEqual(cp, *back);
+  ASSERT_NE(back->schemas, nullptr);
+  EXPECT_TRUE(*back->schemas == *h);
+
+  // Version 2 without its schemas, or with broken ones, is corrupt.
+  std::string no_schemas = Sample().ToJson();
+  no_schemas.replace(no_schemas.find("\"version\":1"), 11, "\"version\":2");
+  EXPECT_EQ(Checkpoint::FromJson(no_schemas).status().code(), StatusCode::kCorruption);
+  std::string bad = text;
+  bad.replace(bad.find("\"ddl\":\"DROP TABLE t\""), 20, "\"ddl\":7");
+  auto r = Checkpoint::FromJson(bad);
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find("versions[1].ddl"), std::string::npos) << r.status().ToString();
 }
 
 TEST(CheckpointTest, GarbageIsCorruption) {
