@@ -1,0 +1,165 @@
+// The DDL corpus (testdata/ddl_corpus.txt): every statement classified as expected, plus
+// the typed column model the parser builds for column definitions.
+#include "schema/ddl.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace sluice::ddl {
+namespace {
+
+struct Case {
+  int line;
+  std::string sql;
+  std::string expected;
+};
+
+std::vector<Case> LoadCorpus() {
+  std::string path = std::string(SLUICE_SOURCE_DIR) + "/src/schema/testdata/ddl_corpus.txt";
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "missing corpus " << path;
+  std::vector<Case> out;
+  std::string line, sql;
+  int n = 0, start = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.rfind("=> ", 0) == 0) {
+      out.push_back({start, sql, line.substr(3)});
+      sql.clear();
+      continue;
+    }
+    if (sql.empty() && (line.empty() || line[0] == '#')) continue;
+    if (sql.empty()) start = n;
+    sql += (sql.empty() ? "" : "\n") + line;
+  }
+  return out;
+}
+
+TEST(DdlCorpus, EveryStatementClassified) {
+  std::vector<Case> cases = LoadCorpus();
+  EXPECT_GE(cases.size(), 200u);
+  int table_shaping = 0;
+  for (const Case& c : cases) {
+    auto st = Parse(c.sql, "app");
+    ASSERT_TRUE(st.ok()) << "line " << c.line << ": " << st.status().ToString();
+    EXPECT_EQ(st->Summary(), c.expected) << "corpus line " << c.line << ": " << c.sql;
+    table_shaping += st->kind != Kind::kNone;
+  }
+  EXPECT_GE(table_shaping, 150);
+}
+
+Statement P(std::string_view sql) {
+  auto st = Parse(sql, "app");
+  EXPECT_TRUE(st.ok()) << st.status().ToString();
+  return st.ok() ? *st : Statement{};
+}
+
+TEST(Ddl, CreateTableBuildsTheTypedModel) {
+  Statement s = P(
+      "CREATE TABLE shop.t (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, "
+      "p DECIMAL(6,2) DEFAULT '3.75', e ENUM('x','y''z') CHARACTER SET latin1, "
+      "v VARCHAR(10), b VARBINARY(4), ts TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
+      "g INT AS (id * 2) STORED, u VARCHAR(36) DEFAULT (uuid()), n INT DEFAULT NULL, "
+      "bt BIT(3), rs TIMESTAMP(6) GENERATED ALWAYS AS ROW START INVISIBLE, PRIMARY KEY (id)) "
+      "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 WITH SYSTEM VERSIONING");
+  ASSERT_EQ(s.kind, Kind::kCreateTable);
+  ASSERT_TRUE(s.understood) << s.not_understood;
+  ASSERT_TRUE(s.definition.has_value());
+  const TableSchema& t = *s.definition;
+  EXPECT_EQ(t.db, "shop");
+  EXPECT_EQ(t.engine, "InnoDB");
+  EXPECT_TRUE(t.system_versioned);
+  ASSERT_EQ(t.columns.size(), 11u);
+  EXPECT_EQ(t.primary_key, std::vector<size_t>{0});
+  const ColumnDesc& id = t.columns[0];
+  EXPECT_EQ(id.type, SqlType::kBigInt);
+  EXPECT_TRUE(id.is_unsigned);
+  EXPECT_FALSE(id.nullable);
+  EXPECT_TRUE(id.auto_increment);
+  EXPECT_EQ(id.column_type, "bigint unsigned");
+  const ColumnDesc& p = t.columns[1];
+  EXPECT_EQ(p.type, SqlType::kDecimal);
+  EXPECT_EQ(p.numeric_precision, 6u);
+  EXPECT_EQ(p.numeric_scale, 2u);
+  EXPECT_EQ(p.default_kind, DefaultKind::kLiteral);
+  EXPECT_EQ(p.default_value, "'3.75'");
+  EXPECT_EQ(p.column_type, "decimal(6,2)");
+  const ColumnDesc& e = t.columns[2];
+  EXPECT_EQ(e.labels, (std::vector<std::string>{"x", "y'z"}));
+  EXPECT_EQ(e.charset, "latin1");
+  EXPECT_EQ(e.column_type, "enum('x','y''z')");
+  EXPECT_EQ(t.columns[3].charset, "utf8mb4");  // the table default
+  EXPECT_EQ(t.columns[3].char_max_length, 10u);
+  EXPECT_EQ(t.columns[4].charset, "binary");
+  EXPECT_EQ(t.columns[4].octet_length, 4u);
+  const ColumnDesc& ts = t.columns[5];
+  EXPECT_EQ(ts.fsp, 3u);
+  EXPECT_EQ(ts.default_kind, DefaultKind::kExpression);
+  const ColumnDesc& g = t.columns[6];
+  EXPECT_EQ(g.generated, GeneratedKind::kStored);
+  EXPECT_TRUE(g.is_generated);
+  EXPECT_EQ(g.generation_expression, "id * 2");
+  EXPECT_EQ(t.columns[7].default_kind, DefaultKind::kExpression);
+  EXPECT_EQ(t.columns[8].default_kind, DefaultKind::kNull);
+  EXPECT_EQ(t.columns[9].numeric_precision, 3u);
+  EXPECT_EQ(t.columns[10].versioning, VersioningRole::kRowStart);
+  EXPECT_TRUE(t.columns[10].is_invisible);
+}
+
+TEST(Ddl, AlterOpsCarryDefinitionsAndPlacement) {
+  Statement s = P("ALTER TABLE t ADD COLUMN c INT NOT NULL DEFAULT 7 AFTER b, MODIFY d TINYINT FIRST, "
+                  "CHANGE e f VARCHAR(3), ALTER COLUMN g SET DEFAULT 'q', CONVERT TO CHARSET latin1");
+  ASSERT_TRUE(s.understood) << s.not_understood;
+  ASSERT_EQ(s.ops.size(), 5u);
+  EXPECT_EQ(s.ops[0].kind, OpKind::kAddColumn);
+  EXPECT_EQ(s.ops[0].placement, Placement::kAfter);
+  EXPECT_EQ(s.ops[0].after, "b");
+  EXPECT_EQ(s.ops[0].column->default_value, "7");
+  EXPECT_FALSE(s.ops[0].column->nullable);
+  EXPECT_EQ(s.ops[1].placement, Placement::kFirst);
+  EXPECT_EQ(s.ops[1].column->type, SqlType::kTinyInt);
+  EXPECT_EQ(s.ops[2].name, "e");
+  EXPECT_EQ(s.ops[2].column->name, "f");
+  EXPECT_EQ(s.ops[2].column->char_max_length, 3u);
+  EXPECT_EQ(s.ops[3].column->default_value, "'q'");
+  EXPECT_EQ(s.ops[4].charset, "latin1");
+}
+
+TEST(Ddl, RenameSwapListsSourcesThenTargets) {
+  Statement s = P("RENAME TABLE a TO b, x.c TO a");
+  ASSERT_EQ(s.renames.size(), 2u);
+  EXPECT_EQ(s.tables, (std::vector<TableRef>{{"app", "a"}, {"x", "c"}, {"app", "b"}, {"app", "a"}}));
+}
+
+TEST(Ddl, VersionCommentsFollowTheServerVersion) {
+  auto old = Parse("CREATE TABLE t (g geometry /*!80003 SRID 4326 */)", "app", {.server_version = 50730});
+  ASSERT_TRUE(old.ok());
+  EXPECT_TRUE(old->understood);
+  auto skipped = Parse("/*!99999 ALTER TABLE t ADD c INT */", "app", {.server_version = 80030});
+  ASSERT_TRUE(skipped.ok());
+  EXPECT_EQ(skipped->kind, Kind::kNone);
+}
+
+TEST(Ddl, TokenizerErrorsNameTheOffset) {
+  auto bad = Parse("ALTER TABLE t ADD c ENUM('a", "app");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("byte 25"), std::string::npos) << bad.status().ToString();
+  EXPECT_EQ(Parse("ALTER TABLE `t ADD c INT", "app").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Parse("/* ALTER TABLE t", "app").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(SqlTokenizer, Literals) {
+  auto t = sql::Tokenize("a.`b``c` 'x''y\\n' \"q\" 1.5e-3 0x1F X'AB' b'01' _utf8mb4'z' N'w' @@v := 2");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  std::vector<std::string> texts;
+  for (const auto& tok : *t) texts.push_back(tok.text);
+  EXPECT_EQ(texts, (std::vector<std::string>{"a", ".", "b`c", "x'y\n", "q", "1.5e-3", "0x1F", "X'AB'",
+                                             "b'01'", "z", "w", "@@", "v", ":=", "2"}));
+  EXPECT_EQ((*t)[2].kind, sql::TokenKind::kQuotedIdent);
+  EXPECT_EQ((*t)[4].kind, sql::TokenKind::kString);
+}
+
+}  // namespace
+}  // namespace sluice::ddl
