@@ -19,27 +19,23 @@ struct ConnectType {
 };
 
 ConnectType ColumnConnectType(const ColumnDesc& c) {
-  const std::string& t = c.data_type;
-  if (t == "tinyint") return {c.is_unsigned ? "int16" : "int16", nullptr};
-  if (t == "smallint") return {c.is_unsigned ? "int32" : "int16", nullptr};
-  if (t == "mediumint") return {"int32", nullptr};
-  if (t == "int" || t == "integer") return {c.is_unsigned ? "int64" : "int32", nullptr};
-  if (t == "bigint" || t == "bit") return {"int64", nullptr};
-  if (t == "year") return {"int32", "io.debezium.time.Year"};
-  if (t == "float") return {"float", nullptr};
-  if (t == "double" || t == "real") return {"double", nullptr};
-  if (t == "json") return {"string", "io.debezium.data.Json"};
-  if (t == "enum") return {"string", "io.debezium.data.Enum"};
-  if (t == "set") return {"string", "io.debezium.data.EnumSet"};
-  if (t == "binary" || t == "varbinary" || t == "tinyblob" || t == "blob" || t == "mediumblob" ||
-      t == "longblob" || t == "geometry" || t == "point" || t == "linestring" || t == "polygon" ||
-      t == "multipoint" || t == "multilinestring" || t == "multipolygon" ||
-      t == "geometrycollection" || t == "geomcollection") {
-    return {"bytes", nullptr};
+  switch (c.type) {
+    case SqlType::kTinyInt: return {"int16", nullptr};
+    case SqlType::kSmallInt: return {c.is_unsigned ? "int32" : "int16", nullptr};
+    case SqlType::kMediumInt: return {"int32", nullptr};
+    case SqlType::kInt: return {c.is_unsigned ? "int64" : "int32", nullptr};
+    case SqlType::kBigInt:
+    case SqlType::kBit: return {"int64", nullptr};
+    case SqlType::kYear: return {"int32", "io.debezium.time.Year"};
+    case SqlType::kFloat: return {"float", nullptr};
+    case SqlType::kDouble: return {"double", nullptr};
+    case SqlType::kJson: return {"string", "io.debezium.data.Json"};
+    case SqlType::kEnum: return {"string", "io.debezium.data.Enum"};
+    case SqlType::kSet: return {"string", "io.debezium.data.EnumSet"};
+    default: break;
   }
-  if ((t == "char" || t == "varchar" || t.ends_with("text")) && c.IsBinaryString()) {
-    return {"bytes", nullptr};
-  }
+  if (IsBinaryType(c.type) || IsGeometryType(c.type)) return {"bytes", nullptr};
+  if (IsCharacterType(c.type) && c.IsBinaryString()) return {"bytes", nullptr};
   return {"string", nullptr};  // decimal, temporal, text, uuid, inet, vector: canonical text
 }
 

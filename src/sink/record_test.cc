@@ -16,11 +16,11 @@ TableSchemaPtr Table(bool keyed = true) {
   t->db = "shop";
   t->table = "items";
   ColumnDesc id{"id"};
-  id.data_type = "int";
+  id.SetType("int");
   id.column_type = "int(11)";
   id.nullable = false;
   ColumnDesc name{"name"};
-  name.data_type = "varchar";
+  name.SetType("varchar");
   name.column_type = "varchar(20)";
   name.charset = "utf8mb4";
   t->columns = {id, name};
