@@ -331,8 +331,9 @@ std::map<std::string, std::vector<std::string>> PrimaryKeys(const std::string& d
 // snapshot at the same source state as the published run's; Finish() catches up and reads.
 class Reference {
  public:
-  Reference(const TempDir& dir, std::vector<std::string> tables, std::string db) : db_(std::move(db)) {
-    spec_.tables = std::move(tables);
+  Reference(const TempDir& dir, const SluiceConfigSpec& published, std::string db) : db_(std::move(db)) {
+    spec_.tables = published.tables;
+    spec_.exclude = published.exclude;
     spec_.sink_type = "jsonl";
     spec_.sink_path = dir.File("reference.jsonl");
     spec_.server_id = 5499;
@@ -400,6 +401,9 @@ TEST(Publish, KafkaSakilaSnapshotAndMixedLoadExactlyOnceInKeyOrder) {
   ASSERT_FALSE(bootstrap.empty());
   SluiceConfigSpec spec;
   spec.tables = {"sakila.*"};
+#if defined(__SANITIZE_ADDRESS__)
+  spec.exclude = {"sakila.payment", "sakila.rental"};  // the two 16k-row tables: time budget
+#endif
   spec.sink_type = "kafka";
   spec.sink_path = dir.File("unused");
   spec.chunk_rows = 5000;
@@ -408,7 +412,7 @@ TEST(Publish, KafkaSakilaSnapshotAndMixedLoadExactlyOnceInKeyOrder) {
                                            "\"\ntransactional_id = \"sluice-test\"\n");
   auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  Reference reference(dir, spec.tables, "sakila");
+  Reference reference(dir, spec, "sakila");
   ASSERT_EQ(RunSqlFile(std::string(SLUICE_SOURCE_DIR) + "/scripts/demo-load.sql", "sakila"), 0);
   auto second = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(second.exit_code, 0) << second.output;
@@ -434,7 +438,7 @@ TEST(Publish, KafkaSigkillAndBrokerFaultsLoseNothingAndKeepKeyOrder) {
                                   "group_max_ms = 20\ndelivery_timeout_ms = 20000\n");
   auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  Reference reference(dir, spec.tables, db);
+  Reference reference(dir, spec, db);
   std::mt19937 rng(7);
   const std::string log = dir.File("sluice.log");
   for (int k = 0; k < Kills(); ++k) {
@@ -456,6 +460,15 @@ TEST(Publish, KafkaSigkillAndBrokerFaultsLoseNothingAndKeepKeyOrder) {
   std::this_thread::sleep_for(milliseconds(1500));
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitChild(pid, seconds(60)), 0) << ReadFile(log).substr(0, 4000);
+  {
+    const std::string text = ReadFile(log);
+    size_t retries = 0;
+    for (size_t at = text.find("retrying the transaction"); at != std::string::npos;
+         at = text.find("retrying the transaction", at + 1)) {
+      ++retries;
+    }
+    std::cout << "[ publish ] Kafka transactions retried after injected faults: " << retries << "\n";
+  }
   auto last = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(last.exit_code, 0) << last.output;
   // librdkafka 2.0.2's mock cluster writes no transaction markers, so read_committed cannot
@@ -479,7 +492,7 @@ TEST(Publish, NatsSingleNodeKilledBeforeCheckpointPublishesNoDuplicate) {
                                                                    "\"\nsubject_prefix = \"pub1\"\ngroup_max_records = 20\n");
   auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  Reference reference(dir, spec.tables, db);
+  Reference reference(dir, spec, db);
   MixedLoad(db, 80, 1);
   // Killed after JetStream acknowledged a group and before the checkpoint is stored.
   setenv("SLUICE_TEST_KILL_BEFORE_CHECKPOINT", "2", 1);
@@ -513,7 +526,7 @@ TEST(Publish, NatsClusterNodeKilledAndSluiceKilledExactlyOnce) {
     if (r.exit_code == 0) break;
     std::this_thread::sleep_for(seconds(1));
   }
-  Reference reference(dir, spec.tables, db);
+  Reference reference(dir, spec, db);
   pid_t pid = StartSluice({"run", "--config", config}, log);
   MixedLoad(db, 80, 1);
   nodes[1].proc.Kill(SIGKILL);  // a node dies during the load
