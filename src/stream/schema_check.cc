@@ -1,6 +1,7 @@
 #include "stream/schema_check.h"
 
-#include <cctype>
+#include "schema/ddl.h"
+
 #include <string_view>
 
 namespace sluice {
@@ -128,78 +129,11 @@ Status CheckRowLayout(const binlog::TableMap& map, const TableSchema& schema,
   return Status::Ok();
 }
 
-namespace {
-
-void SkipSpaceAndComments(std::string_view& q) {
-  while (!q.empty()) {
-    if (std::isspace(static_cast<unsigned char>(q.front()))) {
-      q.remove_prefix(1);
-    } else if (q.substr(0, 2) == "/*") {
-      auto end = q.find("*/", 2);
-      q.remove_prefix(end == std::string_view::npos ? q.size() : end + 2);
-    } else {
-      break;
-    }
-  }
-}
-
-bool TakeKeyword(std::string_view& q, std::string_view kw) {
-  if (q.size() < kw.size()) return false;
-  for (size_t i = 0; i < kw.size(); ++i)
-    if (std::toupper(static_cast<unsigned char>(q[i])) != kw[i]) return false;
-  if (q.size() > kw.size() && (std::isalnum(static_cast<unsigned char>(q[kw.size()])) || q[kw.size()] == '_'))
-    return false;
-  q.remove_prefix(kw.size());
-  return true;
-}
-
-std::optional<std::string> TakeIdentifier(std::string_view& q) {
-  std::string out;
-  if (!q.empty() && q.front() == '`') {
-    size_t i = 1;
-    while (i < q.size()) {
-      if (q[i] == '`') {
-        if (i + 1 < q.size() && q[i + 1] == '`') {
-          out += '`';
-          i += 2;
-          continue;
-        }
-        q.remove_prefix(i + 1);
-        return out;
-      }
-      out += q[i++];
-    }
-    return std::nullopt;
-  }
-  size_t i = 0;
-  while (i < q.size() && (std::isalnum(static_cast<unsigned char>(q[i])) || q[i] == '_' || q[i] == '$' ||
-                          static_cast<unsigned char>(q[i]) >= 0x80))
-    ++i;
-  if (i == 0) return std::nullopt;
-  out.assign(q.substr(0, i));
-  q.remove_prefix(i);
-  return out;
-}
-
-}  // namespace
-
 std::optional<std::pair<std::string, std::string>> ParseTruncate(std::string_view default_db,
                                                                  std::string_view q) {
-  SkipSpaceAndComments(q);
-  if (!TakeKeyword(q, "TRUNCATE")) return std::nullopt;
-  SkipSpaceAndComments(q);
-  if (TakeKeyword(q, "TABLE")) SkipSpaceAndComments(q);
-  auto first = TakeIdentifier(q);
-  if (!first) return std::nullopt;
-  SkipSpaceAndComments(q);
-  if (!q.empty() && q.front() == '.') {
-    q.remove_prefix(1);
-    SkipSpaceAndComments(q);
-    auto second = TakeIdentifier(q);
-    if (!second) return std::nullopt;
-    return std::make_pair(*first, *second);
-  }
-  return std::make_pair(std::string(default_db), *first);
+  auto st = ddl::Parse(q, default_db);
+  if (!st.ok() || st->kind != ddl::Kind::kTruncate || st->tables.empty()) return std::nullopt;
+  return std::make_pair(st->tables[0].db, st->tables[0].table);
 }
 
 }  // namespace sluice

@@ -24,8 +24,8 @@ namespace sluice {
 Status CheckRowLayout(const binlog::TableMap& map, const TableSchema& schema,
                       bool allow_appended_columns = false);
 
-// For "TRUNCATE [TABLE] [db.]name" (identifiers plain or `quoted`, comments before it
-// allowed), the (db, table) it empties, with `default_db` (the QUERY event's schema) when the
+// For "TRUNCATE [TABLE] [db.]name" (read by ddl::Parse, schema/ddl.h), the (db, table) it
+// empties, with `default_db` (the QUERY event's schema) when the
 // statement names no database; nullopt for any other statement.
 std::optional<std::pair<std::string, std::string>> ParseTruncate(std::string_view default_db,
                                                                  std::string_view query);
