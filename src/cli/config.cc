@@ -200,7 +200,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (const toml::node* n = root.get("sink")) {
     const toml::table* sink = n->as_table();
     if (!sink) return KeyError(origin, "sink", "expected a section");
-    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats", "busy_timeout_ms"}, origin));
+    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats", "busy_timeout_ms", "group_max_bytes", "group_max_ms"}, origin));
     std::string type = "sqlite";
     RETURN_IF_ERROR(GetString(*sink, "sink", "type", &type, origin));
     if (type == "sqlite") c.sink.type = SinkType::kSqlite;
@@ -238,6 +238,8 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
       c.sink.file_mode = m;
     }
     RETURN_IF_ERROR(GetInt(*sink, "sink", "busy_timeout_ms", &c.sink.busy_timeout_ms, 0, 3600000, origin));
+    RETURN_IF_ERROR(GetInt(*sink, "sink", "group_max_bytes", &c.sink.group_max_bytes, 1, 1LL << 32, origin));
+    RETURN_IF_ERROR(GetInt(*sink, "sink", "group_max_ms", &c.sink.group_max_ms, 0, 60000, origin));
   }
   if (c.sink.path.empty()) return KeyError(origin, "sink.path", "must not be empty");
   if (c.sink.type == SinkType::kSqlite && c.sink.path == "-")

@@ -11,7 +11,8 @@
 //              stdout only), file_mode (octal string, default "0600": the most any created
 //              file gets); [sink.kafka] / [sink.nats] (cli/publish_config.h)
 //              busy_timeout_ms (sqlite: wait this long for another connection's lock
-//              before retrying the transaction; default 10000)
+//              before retrying the transaction; default 10000), group_max_bytes (default
+//              33554432), group_max_ms (default 200): group commit budgets
 // Unknown sections or keys, wrong types, and out-of-range values are kInvalidArgument
 // naming the key ("source.port: expected an integer in 1..65535"). The password is read
 // from the environment variable named by password_env, never from the file, and is never
@@ -64,6 +65,10 @@ struct SinkConfig {
   KafkaSinkOptions kafka;  // type = "kafka": the [sink.kafka] table (cli/publish_config.h)
   NatsSinkOptions nats;    // type = "nats": the [sink.nats] table
   uint32_t busy_timeout_ms = 10000;  // sqlite: lock wait per attempt
+  // Group commit budgets: one sink transaction takes the source transactions that are
+  // ready, up to this many bytes of changes or this many ms.
+  size_t group_max_bytes = 32u << 20;
+  uint32_t group_max_ms = 200;
 };
 
 struct Config {

@@ -318,15 +318,52 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   sopts.target = target;
   sopts.stop = options.stop;
   sopts.reconnect_give_up_seconds = config.source.reconnect_timeout_seconds;
+  sopts.group_max_bytes = config.sink.group_max_bytes;
+  sopts.group_max_ms = config.sink.group_max_ms;
+  // Progress: every 10 s while streaming (on the sink writer thread), the position, the
+  // rates since the last line, and the lag (source commit time of the last applied
+  // transaction to now, i.e. to its sink commit).
+  struct Progress {
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+    uint64_t txns = 0, rows = 0, groups = 0;
+  };
+  auto progress = std::make_shared<Progress>();
+  Streamer* streamer_ptr = nullptr;
+  sopts.on_applied = [progress, &streamer_ptr](const Checkpoint& cp, size_t) {
+    auto now = std::chrono::steady_clock::now();
+    double secs = std::chrono::duration<double>(now - progress->last).count();
+    if (secs < 10 || streamer_ptr == nullptr) return;
+    uint64_t txns = streamer_ptr->applied_transactions(), rows = streamer_ptr->applied_rows(),
+             groups = streamer_ptr->applied_groups();
+    long lag = static_cast<long>(std::time(nullptr)) - static_cast<long>(streamer_ptr->last_source_timestamp());
+    LogInfo("progress: at {}: {:.0f} transactions/s, {:.0f} row changes/s, {:.1f} transactions per commit, lag {} s",
+            cp.stream_start.ToString(), (txns - progress->txns) / secs, (rows - progress->rows) / secs,
+            groups > progress->groups ? double(txns - progress->txns) / double(groups - progress->groups) : 0.0,
+            std::max(0L, lag));
+    progress->last = now;
+    progress->txns = txns;
+    progress->rows = rows;
+    progress->groups = groups;
+  };
   LogInfo("streaming from {}{}", ckpt.stream_start.ToString(),
           options.until_caught_up ? fmt::format(" until {}", target.ToString()) : "");
   Streamer streamer(sopts);
+  streamer_ptr = &streamer;
+  const auto stream_started = std::chrono::steady_clock::now();
   Status st = streamer.Run(ckpt, *sink);
+  const double stream_secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stream_started).count();
   Status flushed = sink->Flush();
   RETURN_IF_ERROR(st);
   RETURN_IF_ERROR(flushed);
-  LogInfo("stopped at {}: streamed {} transactions, {} row changes", streamer.checkpoint().stream_start.ToString(),
-          streamer.applied_transactions(), streamer.applied_rows());
+  const long lag = streamer.last_source_timestamp() == 0
+                       ? 0
+                       : static_cast<long>(std::time(nullptr)) - static_cast<long>(streamer.last_source_timestamp());
+  LogInfo("stopped at {}: streamed {} transactions, {} row changes in {:.2f} s ({:.0f} row changes/s, {} sink "
+          "commits, lag {} s)",
+          streamer.checkpoint().stream_start.ToString(), streamer.applied_transactions(), streamer.applied_rows(),
+          stream_secs, stream_secs > 0 ? streamer.applied_rows() / stream_secs : 0.0, streamer.applied_groups(),
+          std::max(0L, lag));
   return Status::Ok();
 }
 

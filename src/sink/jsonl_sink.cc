@@ -159,19 +159,35 @@ Result<std::optional<std::string>> JsonlSink::LoadCheckpoint() {
 Status JsonlSink::PrepareTable(const TableSchema&) { return broken_; }
 
 Status JsonlSink::Apply(const Transaction& txn) {
+  return ApplyTransactions(&txn, 1);
+}
+
+Status JsonlSink::ApplyGroup(const std::vector<Transaction>& group) {
+  return ApplyTransactions(group.data(), group.size());
+}
+
+Status JsonlSink::ApplyTransactions(const Transaction* txns, size_t count) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
   const size_t mark = buffer_.size();
-  batch_.clear();
-  RETURN_IF_ERROR(serializer_.AppendTransaction(txn, options_.now_ms(), &batch_));
-  AppendLines();
   std::optional<std::string> pending_before = pending_;
-  if (!txn.checkpoint.empty()) pending_ = txn.checkpoint;
+  const int64_t now = options_.now_ms();
+  for (size_t k = 0; k < count; ++k) {
+    batch_.clear();
+    Status st = serializer_.AppendTransaction(txns[k], now, &batch_);
+    if (!st.ok()) {
+      buffer_.resize(mark);  // nothing of a failed group is written
+      pending_ = std::move(pending_before);
+      return st;
+    }
+    AppendLines();
+    if (!txns[k].checkpoint.empty()) pending_ = txns[k].checkpoint;
+  }
   if (!options_.sync_every_txn && buffer_.size() < kWriteThreshold) return Status::Ok();
   Status st = options_.sync_every_txn ? Flush() : WriteBuffer(/*keep=*/false);
   if (!st.ok() && broken_.ok()) {
-    // Transient (disk full): the output is back at its last good length and this
-    // transaction's lines are dropped, so the caller can apply the same transaction again.
+    // Transient (disk full): the output is back at its last good length and this group's
+    // lines are dropped, so the caller can apply the same transactions again.
     buffer_.resize(mark);
     pending_ = std::move(pending_before);
   }

@@ -66,6 +66,9 @@ class JsonlSink : public Sink {
   Result<std::optional<std::string>> LoadCheckpoint() override;
   Status PrepareTable(const TableSchema& table) override;  // nothing to do
   Status Apply(const Transaction& txn) override;
+  // The lines of every transaction, then one write, one fsync and one state-file update
+  // recording the last checkpoint (sync_every_txn; else as Apply).
+  Status ApplyGroup(const std::vector<Transaction>& group) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
   // Lines already written cannot be taken back: writes a truncate record,
   // {"before":null,"after":null,"op":"t","ts_ms":...,"source":{"connector":"sluice","db","table"}},
@@ -82,6 +85,7 @@ class JsonlSink : public Sink {
   // Writes buffer_ out; keeps it (keep) until Flush() has recorded it in the state file.
   Status WriteBuffer(bool keep);
   Status WriteState();
+  Status ApplyTransactions(const Transaction* txns, size_t count);
   void AppendLines();  // the values of batch_ as lines into buffer_
   // After a failed write/fsync/state write: a transient `error` with `undoable` output is
   // cut back to state_bytes_ and returned; otherwise the sink is marked broken.

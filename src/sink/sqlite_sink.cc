@@ -819,18 +819,32 @@ Status SqliteSink::ApplyChange(Table& t, const RowChange& c) {
 
 Status SqliteSink::Apply(const Transaction& txn) {
   if (txn.changes.empty() && txn.checkpoint.empty()) return Status::Ok();
+  return ApplyTransactions(&txn, 1);
+}
+
+Status SqliteSink::ApplyGroup(const std::vector<Transaction>& group) {
+  if (group.empty()) return Status::Ok();
+  return ApplyTransactions(group.data(), group.size());
+}
+
+Status SqliteSink::ApplyTransactions(const Transaction* txns, size_t count) {
   // Create missing tables first, each in its own transaction, outside the data transaction.
-  std::vector<Table*> targets;
-  targets.reserve(txn.changes.size());
-  for (const RowChange& c : txn.changes) {
-    ASSIGN_OR_RETURN(Table * t, TableFor(c.table));
-    targets.push_back(t);
+  targets_.clear();
+  const std::string* checkpoint = nullptr;
+  for (size_t k = 0; k < count; ++k) {
+    for (const RowChange& c : txns[k].changes) {
+      ASSIGN_OR_RETURN(Table * t, TableFor(c.table));
+      targets_.push_back(t);
+    }
+    if (!txns[k].checkpoint.empty()) checkpoint = &txns[k].checkpoint;
   }
   RETURN_IF_ERROR(BeginImmediate());
   Status st;
-  for (size_t i = 0; i < txn.changes.size() && st.ok(); ++i)
-    st = ApplyChange(*targets[i], txn.changes[i]);
-  if (st.ok() && !txn.checkpoint.empty()) st = WriteCheckpoint(txn.checkpoint);
+  size_t i = 0;
+  for (size_t k = 0; k < count && st.ok(); ++k)
+    for (size_t j = 0; j < txns[k].changes.size() && st.ok(); ++j)
+      st = ApplyChange(*targets_[i++], txns[k].changes[j]);
+  if (st.ok() && checkpoint != nullptr) st = WriteCheckpoint(*checkpoint);
   if (st.ok()) st = Run(nullptr, commit_);
   if (!st.ok()) Rollback();
   return st;

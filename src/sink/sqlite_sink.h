@@ -76,6 +76,8 @@ class SqliteSink : public Sink {
   // Apply() prepares tables it has not seen itself, so calling this is optional.
   Status PrepareTable(const TableSchema& table) override;
   Status Apply(const Transaction& txn) override;
+  // BEGIN IMMEDIATE; every change of every transaction; the last checkpoint; COMMIT.
+  Status ApplyGroup(const std::vector<Transaction>& group) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
   // DELETE FROM the table and the checkpoint row, in one SQLite transaction.
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
@@ -96,6 +98,7 @@ class SqliteSink : public Sink {
   Status ApplyUpdateNoPk(Table& t, const RowChange& c);
   Status ApplyDelete(Table& t, const RowChange& c);
   Status WriteCheckpoint(const std::string& checkpoint);
+  Status ApplyTransactions(const Transaction* txns, size_t count);
   // Runs a bound statement to completion; *changes gets sqlite3_changes().
   Status Run(Table* t, sqlite3_stmt* s, int* changes = nullptr);
   Status Bind(Table& t, sqlite3_stmt* s, int index, size_t column, const Value& v);
@@ -116,6 +119,7 @@ class SqliteSink : public Sink {
   sqlite3_stmt* save_checkpoint_ = nullptr;
   std::string key_;                  // scratch: statement cache key
   std::vector<const Value*> image_;  // scratch: values of an insert
+  std::vector<Table*> targets_;      // scratch: the table of each change being applied
 };
 
 }  // namespace sluice

@@ -378,3 +378,34 @@ TEST_F(SqliteSinkTest, AbsentColumnsOfANewRowTakeTheSourceDefault) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// Group commit: a group is one SQLite transaction carrying the last checkpoint; a failure
+// anywhere in it leaves the replica and the checkpoint as they were (never half a group).
+TEST_F(SqliteSinkTest, GroupIsAppliedWholeWithTheLastCheckpointOrNotAtAll) {
+  ApplyOk({Change(Op::kCreate, Items(), {}, Item(1, "a", "1.00", 1))}, "cp1");
+  std::vector<Transaction> bad;
+  bad.push_back(Txn({Change(Op::kCreate, Items(), {}, Item(2, "b", "2.00", 2))}, "cp2"));
+  bad.push_back(Txn({Change(Op::kCreate, Items(), {}, {Value::Int(3)})}, "cp3"));  // too few values
+  EXPECT_FALSE(sink_->ApplyGroup(bad).ok());
+  EXPECT_EQ(Query("SELECT count(*) FROM \"shop.items\"")[0][0], "i:1");
+  EXPECT_EQ(Checkpoint(), "cp1");
+
+  std::vector<Transaction> good;
+  good.push_back(Txn({Change(Op::kCreate, Items(), {}, Item(2, "b", "2.00", 2))}, "cp2"));
+  good.push_back(Txn({}, "cp3"));  // a position-only advance
+  good.push_back(Txn({Change(Op::kUpdate, Items(), Item(2, "b", "2.00", 2), Item(2, "b", "2.50", 2)),
+                      Change(Op::kCreate, Items(), {}, Item(4, "d", "4.00", 4))},
+                     "cp4"));
+  good.push_back(Txn({Change(Op::kDelete, Items(), Item(1, "a", "1.00", 1), {})}, ""));
+  Status st = sink_->ApplyGroup(good);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Query("SELECT id, price FROM \"shop.items\" ORDER BY id"),
+            (std::vector<std::vector<std::string>>{{"i:2", "t:2.50"}, {"i:4", "t:4.00"}}));
+  EXPECT_EQ(Checkpoint(), "cp4");  // the last non-empty checkpoint of the group
+}
+
+}  // namespace
+}  // namespace sluice

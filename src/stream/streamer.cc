@@ -23,10 +23,9 @@ bool Stopping(const std::atomic<bool>* stop) { return stop && stop->load(); }
 // seen or after DDL, and handed to the sink so it can create the table.
 class SchemaCache {
  public:
-  using SinkCall = std::function<Status(const char* what, const std::function<Status()>& call)>;
-  SchemaCache(Connection& conn, const TableFilter& filter, Sink& sink, SinkCall sink_call,
+  SchemaCache(Connection& conn, const TableFilter& filter,
               const std::map<std::string, TableSnapshotProgress>& copied)
-      : conn_(conn), filter_(filter), sink_(sink), sink_call_(std::move(sink_call)) {
+      : conn_(conn), filter_(filter) {
     for (const auto& [name, progress] : copied)
       if (!progress.copied_at.empty()) copied_at_[name] = progress.copied_at;
   }
@@ -48,8 +47,7 @@ class SchemaCache {
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, map.db, map.table));
     RETURN_IF_ERROR(CheckRowLayout(map, loaded, /*allow_appended_columns=*/true));
     auto ptr = std::make_shared<const TableSchema>(std::move(loaded));
-    RETURN_IF_ERROR(sink_call_("prepare table", [&] { return sink_.PrepareTable(*ptr); }));
-    cache_[key] = ptr;
+    cache_[key] = ptr;  // the sink prepares the table when it first meets its rows
     return TableSchemaPtr(ptr);
   }
   void Invalidate() { cache_.clear(); }
@@ -58,7 +56,6 @@ class SchemaCache {
   Result<TableSchemaPtr> ByName(const std::string& db, const std::string& table) {
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, db, table));
     auto ptr = std::make_shared<const TableSchema>(std::move(loaded));
-    RETURN_IF_ERROR(sink_call_("prepare table", [&] { return sink_.PrepareTable(*ptr); }));
     cache_[db + "." + table] = ptr;
     return TableSchemaPtr(ptr);
   }
@@ -66,8 +63,6 @@ class SchemaCache {
  private:
   Connection& conn_;
   const TableFilter& filter_;
-  Sink& sink_;
-  SinkCall sink_call_;
   std::map<std::string, TableSchemaPtr> cache_;
   std::map<std::string, BinlogPosition> copied_at_;
 };
@@ -180,10 +175,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     reader.join();
   };
 
-  auto sink_call = [this](const char* what, const std::function<Status()>& call) {
-    return CallSink(what, call);
-  };
-  SchemaCache schemas(*meta_conn, options_.filter, sink, sink_call, checkpoint_.tables);
+  SchemaCache schemas(*meta_conn, options_.filter, checkpoint_.tables);
   BinlogPosition current_event;
   binlog::EventStream stream;
   stream.SetPosition(checkpoint_.stream_start.file, checkpoint_.stream_start.pos);
@@ -203,27 +195,42 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     return false;
   });
 
-  // checkpoint_ is the state the sink has committed: it moves only after a sink call
-  // succeeded, so a reconnect or a retry never starts past a transaction the sink does not
-  // hold. `passed` is the state after the last transaction read; it runs ahead of
-  // checkpoint_ only over transactions with nothing to deliver (filtered tables, DDL), whose
-  // checkpoint is saved at most once a second.
-  Checkpoint passed = checkpoint_;
-  bool passed_unsaved = false;
-  auto last_save = Clock::now();
-  auto save_if_due = [&](bool force) -> Status {
-    if (!passed_unsaved) return Status::Ok();
-    if (!force && Clock::now() - last_save < std::chrono::seconds(1)) return Status::Ok();
-    const std::string text = passed.ToJson();
-    RETURN_IF_ERROR(CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(text); }));
-    checkpoint_ = passed;
-    passed_unsaved = false;
-    last_save = Clock::now();
-    return Status::Ok();
+  // The sink writer thread: whole transactions (and checkpoint-only advances) arrive in a
+  // queue bounded in bytes, and are applied in groups, one sink transaction per group.
+  //
+  // checkpoint_ is the state the sink has committed: the writer moves it only after a sink
+  // call succeeded, so a reconnect or a retry never starts past a transaction the sink does
+  // not hold. `passed` (decoding thread) is the state after the last transaction read.
+  BoundedQueue<SinkItem> to_sink(1u << 20, std::max<size_t>(options_.group_max_bytes, 1));
+  Status writer_status;
+  std::atomic<bool> writer_failed{false};
+  std::thread writer([&] {
+    writer_status = WriteGroups(sink, to_sink);
+    if (!writer_status.ok()) {
+      writer_failed = true;
+      to_sink.Close(writer_status);
+    }
+  });
+  bool writer_joined = false;
+  auto join_writer = [&] {
+    if (writer_joined) return;
+    to_sink.Close(Status::Ok());  // the writer drains what is queued, then ends
+    writer.join();
+    writer_joined = true;
   };
+
+  Checkpoint passed = checkpoint_;
+  size_t txn_bytes = 0;  // binlog bytes read since the last transaction boundary
   auto caught_up = [&] {
     return !options_.target.empty() && !assembler.in_transaction() &&
            ComparePositions(assembler.read_position(), options_.target) >= 0;
+  };
+  auto send = [&](SinkItem item) -> Status {
+    size_t bytes = std::max<size_t>(txn_bytes, 64);
+    txn_bytes = 0;
+    Status st = to_sink.Push(std::move(item), bytes);
+    if (!st.ok()) return Status::Cancelled("the sink writer stopped");  // see writer_status
+    return st;
   };
 
   auto handle = [&](const binlog::Event& ev) -> Status {
@@ -233,42 +240,28 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     Checkpoint next = passed;
     next.stream_start = committed->end.position;
     next.gtid = committed->end.gtid;
+    SinkItem item;
+    item.after = next;
     if (committed->is_ddl) {
       schemas.Invalidate();
       auto truncated = ParseTruncate(committed->ddl_schema, committed->ddl_query);
       if (truncated && TableSelected(options_.filter, truncated->first, truncated->second)) {
         ASSIGN_OR_RETURN(TableSchemaPtr schema, schemas.ByName(truncated->first, truncated->second));
-        const std::string text = next.ToJson();
-        RETURN_IF_ERROR(CallSink("truncate table", [&] { return sink.ResetTable(*schema, text); }));
-        checkpoint_ = passed = std::move(next);
-        passed_unsaved = false;
-        return Status::Ok();
+        item.reset = std::move(schema);
       }
     }
     if (!committed->unknown_xa.empty()) {
       LogWarning("XA COMMIT {} at {}:{}: its XA PREPARE came before the start point, so its rows "
                  "cannot be delivered", committed->unknown_xa, ev.file, ev.pos);
     }
-    if (committed->changes.empty()) {
-      passed = std::move(next);
-      passed_unsaved = true;
-      return save_if_due(false);
-    }
-    Transaction txn;
-    txn.changes = std::move(committed->changes);
-    txn.checkpoint = next.ToJson();
-    RETURN_IF_ERROR(CallSink("apply", [&] { return sink.Apply(txn); }));
-    checkpoint_ = passed = std::move(next);
-    passed_unsaved = false;
-    ++applied_transactions_;
-    applied_rows_ += txn.changes.size();
-    if (options_.on_applied) options_.on_applied(checkpoint_, txn.changes.size());
-    return Status::Ok();
+    item.txn.changes = std::move(committed->changes);
+    passed = std::move(next);
+    return send(std::move(item));
   };
 
   Status result;
   while (true) {
-    if (Stopping(options_.stop)) break;
+    if (Stopping(options_.stop) || writer_failed.load()) break;
     if (caught_up()) break;
     Status qst;
     bool closed = false;
@@ -278,10 +271,9 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
         result = qst.ok() ? Status::Unavailable("the server ended the binlog stream") : qst;
         break;
       }
-      Status st = save_if_due(false);
-      if (!st.ok()) { result = st; break; }
       continue;
     }
+    txn_bytes += raw->bytes.size();
     auto span = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw->bytes.data()),
                                          raw->bytes.size());
     auto ev = stream.Next(span);
@@ -295,12 +287,104 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     if (!st.ok()) { result = st; break; }
   }
   join_reader();
+  join_writer();  // every whole transaction read so far reaches the sink (or a sink error)
+  if (!writer_status.ok()) {
+    if (writer_status.code() == StatusCode::kCancelled && Stopping(options_.stop)) return Status::Ok();
+    return writer_status;  // definite sink error
+  }
   if (result.code() == StatusCode::kCancelled && Stopping(options_.stop)) result = Status::Ok();
-  // After a definite error nothing more is written; otherwise record the position reached.
-  if (!result.ok() && result.code() != StatusCode::kUnavailable) return result;
-  Status saved = save_if_due(true);
-  if (!result.ok()) return result;
-  return saved;
+  return result;
+}
+
+Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
+  using std::chrono::milliseconds;
+  std::vector<Transaction> group;
+  std::optional<SinkItem> held;   // a TRUNCATE waits until the group before it is applied
+  bool unsaved = false;           // checkpoint_ holds advances the sink has not stored yet
+  auto last_save = Clock::now();
+  uint64_t group_txns = 0, group_rows = 0;
+  uint32_t group_source_ts = 0;
+  auto save_pending = [&](bool force) -> Status {
+    if (!unsaved || (!force && Clock::now() - last_save < std::chrono::seconds(1))) return Status::Ok();
+    const std::string text = checkpoint_.ToJson();
+    RETURN_IF_ERROR(CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(text); }));
+    unsaved = false;
+    last_save = Clock::now();
+    return Status::Ok();
+  };
+  while (true) {
+    std::optional<SinkItem> first;
+    if (held) {
+      first = std::move(held);
+      held.reset();
+    } else {
+      Status st;
+      bool closed = false;
+      first = queue.Pop(milliseconds(200), &st, &closed);
+      if (!first) {
+        if (closed) {
+          RETURN_IF_ERROR(st);
+          return save_pending(true);
+        }
+        RETURN_IF_ERROR(save_pending(false));
+        continue;
+      }
+    }
+    if (first->reset) {
+      const std::string text = first->after.ToJson();
+      TableSchemaPtr schema = first->reset;
+      RETURN_IF_ERROR(CallSink("truncate table", [&] { return sink.ResetTable(*schema, text); }));
+      checkpoint_ = std::move(first->after);
+      unsaved = false;
+      continue;
+    }
+    // Group: this item and whatever is ready behind it, within the byte and time budgets.
+    // Each item is a whole source transaction, so a group never ends inside one.
+    group.clear();
+    group_txns = group_rows = 0;
+    size_t bytes = 0;
+    const auto started = Clock::now();
+    Checkpoint last = std::move(first->after);
+    auto add = [&](SinkItem& item) {
+      for (const auto& c : item.txn.changes) bytes += 64 + c.after.size() * 16 + c.before.size() * 16;
+      if (!item.txn.changes.empty()) {
+        group_rows += item.txn.changes.size();
+        ++group_txns;
+        group_source_ts = std::max(group_source_ts, item.txn.changes.back().source.timestamp);
+        group.push_back(std::move(item.txn));
+      }
+    };
+    add(*first);
+    while (bytes < options_.group_max_bytes &&
+           Clock::now() - started < milliseconds(options_.group_max_ms)) {
+      Status st;
+      bool closed = false;
+      auto next = queue.Pop(milliseconds(0), &st, &closed);
+      if (!next) break;  // nothing more ready: commit now (latency first when idle)
+      if (next->reset) {
+        held = std::move(next);
+        break;
+      }
+      last = std::move(next->after);
+      add(*next);
+    }
+    if (group.empty()) {
+      checkpoint_ = std::move(last);  // nothing to deliver (filtered tables, DDL)
+      unsaved = true;
+      RETURN_IF_ERROR(save_pending(false));
+      continue;
+    }
+    group.back().checkpoint = last.ToJson();
+    RETURN_IF_ERROR(CallSink("apply", [&] { return sink.ApplyGroup(group); }));
+    checkpoint_ = std::move(last);
+    unsaved = false;
+    last_save = Clock::now();
+    applied_transactions_ += group_txns;
+    applied_rows_ += group_rows;
+    ++applied_groups_;
+    last_source_ts_ = group_source_ts;
+    if (options_.on_applied) options_.on_applied(checkpoint_, group_rows);
+  }
 }
 
 }  // namespace sluice

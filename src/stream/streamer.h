@@ -1,10 +1,15 @@
 // Streamer: reads the binlog as a replica from a checkpoint and applies whole source
 // transactions to a sink, each with the checkpoint that follows it.
 //
-// Threads: a reader thread fetches raw events from the ReplicationSession into a
-// BoundedQueue (count and bytes), so a slow sink slows the socket instead of growing
-// memory; the calling thread decodes (EventStream), assembles transactions
-// (TransactionAssembler) and applies them (Sink). Both threads are owned by Run().
+// Threads (a pipeline joined by queues bounded in bytes, so a slow sink slows the socket
+// instead of growing memory): a reader thread fetches raw events from the
+// ReplicationSession; the calling thread decodes (EventStream) and assembles whole
+// transactions (TransactionAssembler); a sink writer thread applies them (the only thread
+// that touches the Sink). Group commit: the writer applies the transactions that are ready
+// together, one sink transaction (Sink::ApplyGroup) with the checkpoint of the last one,
+// within group_max_bytes / group_max_ms; when the stream is idle a single transaction is
+// committed at once. A group holds whole source transactions only. All threads are owned by
+// Run(); checkpoint() and the counters may be read from another thread only after Run.
 // Errors, by what Run does next:
 //   - source, transient (kUnavailable: lost connection, server restart): reconnect from the
 //     last checkpoint the sink committed, with capped backoff, each attempt logged with its
@@ -28,6 +33,7 @@
 #include "checkpoint/checkpoint.h"
 #include "mysql/connection.h"
 #include "mysql/schema_loader.h"
+#include "pipeline/bounded_queue.h"
 #include "sink/sink.h"
 #include "util/status.h"
 
@@ -48,7 +54,12 @@ struct StreamerOptions {
   uint32_t reconnect_give_up_seconds = 0;
   // Reconnect backoff: 250 ms, doubling up to this.
   uint32_t reconnect_max_backoff_ms = 10000;
-  // Progress callback for logging: called after each applied transaction with changes.
+  // Group commit: transactions ready behind the first one go into the same sink transaction
+  // until this many bytes (estimated in-memory size of their changes) or this many ms have
+  // gone into the group. Also the bound of the queue between decoding and the sink writer.
+  size_t group_max_bytes = 32u << 20;
+  uint32_t group_max_ms = 200;
+  // Progress callback for logging: called on the sink writer thread after each applied group.
   std::function<void(const Checkpoint&, size_t rows)> on_applied;
 };
 
@@ -65,9 +76,23 @@ class Streamer {
   // Transactions and row changes applied to the sink by Run so far.
   uint64_t applied_transactions() const { return applied_transactions_; }
   uint64_t applied_rows() const { return applied_rows_; }
+  uint64_t applied_groups() const { return applied_groups_; }
+  // Source commit time (seconds since the epoch) of the last applied transaction; 0 before.
+  uint32_t last_source_timestamp() const { return last_source_ts_; }
 
  private:
+  // What the decoding thread hands to the sink writer: a whole source transaction (changes
+  // may be empty: a position-only advance), or a TRUNCATE of `reset`; `after` is the state
+  // once it is applied.
+  struct SinkItem {
+    Transaction txn;
+    TableSchemaPtr reset;
+    Checkpoint after;
+  };
   Status RunOnce(Sink& sink, bool* made_progress);
+  // The sink writer thread's loop: applies items in groups until the queue is closed and
+  // drained (OK) or a sink call fails definitely.
+  Status WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue);
   // Runs `call` (a sink operation) until it succeeds, retrying kUnavailable in place with
   // backoff; returns a definite error with `what` as context, or kCancelled on *stop.
   Status CallSink(const char* what, const std::function<Status()>& call);
@@ -75,8 +100,10 @@ class Streamer {
   StreamerOptions options_;
   Checkpoint checkpoint_;
   bool reconnecting_ = false;  // set after the first connection of Run
-  uint64_t applied_transactions_ = 0;
-  uint64_t applied_rows_ = 0;
+  std::atomic<uint64_t> applied_transactions_{0};
+  std::atomic<uint64_t> applied_rows_{0};
+  std::atomic<uint64_t> applied_groups_{0};
+  std::atomic<uint32_t> last_source_ts_{0};
 };
 
 }  // namespace sluice
