@@ -3,6 +3,7 @@
 #include <chrono>
 #include <map>
 #include <thread>
+#include <unordered_map>
 
 #include "binlog/event_stream.h"
 #include "mysql/replication.h"
@@ -304,6 +305,15 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
   auto last_save = Clock::now();
   uint64_t group_txns = 0, group_rows = 0;
   uint32_t group_source_ts = 0;
+  // Tables handed to sink.PrepareTable (a new definition after DDL is a new pointer); the
+  // pointers are held so that they are never reused.
+  std::unordered_map<const TableSchema*, TableSchemaPtr> prepared;
+  auto prepare = [&](const TableSchemaPtr& t) -> Status {
+    if (!t || prepared.count(t.get())) return Status::Ok();
+    RETURN_IF_ERROR(CallSink("prepare table", [&] { return sink.PrepareTable(*t); }));
+    prepared.emplace(t.get(), t);
+    return Status::Ok();
+  };
   auto save_pending = [&](bool force) -> Status {
     if (!unsaved || (!force && Clock::now() - last_save < std::chrono::seconds(1))) return Status::Ok();
     const std::string text = checkpoint_.ToJson();
@@ -333,6 +343,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     if (first->reset) {
       const std::string text = first->after.ToJson();
       TableSchemaPtr schema = first->reset;
+      RETURN_IF_ERROR(prepare(schema));
       RETURN_IF_ERROR(CallSink("truncate table", [&] { return sink.ResetTable(*schema, text); }));
       checkpoint_ = std::move(first->after);
       unsaved = false;
@@ -374,6 +385,13 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       RETURN_IF_ERROR(save_pending(false));
       continue;
     }
+    const TableSchema* seen = nullptr;
+    for (const Transaction& t : group)
+      for (const RowChange& c : t.changes)
+        if (c.table.get() != seen) {
+          RETURN_IF_ERROR(prepare(c.table));
+          seen = c.table.get();
+        }
     group.back().checkpoint = last.ToJson();
     RETURN_IF_ERROR(CallSink("apply", [&] { return sink.ApplyGroup(group); }));
     checkpoint_ = std::move(last);

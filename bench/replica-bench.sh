@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Apply-rate benchmark (issue 8): sluice against a native MariaDB replica on one backlog.
+#
+#   bench/replica-bench.sh [BUILD_DIR]            # default build
+#
+# 1. A throwaway source MariaDB (scripts/mariadb-test-server.sh) gets sysbench's tables
+#    (prepare), a second throwaway MariaDB becomes its native replica (CHANGE MASTER, GTID),
+#    and sluice takes a snapshot into each sink (SQLite, JSON lines).
+# 2. With the replica's SQL thread and sluice stopped, sysbench oltp_write_only writes the
+#    backlog: EVENTS transactions (default 50000), one thread, fixed seed.
+# 3. Timed, one after the other on the same backlog: the replica's SQL thread applying the
+#    relay log it has fetched (slave_parallel_threads=0), `sluice run --until-caught-up`
+#    into SQLite, and into a JSON lines file. Peak RSS of sluice via /usr/bin/time.
+# Prints each time, row changes/s, and sluice's rate as a multiple of the replica's.
+# Environment: EVENTS (default 50000), TABLES (4), TABLE_SIZE (100000), KEEP=1 keeps the
+# directory (default: removed).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+events=${EVENTS:-50000}
+tables=${TABLES:-4}
+table_size=${TABLE_SIZE:-100000}
+work=$(mktemp -d /tmp/sluice-replica-bench.XXXXXX)
+src="$work/source" rep="$work/replica"
+
+cleanup() {
+  "$root/scripts/mariadb-test-server.sh" stop "$rep" >/dev/null 2>&1 || true
+  "$root/scripts/mariadb-test-server.sh" stop "$src" >/dev/null 2>&1 || true
+  [ "${KEEP:-0}" = 1 ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$root/scripts/mariadb-test-server.sh" start "$src" >/dev/null
+"$root/scripts/mariadb-test-server.sh" start "$rep" --server-id=2 --slave-parallel-threads=0 >/dev/null
+# shellcheck disable=SC1091
+src_port=$(. "$src/env"; echo "$SLUICE_TEST_MYSQL_PORT")
+src_sock="$src/mysqld.sock" rep_sock="$rep/mysqld.sock"
+sql() { mariadb --no-defaults --socket="$1" -uroot -N -e "$2"; }
+
+sql "$src_sock" "CREATE DATABASE sbtest; CREATE USER 'repl'@'127.0.0.1' IDENTIFIED BY 'repl';
+                 GRANT REPLICATION SLAVE ON *.* TO 'repl'@'127.0.0.1'"
+sb=(sysbench oltp_write_only --db-driver=mysql --mysql-socket="$src_sock" --mysql-user=root
+    --mysql-db=sbtest --tables="$tables" --table-size="$table_size" --threads=1)
+"${sb[@]}" --rand-seed=1 prepare >/dev/null
+gtid=$(sql "$src_sock" "SELECT @@gtid_binlog_pos")
+# The replica gets the prepared tables by a dump, then replicates from the current GTID.
+mariadb-dump --no-defaults --socket="$src_sock" -uroot --databases sbtest --single-transaction \
+  | mariadb --no-defaults --socket="$rep_sock" -uroot
+sql "$rep_sock" "RESET MASTER; SET GLOBAL gtid_slave_pos = '$gtid';
+                 CHANGE MASTER TO master_host='127.0.0.1', master_port=$src_port, master_user='repl',
+                 master_password='repl', master_use_gtid=slave_pos; START SLAVE IO_THREAD"
+
+# sluice: a snapshot into each sink, so that the timed runs only stream.
+cat >"$work/base.toml" <<EOF
+[source]
+host = "127.0.0.1"
+port = $src_port
+user = "sluice"
+password_env = "SLUICE_TEST_MYSQL_PASSWORD"
+server_id = 5499
+tables = ["sbtest.*"]
+EOF
+# shellcheck disable=SC1091
+export SLUICE_TEST_MYSQL_PASSWORD=$(. "$src/env"; echo "$SLUICE_TEST_MYSQL_PASSWORD")
+{ cat "$work/base.toml"; printf '[sink]\ntype = "sqlite"\npath = "%s"\n' "$work/replica.db"; } >"$work/sqlite.toml"
+{ cat "$work/base.toml"; printf '[sink]\ntype = "jsonl"\npath = "%s"\n' "$work/changes.jsonl"; } >"$work/jsonl.toml"
+for s in sqlite jsonl; do
+  "$build/sluice" run --config "$work/$s.toml" --until-caught-up >"$work/$s-snapshot.log" 2>&1
+done
+
+echo "backlog: sysbench oltp_write_only, $events transactions, 1 thread (replica SQL thread and sluice stopped)"
+"${sb[@]}" --rand-seed=2 --events="$events" --time=0 --report-interval=0 run >/dev/null
+end_gtid=$(sql "$src_sock" "SELECT @@gtid_binlog_pos")
+# Wait until the replica's IO thread has the whole backlog in its relay log.
+for _ in $(seq 600); do
+  io=$(sql "$rep_sock" "SHOW SLAVE STATUS\G" | awk '/Gtid_IO_Pos/ {print $2}')
+  [ "$io" = "$end_gtid" ] && break
+  sleep 0.1
+done
+rows=$((events * 4))  # oltp_write_only: UPDATE, UPDATE, DELETE, INSERT per transaction
+
+now() { date +%s.%N; }
+t0=$(now)
+sql "$rep_sock" "START SLAVE SQL_THREAD"
+sql "$rep_sock" "SELECT MASTER_GTID_WAIT('$end_gtid', 600)" >/dev/null
+t_rep=$(echo "$(now) - $t0" | bc)
+
+run_sluice() {  # $1 = sink; prints seconds and peak RSS (KiB)
+  /usr/bin/time -f "%M" -o "$work/$1.rss" "$build/sluice" run --config "$work/$1.toml" --until-caught-up \
+    >"$work/$1-stream.log" 2>&1
+}
+t0=$(now); run_sluice sqlite; t_sqlite=$(echo "$(now) - $t0" | bc)
+t0=$(now); run_sluice jsonl; t_jsonl=$(echo "$(now) - $t0" | bc)
+
+report() {  # name seconds [rss]
+  printf '%-44s %7.2f s %9.0f row changes/s%s\n' "$1" "$2" "$(echo "$rows / $2" | bc -l)" "${3:-}"
+}
+echo
+report "native MariaDB replica (SQL thread, 1 thread)" "$t_rep"
+report "sluice -> SQLite" "$t_sqlite" "   peak RSS $(( $(cat "$work/sqlite.rss") / 1024 )) MiB"
+report "sluice -> JSON lines" "$t_jsonl" "   peak RSS $(( $(cat "$work/jsonl.rss") / 1024 )) MiB"
+printf 'ratio: SQLite %.2fx the replica, JSON lines %.2fx the replica\n' \
+  "$(echo "$t_rep / $t_sqlite" | bc -l)" "$(echo "$t_rep / $t_jsonl" | bc -l)"
+grep -h "stopped at" "$work/sqlite-stream.log" "$work/jsonl-stream.log" || true
