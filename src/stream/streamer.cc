@@ -256,6 +256,9 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
                  "cannot be delivered", committed->unknown_xa, ev.file, ev.pos);
     }
     item.txn.changes = std::move(committed->changes);
+    // Each transaction carries its own checkpoint (formatted here, off the sink thread):
+    // sinks that group by themselves (NATS, Kafka) checkpoint inside a group.
+    if (!item.txn.changes.empty()) item.txn.checkpoint = next.ToJson();
     passed = std::move(next);
     return send(std::move(item));
   };
@@ -355,10 +358,12 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     group_txns = group_rows = 0;
     size_t bytes = 0;
     const auto started = Clock::now();
-    Checkpoint last = std::move(first->after);
+    Checkpoint last;
+    BinlogPosition group_last_data_pos;
     auto add = [&](SinkItem& item) {
       for (const auto& c : item.txn.changes) bytes += 64 + c.after.size() * 16 + c.before.size() * 16;
       if (!item.txn.changes.empty()) {
+        group_last_data_pos = item.after.stream_start;
         group_rows += item.txn.changes.size();
         ++group_txns;
         group_source_ts = std::max(group_source_ts, item.txn.changes.back().source.timestamp);
@@ -366,6 +371,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       }
     };
     add(*first);
+    last = std::move(first->after);
     while (bytes < options_.group_max_bytes &&
            Clock::now() - started < milliseconds(options_.group_max_ms)) {
       Status st;
@@ -376,8 +382,8 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
         held = std::move(next);
         break;
       }
-      last = std::move(next->after);
       add(*next);
+      last = std::move(next->after);
     }
     if (group.empty()) {
       checkpoint_ = std::move(last);  // nothing to deliver (filtered tables, DDL)
@@ -392,7 +398,8 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
           RETURN_IF_ERROR(prepare(c.table));
           seen = c.table.get();
         }
-    group.back().checkpoint = last.ToJson();
+    // The group ends with the state after its last item (it may be a position-only one).
+    if (ComparePositions(last.stream_start, group_last_data_pos) != 0) group.back().checkpoint = last.ToJson();
     RETURN_IF_ERROR(CallSink("apply", [&] { return sink.ApplyGroup(group); }));
     checkpoint_ = std::move(last);
     unsaved = false;
