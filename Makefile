@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= 2
 
-.PHONY: all setup build build-asan test unit-test asan-test integration-test demo fuzz fuzz-long bench clean publish-stress
+.PHONY: bench-replica bench-live-lag all setup build build-asan test unit-test asan-test integration-test demo fuzz fuzz-long bench clean publish-stress
 
 all: build
 
@@ -40,6 +40,15 @@ publish-stress: build
 
 fuzz-long:
 	@bash scripts/fuzz.sh 600
+
+# Issue 8 benchmarks (BENCHMARKS.md, "Streaming apply"): sluice against a native MariaDB
+# replica on a 50,000-transaction sysbench backlog, and the lag under a 4-thread load.
+bench-replica: build
+	@bash bench/replica-bench.sh $(BUILD)
+
+bench-live-lag: build
+	@bash bench/live-lag.sh $(BUILD) sqlite
+	@bash bench/live-lag.sh $(BUILD) jsonl
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
