@@ -234,6 +234,7 @@ Status Connection::DrainResults() {
     if (rc > 0) return LastError("reading further result sets");
     MYSQL_RES* res = mysql_store_result(mysql_);
     if (res != nullptr) mysql_free_result(res);
+    else if (mysql_errno(mysql_) != 0) return LastError("reading further result sets");
   }
 }
 
@@ -242,7 +243,11 @@ Result<QueryResult> Connection::Query(std::string_view sql) {
   QueryResult out;
   MYSQL_RES* res = mysql_store_result(mysql_);
   if (res == nullptr) {
-    if (mysql_field_count(mysql_) != 0) return LastError("reading result", sql);
+    // A NULL result is "no result set" only when the connector reports no error: after a
+    // lost connection mysql_field_count is 0 too, and taking that for an empty result
+    // would make a half-read table look finished.
+    if (mysql_errno(mysql_) != 0 || mysql_field_count(mysql_) != 0)
+      return LastError("reading result", sql);
     out.affected_rows = mysql_affected_rows(mysql_);
     RETURN_IF_ERROR(DrainResults());
     return out;
@@ -263,6 +268,11 @@ Result<QueryResult> Connection::Query(std::string_view sql) {
     }
     out.rows.push_back(std::move(r));
   }
+  if (mysql_errno(mysql_) != 0) {
+    Status st = LastError("reading result rows", sql);
+    mysql_free_result(res);
+    return st;
+  }
   mysql_free_result(res);
   RETURN_IF_ERROR(DrainResults());
   return out;
@@ -273,7 +283,7 @@ Status Connection::Execute(std::string_view sql) {
   MYSQL_RES* res = mysql_store_result(mysql_);
   if (res != nullptr) {
     mysql_free_result(res);
-  } else if (mysql_field_count(mysql_) != 0) {
+  } else if (mysql_errno(mysql_) != 0 || mysql_field_count(mysql_) != 0) {
     return LastError("reading result", sql);
   }
   return DrainResults();
@@ -284,7 +294,8 @@ Status Connection::QueryStream(std::string_view sql, const RowCallback& on_row,
   if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return LastError("query", sql);
   MYSQL_RES* res = mysql_use_result(mysql_);
   if (res == nullptr) {
-    if (mysql_field_count(mysql_) != 0) return LastError("reading result", sql);
+    if (mysql_errno(mysql_) != 0 || mysql_field_count(mysql_) != 0)
+      return LastError("reading result", sql);
     return DrainResults();
   }
   unsigned int nfields = mysql_num_fields(res);
@@ -317,6 +328,16 @@ Status Connection::QueryStream(std::string_view sql, const RowCallback& on_row,
 std::string Connection::Escape(std::string_view s) {
   std::string out(s.size() * 2 + 1, '\0');
   unsigned long n = mysql_real_escape_string(mysql_, out.data(), s.data(), s.size());
+  if (n == static_cast<unsigned long>(-1)) {
+    // Only with a multi-byte charset under NO_BACKSLASH_ESCAPES; the ANSI form (quotes
+    // doubled) is always valid inside single quotes.
+    out.clear();
+    for (char c : s) {
+      if (c == '\'') out.push_back('\'');
+      out.push_back(c);
+    }
+    return out;
+  }
   out.resize(n);
   return out;
 }
