@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= 2
 
-.PHONY: bench-replica bench-live-lag all setup build build-asan test unit-test asan-test integration-test demo fuzz fuzz-long bench clean publish-stress
+.PHONY: bench-replica bench-live-lag all setup build build-asan test unit-test asan-test integration-test demo fuzz fuzz-long bench clean publish-stress snapshot-stress
 
 all: build
 
@@ -49,6 +49,11 @@ bench-replica: build
 bench-live-lag: build
 	@bash bench/live-lag.sh $(BUILD) sqlite
 	@bash bench/live-lag.sh $(BUILD) jsonl
+
+# SIGKILL 20 times during a parallel snapshot under load, plus the connection-reset tests
+# (make test runs the kill test with 3 kills).
+snapshot-stress: build
+	@bash scripts/snapshot-stress.sh $(BUILD) 20
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -11,7 +11,15 @@
 //       "done": bool,
 //       "tables": {"<db>.<table>": {"done": bool, "rows": unsigned integer,
 //                                   "last_key": [string, ...],
-//                                   "copied_at": {"file": string, "pos": n} (optional)}, ...}
+//                                   "copied_at": {"file": string, "pos": n} (optional),
+//                                   "expected_rows": n (optional),
+//                                   "ranges": [{"lower": key, "upper": key, "done": bool,
+//                                               "rows": n, "last_key": key,
+//                                               "segments": [{"end": key,
+//                                                  "file": string, "pos": n}, ...]}, ...]
+//                                   (optional)}, ...}
+//     A key is an array with one entry per primary-key column: a string when the column's
+//     canonical text is valid UTF-8, else {"hex": "<bytes in hex>"} (binary keys).
 //     },
 //     "schemas": SchemaHistory JSON (schema/schema_history.h)    version 2 only
 //   }
@@ -70,6 +78,102 @@ Result<Flavor> ParseFlavor(const std::string& s) {
   return Status::Corruption(fmt::format("checkpoint: unknown flavor \"{}\"", s));
 }
 
+bool ValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    if (n == 2 && c < 0xC2) return false;  // overlong
+    if (n == 3) {
+      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) return false;
+    }
+    if (n == 4) {
+      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      if ((c == 0xF0 && c1 < 0x90) || c > 0xF4 || (c == 0xF4 && c1 >= 0x90)) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+OJson KeyToJson(const KeyTexts& key) {
+  OJson a = OJson::array();
+  for (const std::string& k : key) {
+    if (ValidUtf8(k)) {
+      a.push_back(k);
+    } else {
+      std::string hex;
+      for (unsigned char c : k) hex += fmt::format("{:02x}", c);
+      a.push_back(OJson{{"hex", hex}});
+    }
+  }
+  return a;
+}
+
+Result<KeyTexts> KeyFromJson(const Json& obj, const char* name, const std::string& field) {
+  auto it = obj.find(name);
+  if (it == obj.end() || !it->is_array()) return Missing(field, "an array");
+  KeyTexts out;
+  for (const Json& k : *it) {
+    if (k.is_string()) {
+      out.push_back(k.get<std::string>());
+      continue;
+    }
+    auto h = k.is_object() ? k.find("hex") : k.end();
+    if (h == k.end() || !h->is_string() || h->get<std::string>().size() % 2 != 0)
+      return Missing(field + "[]", "a string or {\"hex\": even-length hex}");
+    const std::string hex = h->get<std::string>();
+    std::string bytes;
+    for (size_t i = 0; i < hex.size(); i += 2) {
+      auto nib = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+      };
+      int a = nib(hex[i]), b = nib(hex[i + 1]);
+      if (a < 0 || b < 0) return Missing(field + "[].hex", "hex digits");
+      bytes.push_back(static_cast<char>(a * 16 + b));
+    }
+    out.push_back(std::move(bytes));
+  }
+  return out;
+}
+
+Result<RangeProgress> RangeFromJson(const Json& r, const std::string& field) {
+  if (!r.is_object()) return Missing(field, "an object");
+  RangeProgress p;
+  ASSIGN_OR_RETURN(p.lower, KeyFromJson(r, "lower", field + ".lower"));
+  ASSIGN_OR_RETURN(p.upper, KeyFromJson(r, "upper", field + ".upper"));
+  ASSIGN_OR_RETURN(p.done, GetBool(r, "done", field + ".done"));
+  ASSIGN_OR_RETURN(p.rows, GetUnsigned(r, "rows", field + ".rows"));
+  ASSIGN_OR_RETURN(p.last_key, KeyFromJson(r, "last_key", field + ".last_key"));
+  auto segs = r.find("segments");
+  if (segs == r.end() || !segs->is_array()) return Missing(field + ".segments", "an array");
+  for (const Json& sj : *segs) {
+    const std::string sf = field + ".segments[]";
+    if (!sj.is_object()) return Missing(sf, "an object");
+    RangeSegment seg;
+    ASSIGN_OR_RETURN(seg.end, KeyFromJson(sj, "end", sf + ".end"));
+    ASSIGN_OR_RETURN(seg.point.file, GetString(sj, "file", sf + ".file"));
+    ASSIGN_OR_RETURN(seg.point.pos, GetUnsigned(sj, "pos", sf + ".pos"));
+    p.segments.push_back(std::move(seg));
+  }
+  return p;
+}
+
+OJson RangeToJson(const RangeProgress& r) {
+  OJson segs = OJson::array();
+  for (const RangeSegment& s : r.segments)
+    segs.push_back(OJson{{"end", KeyToJson(s.end)}, {"file", s.point.file}, {"pos", s.point.pos}});
+  return OJson{{"lower", KeyToJson(r.lower)}, {"upper", KeyToJson(r.upper)}, {"done", r.done},
+               {"rows", r.rows}, {"last_key", KeyToJson(r.last_key)}, {"segments", std::move(segs)}};
+}
+
 Result<Checkpoint> FromParsed(const Json& doc) {
   if (!doc.is_object()) return Status::Corruption("checkpoint: top level is not a JSON object");
   ASSIGN_OR_RETURN(const Json* version, Member(doc, "version", "version"));
@@ -96,11 +200,16 @@ Result<Checkpoint> FromParsed(const Json& doc) {
     TableSnapshotProgress p;
     ASSIGN_OR_RETURN(p.done, GetBool(*it, "done", field + ".done"));
     ASSIGN_OR_RETURN(p.rows, GetUnsigned(*it, "rows", field + ".rows"));
-    auto key = it->find("last_key");
-    if (key == it->end() || !key->is_array()) return Missing(field + ".last_key", "an array");
-    for (const Json& k : *key) {
-      if (!k.is_string()) return Missing(field + ".last_key[]", "a string");
-      p.last_key.push_back(k.get<std::string>());
+    ASSIGN_OR_RETURN(p.last_key, KeyFromJson(*it, "last_key", field + ".last_key"));
+    if (auto e = it->find("expected_rows"); e != it->end()) {
+      ASSIGN_OR_RETURN(p.expected_rows, GetUnsigned(*it, "expected_rows", field + ".expected_rows"));
+    }
+    if (auto rs = it->find("ranges"); rs != it->end()) {
+      if (!rs->is_array()) return Missing(field + ".ranges", "an array");
+      for (const Json& r : *rs) {
+        ASSIGN_OR_RETURN(RangeProgress rp, RangeFromJson(r, field + ".ranges[]"));
+        p.ranges.push_back(std::move(rp));
+      }
     }
     auto at = it->find("copied_at");
     if (at != it->end()) {
@@ -131,15 +240,39 @@ std::string Checkpoint::ToJson() const {
   doc["gtid"] = gtid;
   OJson t = OJson::object();
   for (const auto& [name, p] : tables) {
-    t[name] = OJson{{"done", p.done}, {"rows", p.rows}, {"last_key", p.last_key}};
+    t[name] = OJson{{"done", p.done}, {"rows", p.rows}, {"last_key", KeyToJson(p.last_key)}};
     if (!p.copied_at.empty())
       t[name]["copied_at"] = OJson{{"file", p.copied_at.file}, {"pos", p.copied_at.pos}};
+    if (p.expected_rows > 0) t[name]["expected_rows"] = p.expected_rows;
+    if (!p.ranges.empty()) {
+      OJson rs = OJson::array();
+      for (const RangeProgress& r : p.ranges) rs.push_back(RangeToJson(r));
+      t[name]["ranges"] = std::move(rs);
+    }
   }
   doc["snapshot"] = OJson{{"done", snapshot_done}, {"tables", std::move(t)}};
   if (with_schemas) doc["schemas"] = OJson::parse(schemas->ToJson());
   // Replacement never triggers: every string here is UTF-8 we produced; invalid bytes (if a
   // key ever held them) become U+FFFD instead of throwing.
   return doc.dump(-1, ' ', false, OJson::error_handler_t::replace);
+}
+
+std::vector<KeyPointPiece> HandoffPieces(const TableSnapshotProgress& table) {
+  std::vector<KeyPointPiece> pieces;
+  for (size_t i = 0; i < table.ranges.size(); ++i) {
+    const RangeProgress& r = table.ranges[i];
+    if (!r.done || r.segments.empty()) return {};
+    for (size_t j = 0; j < r.segments.size(); ++j) {
+      const bool last = j + 1 == r.segments.size();
+      KeyPointPiece piece{last ? r.upper : r.segments[j].end, r.segments[j].point};
+      // Only the table's last range may end unbounded.
+      if (piece.end.empty() && !(last && i + 1 == table.ranges.size())) return {};
+      if (!pieces.empty() && pieces.back().point == piece.point) pieces.back().end = piece.end;
+      else pieces.push_back(std::move(piece));
+    }
+  }
+  if (!pieces.empty() && !pieces.back().end.empty()) return {};
+  return pieces;
 }
 
 Result<Checkpoint> Checkpoint::FromJson(const std::string& text) {

@@ -26,10 +26,34 @@
 #include <vector>
 
 #include "core/position.h"
+#include "pipeline/handoff_rule.h"
 #include "schema/schema_history.h"
 #include "util/status.h"
 
 namespace sluice {
+
+// A key as the canonical texts of its primary-key columns (Value::ToText). Empty means
+// "no key": the start of the table as a lower bound, the end of the table as an upper one.
+using KeyTexts = std::vector<std::string>;
+
+// A stretch of a range read at one binlog point: the keys after the previous segment's end
+// (or the range's lower bound) up to `end` inclusive. `end` empty: up to the range's upper
+// bound (only the last segment of a finished range).
+struct RangeSegment {
+  KeyTexts end;
+  BinlogPosition point;
+};
+
+// One primary-key range of a table: keys > lower and <= upper (empty: unbounded), planned
+// once; its progress (last key copied, rows) and the points it was read at, in key order.
+struct RangeProgress {
+  KeyTexts lower;
+  KeyTexts upper;
+  bool done = false;
+  uint64_t rows = 0;
+  KeyTexts last_key;  // last key copied; empty: nothing copied yet
+  std::vector<RangeSegment> segments;
+};
 
 struct TableSnapshotProgress {
   bool done = false;
@@ -41,7 +65,18 @@ struct TableSnapshotProgress {
   // whose copy spans two runs keeps the first run's point, and the binlog between the two
   // points is replayed onto it (idempotent by primary key, docs/design.md).
   BinlogPosition copied_at;
+  // The planned ranges (empty: the table was copied in one pass, by an older sluice or
+  // because it has no primary key). When present, `done`/`rows` summarise them and
+  // `last_key` is unused.
+  std::vector<RangeProgress> ranges;
+  uint64_t expected_rows = 0;  // from planning: an exact count or the optimizer's estimate
 };
+
+// The snapshot -> stream hand-off of one table copied by ranges (pipeline/handoff_rule.h):
+// pieces in key order, each the keys up to `end` (inclusive; empty: to the end of the table)
+// read at `point`. Adjacent pieces with the same point are merged. Empty when any range is
+// unfinished.
+std::vector<KeyPointPiece> HandoffPieces(const TableSnapshotProgress& table);
 
 struct Checkpoint {
   static constexpr int kVersion = 1;             // without schemas

@@ -245,3 +245,71 @@ TEST_F(CheckpointFileTest, CheckpointHelpers) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST(CheckpointRangesTest, RangesSegmentsAndBinaryKeysRoundTrip) {
+  Checkpoint cp;
+  cp.flavor = Flavor::kMariaDB;
+  cp.stream_start = {"bin.000001", 100};
+  TableSnapshotProgress& t = cp.tables["d.t"];
+  t.expected_rows = 10;
+  const std::string raw("\x00\xff\x80 a", 5);  // not UTF-8: stored as hex
+  RangeProgress r1;
+  r1.upper = {raw};
+  r1.done = true;
+  r1.rows = 4;
+  r1.last_key = {"\xC3\xA1"};  // 'á', valid UTF-8: stored as text
+  r1.segments = {{{"\xC3\xA1"}, {"bin.000001", 100}}, {{}, {"bin.000001", 300}}};
+  RangeProgress r2;
+  r2.lower = {raw};
+  t.ranges = {r1, r2};
+  std::string text = cp.ToJson();
+  EXPECT_NE(text.find("{\"hex\":\"00ff802061\"}"), std::string::npos) << text;
+  auto back = Checkpoint::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const TableSnapshotProgress& b = back->tables.at("d.t");
+  ASSERT_EQ(b.ranges.size(), 2u);
+  EXPECT_EQ(b.ranges[0].upper, std::vector<std::string>{raw});
+  EXPECT_EQ(b.ranges[1].lower, std::vector<std::string>{raw});
+  EXPECT_EQ(b.ranges[0].last_key, std::vector<std::string>{"\xC3\xA1"});
+  ASSERT_EQ(b.ranges[0].segments.size(), 2u);
+  EXPECT_EQ(b.ranges[0].segments[1].point.pos, 300u);
+  EXPECT_EQ(b.expected_rows, 10u);
+  EXPECT_EQ(back->ToJson(), text);
+
+  auto bad = Checkpoint::FromJson(
+      R"({"version":1,"flavor":"mysql","stream_start":{"file":"b","pos":4},"gtid":"",)"
+      R"("snapshot":{"done":false,"tables":{"d.t":{"done":false,"rows":0,"last_key":[{"hex":"0g"}]}}}})");
+  EXPECT_EQ(bad.status().code(), StatusCode::kCorruption);
+}
+
+TEST(CheckpointRangesTest, HandoffPiecesMergeEqualPointsAndNeedEveryRangeDone) {
+  TableSnapshotProgress t;
+  RangeProgress r1, r2, r3;
+  r1.upper = {"10"};
+  r1.done = true;
+  r1.segments = {{{"4"}, {"b.1", 100}}, {{"9"}, {"b.1", 200}}};
+  r2.lower = {"10"};
+  r2.upper = {"20"};
+  r2.done = true;
+  r2.segments = {{{"12"}, {"b.1", 200}}};
+  r3.lower = {"20"};
+  r3.done = false;
+  t.ranges = {r1, r2, r3};
+  EXPECT_TRUE(HandoffPieces(t).empty());
+  t.ranges[2].done = true;
+  t.ranges[2].segments = {{{}, {"b.1", 150}}};
+  auto pieces = HandoffPieces(t);
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_EQ(pieces[0].end, std::vector<std::string>{"4"});
+  EXPECT_EQ(pieces[0].point.pos, 100u);
+  EXPECT_EQ(pieces[1].end, std::vector<std::string>{"20"});  // (4, 10] and (10, 20] at 200
+  EXPECT_EQ(pieces[1].point.pos, 200u);
+  EXPECT_TRUE(pieces[2].end.empty());
+  EXPECT_EQ(pieces[2].point.pos, 150u);
+}
+
+}  // namespace
+}  // namespace sluice

@@ -188,13 +188,34 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (const toml::node* n = root.get("snapshot")) {
     const toml::table* snap = n->as_table();
     if (!snap) return KeyError(origin, "snapshot", "expected a section");
-    RETURN_IF_ERROR(CheckKeys(*snap, "snapshot", {"mode", "chunk_rows"}, origin));
+    RETURN_IF_ERROR(CheckKeys(*snap, "snapshot",
+                              {"mode", "workers", "chunk_rows", "fetch_rows", "max_ranges_per_table",
+                               "exact_count_max_rows", "parallel", "consistency"},
+                              origin));
     std::string mode = "initial";
     RETURN_IF_ERROR(GetString(*snap, "snapshot", "mode", &mode, origin));
     if (mode == "initial") c.snapshot.mode = SnapshotMode::kInitial;
     else if (mode == "never") c.snapshot.mode = SnapshotMode::kNever;
     else return KeyError(origin, "snapshot.mode", fmt::format("'{}' is not one of: initial, never", mode));
-    RETURN_IF_ERROR(GetInt(*snap, "snapshot", "chunk_rows", &c.snapshot.chunk_rows, 1, 10000000, origin));
+    RETURN_IF_ERROR(GetInt(*snap, "snapshot", "chunk_rows", &c.snapshot.chunk_rows, 1, 1000000000, origin));
+    RETURN_IF_ERROR(GetInt(*snap, "snapshot", "workers", &c.snapshot.workers, 1, 64, origin));
+    RETURN_IF_ERROR(GetInt(*snap, "snapshot", "fetch_rows", &c.snapshot.fetch_rows, 1, 10000000, origin));
+    RETURN_IF_ERROR(GetInt(*snap, "snapshot", "max_ranges_per_table", &c.snapshot.max_ranges_per_table,
+                           1, 100000, origin));
+    RETURN_IF_ERROR(GetInt(*snap, "snapshot", "exact_count_max_rows", &c.snapshot.exact_count_max_rows,
+                           0, int64_t{1} << 62, origin));
+    if (const toml::node* p = snap->get("parallel")) {
+      if (!p->is_boolean()) return KeyError(origin, "snapshot.parallel", "expected true or false");
+      c.snapshot.parallel = p->as_boolean()->get();
+    }
+    std::string consistency = "exact";
+    RETURN_IF_ERROR(GetString(*snap, "snapshot", "consistency", &consistency, origin));
+    if (consistency == "watermark")
+      return KeyError(origin, "snapshot.consistency",
+                      "'watermark' is not implemented yet; use \"exact\" (the default)");
+    if (consistency != "exact")
+      return KeyError(origin, "snapshot.consistency",
+                      fmt::format("'{}' is not one of: exact, watermark", consistency));
   }
 
   if (const toml::node* n = root.get("sink")) {

@@ -6,7 +6,8 @@
 //              tls ("disabled" | "preferred" (default) | "required" | "verify_ca" |
 //              "verify_identity"), ca, cert, key (PEM files), allow_cleartext_auth
 //              reconnect_timeout_seconds (0 = keep reconnecting; default 0)
-//   [snapshot] mode = "initial" | "never", chunk_rows
+//   [snapshot] mode = "initial" | "never", workers, chunk_rows, fetch_rows,
+//              max_ranges_per_table, exact_count_max_rows, parallel, consistency = "exact"
 //   [sink]     type = "sqlite" | "jsonl" | "kafka" | "nats", path, checkpoint (jsonl to
 //              stdout only), file_mode (octal string, default "0600": the most any created
 //              file gets); [sink.kafka] / [sink.nats] (cli/publish_config.h)
@@ -54,7 +55,12 @@ enum class SinkType { kSqlite, kJsonl, kKafka, kNats };
 
 struct SnapshotConfig {
   SnapshotMode mode = SnapshotMode::kInitial;
-  uint32_t chunk_rows = 5000;
+  uint32_t workers = 4;                 // parallel read connections
+  uint32_t chunk_rows = 100000;         // about this many rows per planned key range
+  uint32_t fetch_rows = 5000;           // rows per keyset query and per sink transaction
+  uint32_t max_ranges_per_table = 64;
+  uint64_t exact_count_max_rows = 1000000;  // COUNT(*) below this optimizer estimate
+  bool parallel = true;                 // false: every table in one pass by one worker
 };
 
 struct SinkConfig {

@@ -16,7 +16,7 @@
 #include "mysql/server_probe.h"
 #include "sink/jsonl_sink.h"
 #include "sink/sqlite_sink.h"
-#include "snapshot/snapshot.h"
+#include "snapshot/coordinator.h"
 #include "stream/streamer.h"
 #include "util/log.h"
 
@@ -99,89 +99,6 @@ Status CheckNameCollisions(const std::vector<TableName>& tables, SinkType sink) 
             : ""));
   }
   return Status::Ok();
-}
-
-// Copies every selected table that the checkpoint does not mark done, chunk by chunk, each
-// chunk one sink transaction carrying the updated checkpoint. On a fresh start the stream
-// start is the snapshot point; on a resume it stays at the first snapshot's point (see
-// docs/design.md, "Killed during the snapshot").
-Status RunSnapshot(const Config& config, const RunOptions& options, Connection& meta,
-                   const std::vector<TableName>& tables, uint32_t source_server_id,
-                   Checkpoint& ckpt, Sink& sink) {
-  SnapshotOptions sopts;
-  sopts.lock_tables = tables;
-  ASSIGN_OR_RETURN(auto snap, Snapshot::Begin(SourceConnectOptions(config.source), sopts));
-  const SnapshotPoint& point = snap->point();
-  bool resumed = !ckpt.stream_start.empty();  // interrupted, or tables added since
-  if (!resumed) {
-    ckpt.flavor = point.flavor;
-    ckpt.stream_start = point.position;
-    ckpt.gtid = point.gtid;
-  }
-  LogInfo("snapshot at {}{}{}", point.position.ToString(), point.gtid.empty() ? "" : " gtid ",
-          point.gtid);
-  if (resumed) LogInfo("continuing the snapshot (it was interrupted, or tables were added); streaming will start at {}",
-                       ckpt.stream_start.ToString());
-
-  for (const auto& name : tables) {
-    if (Stopping(options)) return Status::Ok();
-    TableSnapshotProgress& progress = ckpt.tables[name.QualifiedName()];
-    if (progress.done) continue;
-    ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(meta, name.db, name.table));
-    auto schema = std::make_shared<const TableSchema>(std::move(loaded));
-    RETURN_IF_ERROR(sink.PrepareTable(*schema));
-    std::optional<std::vector<std::string>> after;
-    if (!progress.last_key.empty() && schema->has_primary_key()) after = progress.last_key;
-    if (!schema->has_primary_key() && progress.rows > 0) {
-      // A table without a key cannot resume mid-way: empty it in the sink and copy it again.
-      LogInfo("table {} has no primary key and its copy was interrupted: copying it again",
-              name.QualifiedName());
-      progress.rows = 0;
-      progress.last_key.clear();
-      RETURN_IF_ERROR(sink.ResetTable(*schema, ckpt.ToJson()));
-    }
-    if (progress.rows == 0) progress.copied_at = point.position;
-    auto started = std::chrono::steady_clock::now();
-    uint64_t rows_before = progress.rows;
-    Status st = snap->ReadTable(
-        *schema, after, config.snapshot.chunk_rows,
-        [&](std::vector<Row> rows, const std::vector<std::string>& last_key) -> Status {
-          if (Stopping(options)) return Status::Cancelled("stop requested");
-          Transaction txn;
-          txn.is_snapshot = true;
-          SourceInfo src;
-          src.flavor = point.flavor;
-          src.server_id = source_server_id;
-          src.file = point.position.file;
-          src.pos = point.position.pos;
-          src.gtid = point.gtid;
-          src.timestamp = static_cast<uint32_t>(std::time(nullptr));
-          src.snapshot = true;
-          txn.changes.reserve(rows.size());
-          for (auto& r : rows) {
-            RowChange c;
-            c.op = Op::kRead;
-            c.table = schema;
-            c.after = std::move(r);
-            c.source = src;
-            txn.changes.push_back(std::move(c));
-          }
-          progress.rows += rows.size();
-          progress.last_key = last_key;
-          txn.checkpoint = ckpt.ToJson();
-          return sink.Apply(txn);
-        });
-    if (st.code() == StatusCode::kCancelled && Stopping(options)) return Status::Ok();
-    RETURN_IF_ERROR(st);
-    progress.done = true;
-    RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    LogInfo("snapshot: {} copied, {} rows in {:.2f} s", name.QualifiedName(),
-            progress.rows - rows_before, secs);
-  }
-  RETURN_IF_ERROR(snap->Finish());
-  ckpt.snapshot_done = true;
-  return sink.SaveCheckpoint(ckpt.ToJson());
 }
 
 }  // namespace
@@ -302,7 +219,17 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     }
   }
   if (!ckpt.snapshot_done) {
-    RETURN_IF_ERROR(RunSnapshot(config, options, *meta, tables, info.server_id, ckpt, *sink));
+    SnapshotRunOptions so;
+    so.connection = conn_opts;
+    so.source_server_id = info.server_id;
+    so.workers = config.snapshot.workers;
+    so.fetch_rows = config.snapshot.fetch_rows;
+    so.plan.chunk_rows = config.snapshot.chunk_rows;
+    so.plan.max_ranges_per_table = config.snapshot.max_ranges_per_table;
+    so.plan.exact_count_max_rows = config.snapshot.exact_count_max_rows;
+    so.plan.parallel = config.snapshot.parallel;
+    so.stop = options.stop;
+    RETURN_IF_ERROR(RunSnapshot(so, *meta, tables, ckpt, *sink));
     if (Stopping(options)) {
       LogInfo("stopped during the snapshot; the next run resumes it");
       return sink->Flush();

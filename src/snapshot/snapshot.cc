@@ -47,53 +47,17 @@
 #include "snapshot/snapshot.h"
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 
+#include "mysql/key_literal.h"
 #include "mysql/server_probe.h"
 #include "schema/text_value.h"
 
 namespace sluice {
 
 namespace {
-
-bool IsDigits(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
-
-bool IsInteger(std::string_view s) {
-  if (!s.empty() && s[0] == '-') s.remove_prefix(1);
-  return IsDigits(s);
-}
-
-bool IsDecimal(std::string_view s) {
-  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
-  size_t dot = s.find('.');
-  if (dot == std::string_view::npos) return IsDigits(s);
-  return IsDigits(s.substr(0, dot)) && (dot + 1 == s.size() || IsDigits(s.substr(dot + 1)));
-}
-
-bool IsFloatingText(std::string_view s) {
-  if (s.empty() || s.size() > 64) return false;
-  std::string z(s);
-  char* end = nullptr;
-  double d = std::strtod(z.c_str(), &end);
-  return end == z.c_str() + z.size() && std::isfinite(d);
-}
-
-std::string Hex(std::string_view bytes) {
-  static const char* kDigits = "0123456789ABCDEF";
-  std::string out = "X'";
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  out.push_back('\'');
-  return out;
-}
 
 std::string QualifiedTable(const TableSchema& s) {
   return QuoteIdentifier(s.db) + "." + QuoteIdentifier(s.table);
@@ -131,6 +95,9 @@ Status SetUpSession(Connection& c) {
            "SET NAMES utf8mb4",
            "SET SESSION sql_mode = ''",
            "SET SESSION net_write_timeout = 3600, net_read_timeout = 3600",
+           // An idle worker (waiting for the sink, or for the others during setup) must not
+           // be reaped by the server.
+           "SET SESSION wait_timeout = 86400",
            "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
        })
     RETURN_IF_ERROR(c.Execute(sql));
@@ -138,60 +105,6 @@ Status SetUpSession(Connection& c) {
 }
 
 }  // namespace
-
-Result<std::string> KeyLiteral(Connection& conn, const ColumnDesc& col, std::string_view text) {
-  auto bad = [&]() {
-    return Status::InvalidArgument(fmt::format(
-        "resume key '{}' does not fit column {} ({})", text.substr(0, 64), col.name,
-        col.column_type.empty() ? col.data_type : col.column_type));
-  };
-  const SqlType t = col.type;
-  if (IsIntegerType(t) || t == SqlType::kYear || t == SqlType::kBit) {
-    if (!IsInteger(text)) return bad();
-    return std::string(text);
-  }
-  if (t == SqlType::kDecimal) {
-    if (!IsDecimal(text)) return bad();
-    return std::string(text);
-  }
-  if (t == SqlType::kFloat) {
-    if (!IsFloatingText(text)) return bad();
-    return fmt::format("CAST({} AS FLOAT)", text);
-  }
-  if (t == SqlType::kDouble) {
-    if (!IsFloatingText(text)) return bad();
-    std::string lit(text);
-    if (lit.find_first_of("eE") == std::string::npos) lit += "e0";  // a DOUBLE literal
-    return lit;
-  }
-  if (t == SqlType::kEnum) {
-    for (size_t i = 0; i < col.labels.size(); ++i)
-      if (col.labels[i] == text) return std::to_string(i + 1);
-    if (text.empty()) return std::string("0");  // the '' error value of non-strict inserts
-    return bad();
-  }
-  if (t == SqlType::kSet) {
-    uint64_t mask = 0;
-    std::string_view rest = text;
-    while (!rest.empty()) {
-      size_t comma = rest.find(',');
-      std::string_view member = rest.substr(0, comma);
-      bool found = false;
-      for (size_t i = 0; i < col.labels.size() && i < 64; ++i)
-        if (col.labels[i] == member) {
-          mask |= uint64_t{1} << i;
-          found = true;
-        }
-      if (!found) return bad();
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(comma + 1);
-    }
-    return std::to_string(mask);
-  }
-  if (col.charset == "binary" || IsBinaryType(t))
-    return Hex(text);
-  return conn.Quote(text);
-}
 
 Result<std::unique_ptr<Snapshot>> Snapshot::Begin(const ConnectOptions& conn_options,
                                                   const SnapshotOptions& options) {
@@ -256,6 +169,69 @@ Result<std::unique_ptr<Snapshot>> Snapshot::Begin(const ConnectOptions& conn_opt
   return snap;
 }
 
+Result<std::vector<std::unique_ptr<Snapshot>>> Snapshot::BeginMany(
+    const ConnectOptions& conn_options, size_t n, const SnapshotOptions& options,
+    double* lock_held_ms) {
+  if (lock_held_ms != nullptr) *lock_held_ms = 0;
+  std::vector<std::unique_ptr<Snapshot>> out;
+  if (n == 0) return out;
+  ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> first, Begin(conn_options, options));
+  const Flavor flavor = first->point_.flavor;
+  SnapshotMethod method = options.method;
+  if (method == SnapshotMethod::kAuto)
+    method = flavor == Flavor::kMariaDB ? SnapshotMethod::kSnapshotStatus
+                                        : SnapshotMethod::kLockTables;
+  if (method == SnapshotMethod::kSnapshotStatus || n == 1) {
+    // Each read transaction learns its own exact point; no lock.
+    out.push_back(std::move(first));
+    while (out.size() < n) {
+      ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> s, Begin(conn_options, options));
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+  // kLockTables: all transactions open under one lock, so they share one point. The first
+  // snapshot above took (and released) its own lock; take it again for all of them.
+  first.reset();
+  std::vector<std::unique_ptr<Connection>> conns;
+  for (size_t i = 0; i < n; ++i) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Connection> c, Connection::Connect(conn_options));
+    RETURN_IF_ERROR(SetUpSession(*c));
+    conns.push_back(std::move(c));
+  }
+  if (options.lock_tables.empty())
+    return Status::InvalidArgument("the lock-tables snapshot method needs the list of tables");
+  ASSIGN_OR_RETURN(std::unique_ptr<Connection> side, Connection::Connect(conn_options));
+  SnapshotPoint point;
+  point.flavor = flavor;
+  auto locked_at = std::chrono::steady_clock::now();
+  {
+    TableLockGuard lock(side.get());
+    RETURN_IF_ERROR(lock.Lock(options.lock_tables));
+    locked_at = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(point.position, ReadBinlogPosition(*side));
+    ASSIGN_OR_RETURN(QueryResult g, side->Query(flavor == Flavor::kMariaDB
+                                                    ? "SELECT @@global.gtid_binlog_pos"
+                                                    : "SELECT @@global.gtid_executed"));
+    if (!g.rows.empty() && g.rows[0][0]) {
+      point.gtid = *g.rows[0][0];
+      std::erase(point.gtid, '\n');
+    }
+    for (auto& c : conns)
+      RETURN_IF_ERROR(c->Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"));
+    RETURN_IF_ERROR(lock.Release());
+  }
+  if (lock_held_ms != nullptr)
+    *lock_held_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                              locked_at).count();
+  for (auto& c : conns) {
+    std::unique_ptr<Snapshot> s(new Snapshot(std::move(c)));
+    s->point_ = point;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 Snapshot::~Snapshot() {
   if (!finished_) (void)conn_->Execute("ROLLBACK");
 }
@@ -298,8 +274,26 @@ Status Snapshot::ReadTableNoKey(const TableSchema& schema, const std::string& se
 Status Snapshot::ReadTable(const TableSchema& schema,
                            const std::optional<std::vector<std::string>>& start_after_key,
                            size_t chunk_rows, const ChunkCallback& on_chunk) {
+  if (!schema.has_primary_key()) {
+    if (start_after_key && !start_after_key->empty())
+      return Status::InvalidArgument(schema.QualifiedName() +
+                                     " has no primary key, so a read cannot resume after a key");
+    return ReadRange(schema, {}, {}, {}, chunk_rows, on_chunk);
+  }
+  if (start_after_key && start_after_key->size() != schema.primary_key.size())
+    return Status::InvalidArgument(fmt::format(
+        "resume key for {} has {} values, the primary key has {} columns",
+        schema.QualifiedName(), start_after_key->size(), schema.primary_key.size()));
+  return ReadRange(schema, start_after_key.value_or(std::vector<std::string>{}), {}, {},
+                   chunk_rows, on_chunk);
+}
+
+Status Snapshot::ReadRange(const TableSchema& schema, const std::vector<std::string>& after_key,
+                           const std::vector<std::string>& lower,
+                           const std::vector<std::string>& upper, size_t fetch_rows,
+                           const ChunkCallback& on_chunk) {
   if (finished_) return Status::FailedPrecondition("the snapshot transaction has ended");
-  if (chunk_rows == 0) return Status::InvalidArgument("chunk_rows must be > 0");
+  if (fetch_rows == 0) return Status::InvalidArgument("fetch_rows must be > 0");
   if (schema.columns.empty())
     return Status::InvalidArgument(schema.QualifiedName() + " has no columns");
   std::string select_list;
@@ -308,45 +302,33 @@ Status Snapshot::ReadTable(const TableSchema& schema,
     select_list += SnapshotSelectExpr(schema.columns[i]);
   }
   if (!schema.has_primary_key()) {
-    if (start_after_key && !start_after_key->empty())
+    if (!after_key.empty() || !lower.empty() || !upper.empty())
       return Status::InvalidArgument(schema.QualifiedName() +
-                                     " has no primary key, so a read cannot resume after a key");
-    return ReadTableNoKey(schema, select_list, chunk_rows, on_chunk);
+                                     " has no primary key, so it cannot be read by key range");
+    return ReadTableNoKey(schema, select_list, fetch_rows, on_chunk);
   }
 
   const size_t nkey = schema.primary_key.size();
-  for (size_t k : schema.primary_key)
-    if (k >= schema.columns.size())
-      return Status::Internal(schema.QualifiedName() + ": primary key index out of range");
-  std::string key_cols, order_by;
-  for (size_t k = 0; k < nkey; ++k) {
-    if (k > 0) key_cols += ", ";
-    key_cols += QuoteIdentifier(schema.columns[schema.primary_key[k]].name);
+  const std::string key_cols = KeyColumnsTuple(schema);
+  std::vector<std::string> after = after_key.empty() ? lower : after_key;
+  std::string upper_cond;
+  if (!upper.empty()) {
+    ASSIGN_OR_RETURN(std::string u, KeyTuple(*conn_, schema, upper, /*standalone=*/false));
+    upper_cond = key_cols + " <= " + u;
   }
-  order_by = key_cols;
-  if (nkey > 1) key_cols = "(" + key_cols + ")";
-
-  std::optional<std::vector<std::string>> after = start_after_key;
-  if (after && after->size() != nkey)
-    return Status::InvalidArgument(fmt::format(
-        "resume key for {} has {} values, the primary key has {} columns",
-        schema.QualifiedName(), after->size(), nkey));
 
   const std::string head = "SELECT " + select_list + " FROM " + QualifiedTable(schema);
-  const std::string tail = fmt::format(" ORDER BY {} LIMIT {}", order_by, chunk_rows);
+  const std::string tail =
+      fmt::format(" ORDER BY {} LIMIT {}", KeyColumnsList(schema), fetch_rows);
   while (true) {
     std::string sql = head;
-    if (after) {
-      std::string lits;
-      for (size_t k = 0; k < nkey; ++k) {
-        ASSIGN_OR_RETURN(std::string lit,
-                         KeyLiteral(*conn_, schema.columns[schema.primary_key[k]], (*after)[k]));
-        if (k > 0) lits += ", ";
-        lits += lit;
-      }
-      if (nkey > 1) lits = "(" + lits + ")";
-      sql += " WHERE " + key_cols + " > " + lits;
+    std::string where;
+    if (!after.empty()) {
+      ASSIGN_OR_RETURN(std::string lits, KeyTuple(*conn_, schema, after, /*standalone=*/false));
+      where = key_cols + " > " + lits;
     }
+    if (!upper_cond.empty()) where += (where.empty() ? "" : " AND ") + upper_cond;
+    if (!where.empty()) sql += " WHERE " + where;
     sql += tail;
     ASSIGN_OR_RETURN(QueryResult r, conn_->Query(sql));
     if (r.rows.empty()) return Status::Ok();
@@ -377,7 +359,7 @@ Status Snapshot::ReadTable(const TableSchema& schema,
                                               schema.QualifiedName(), schema.columns[k].name));
       last_key.push_back(v.ToText());
     }
-    const bool last_chunk = rows.size() < chunk_rows;
+    const bool last_chunk = rows.size() < fetch_rows;
     RETURN_IF_ERROR(on_chunk(std::move(rows), last_key));
     if (last_chunk) return Status::Ok();
     after = std::move(last_key);

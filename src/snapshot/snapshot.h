@@ -44,6 +44,7 @@
 #include "core/position.h"
 #include "core/value.h"
 #include "mysql/connection.h"
+#include "mysql/key_literal.h"
 #include "mysql/schema_loader.h"
 #include "schema/table_schema.h"
 #include "util/status.h"
@@ -78,6 +79,13 @@ class Snapshot {
 
   static Result<std::unique_ptr<Snapshot>> Begin(const ConnectOptions& conn_options,
                                                  const SnapshotOptions& options = {});
+  // `n` read transactions for parallel workers. MariaDB (kSnapshotStatus): each opens on its
+  // own and learns its own exact point, no lock. MySQL (kLockTables): one LOCK TABLES ...
+  // READ is held while every transaction opens, so all share one point; *lock_held_ms (if
+  // not null) receives how long the lock was held.
+  static Result<std::vector<std::unique_ptr<Snapshot>>> BeginMany(
+      const ConnectOptions& conn_options, size_t n, const SnapshotOptions& options,
+      double* lock_held_ms = nullptr);
   ~Snapshot();
   Snapshot(const Snapshot&) = delete;
   Snapshot& operator=(const Snapshot&) = delete;
@@ -91,10 +99,21 @@ class Snapshot {
                    const std::optional<std::vector<std::string>>& start_after_key,
                    size_t chunk_rows, const ChunkCallback& on_chunk);
 
+  // Reads the keys of `schema` that are > lower and <= upper (empty: unbounded), in key
+  // order, `fetch_rows` per query (WHERE key > last AND key <= upper ORDER BY key LIMIT n;
+  // row values for composite keys), starting after `after_key` when it is not empty (a
+  // resume inside the range). Bounds are key texts (KeyLiteral); the server compares.
+  // Tables without a primary key take no bounds (one streamed pass).
+  Status ReadRange(const TableSchema& schema, const std::vector<std::string>& after_key,
+                   const std::vector<std::string>& lower, const std::vector<std::string>& upper,
+                   size_t fetch_rows, const ChunkCallback& on_chunk);
+
   // Ends the transaction (COMMIT). Further ReadTable calls fail.
   Status Finish();
 
   uint64_t connection_id() const { return conn_->connection_id(); }
+  // The read transaction's session (for checks inside the transaction).
+  Connection& connection() { return *conn_; }
 
  private:
   explicit Snapshot(std::unique_ptr<Connection> conn) : conn_(std::move(conn)) {}
@@ -106,8 +125,5 @@ class Snapshot {
   bool finished_ = false;
 };
 
-// The SQL literal for key text `text` of column `col` (rules above). Exposed for tests.
-// kInvalidArgument when the text does not fit the column type.
-Result<std::string> KeyLiteral(Connection& conn, const ColumnDesc& col, std::string_view text);
 
 }  // namespace sluice

@@ -6,9 +6,11 @@
 #include <unordered_map>
 
 #include "binlog/event_stream.h"
+#include "mysql/key_literal.h"
 #include "mysql/replication.h"
 #include "mysql/server_probe.h"
 #include "pipeline/bounded_queue.h"
+#include "pipeline/handoff_rule.h"
 #include "stream/schema_check.h"
 #include "stream/transaction_assembler.h"
 #include "util/log.h"
@@ -67,6 +69,17 @@ class SchemaCache {
   std::map<std::string, TableSchemaPtr> cache_;
   std::map<std::string, BinlogPosition> copied_at_;
 };
+
+// The per-key snapshot hand-off (pipeline/handoff_rule.h) for tables copied by ranges read
+// at different points; the server locates keys among the range ends.
+HandoffRule SnapshotHandoff(const Checkpoint& ckpt, Connection& conn) {
+  std::map<std::string, std::vector<KeyPointPiece>> pieces;
+  for (const auto& [name, progress] : ckpt.tables) pieces[name] = HandoffPieces(progress);
+  return HandoffRule(pieces, [&conn](const TableSchema& t, const std::vector<std::string>& key,
+                                     const std::vector<std::vector<std::string>>& ends) {
+    return LocateKey(conn, t, key, ends);
+  });
+}
 
 struct RawEvent {
   std::string bytes;
@@ -177,6 +190,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   };
 
   SchemaCache schemas(*meta_conn, options_.filter, checkpoint_.tables);
+  HandoffRule handoff = SnapshotHandoff(checkpoint_, *meta_conn);
   BinlogPosition current_event;
   binlog::EventStream stream;
   stream.SetPosition(checkpoint_.stream_start.file, checkpoint_.stream_start.pos);
@@ -255,6 +269,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
       LogWarning("XA COMMIT {} at {}:{}: its XA PREPARE came before the start point, so its rows "
                  "cannot be delivered", committed->unknown_xa, ev.file, ev.pos);
     }
+    RETURN_IF_ERROR(handoff.Filter(&committed->changes));
     item.txn.changes = std::move(committed->changes);
     // Each transaction carries its own checkpoint (formatted here, off the sink thread):
     // sinks that group by themselves (NATS, Kafka) checkpoint inside a group.

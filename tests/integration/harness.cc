@@ -77,11 +77,12 @@ std::string WriteConfig(const TempDir& dir, const SluiceConfigSpec& spec) {
     return s + "]";
   };
   std::ostringstream t;
-  t << "[source]\nhost = \"" << o.host << "\"\nport = " << o.port << "\nuser = \"" << o.user
+  t << "[source]\nhost = \"" << o.host << "\"\nport = " << (spec.port ? spec.port : o.port)
+    << "\nuser = \"" << o.user
     << "\"\npassword_env = \"SLUICE_TEST_MYSQL_PASSWORD\"\nserver_id = " << spec.server_id
     << "\ntables = " << list(spec.tables) << "\nexclude = " << list(spec.exclude)
     << "\n\n[snapshot]\nmode = \"" << spec.snapshot_mode << "\"\nchunk_rows = " << spec.chunk_rows
-    << "\n\n[sink]\ntype = \"" << spec.sink_type << "\"\npath = \"" << spec.sink_path << "\"\n";
+    << "\n" << spec.snapshot_extra << "\n[sink]\ntype = \"" << spec.sink_type << "\"\npath = \"" << spec.sink_path << "\"\n";
   std::string path = dir.File("sluice.toml");
   std::ofstream(path) << t.str();
   return path;

@@ -47,6 +47,8 @@ struct SluiceConfigSpec {
   std::string snapshot_mode = "initial";
   int chunk_rows = 1000;
   int server_id = 5401;
+  int port = 0;          // 0: the test server's port (set to go through a proxy)
+  std::string snapshot_extra;  // more [snapshot] lines, e.g. "workers = 2\nfetch_rows = 500\n"
 };
 // Writes a TOML config for the test server and returns its path.
 std::string WriteConfig(const TempDir& dir, const SluiceConfigSpec& spec);

@@ -1,0 +1,491 @@
+// The snapshot coordinator: planning, parallel workers, retries, per-range points, progress.
+// Why the per-range points make the hand-off exact: pipeline/handoff_rule.h. Why one read
+// transaction is exact at its point: snapshot.cc.
+#include "snapshot/coordinator.h"
+
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "mysql/key_literal.h"
+#include "pipeline/bounded_queue.h"
+#include "snapshot/snapshot.h"
+#include "util/log.h"
+
+namespace sluice {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool Stopping(const std::atomic<bool>* stop) { return stop && stop->load(); }
+
+// One unit of work: a range of a keyed table, or the single pass over a keyless table.
+struct Job {
+  size_t table = 0;  // index into the coordinator's table list
+  int range = -1;    // index into the table's ranges; -1: keyless single pass
+};
+
+// What a worker hands to the coordinator thread.
+struct Chunk {
+  size_t table = 0;
+  int range = -1;
+  std::vector<Row> rows;
+  KeyTexts last_key;       // after the last row (keyed tables); empty if no rows
+  SnapshotPoint point;     // the read transaction's point
+  bool range_done = false; // the job is complete after these rows
+  bool restart = false;    // keyless: the pass restarts at `point` (no rows)
+};
+
+struct TableState {
+  TableName name;
+  TableSchemaPtr schema;
+  TableSnapshotProgress* progress = nullptr;
+  uint64_t rows_at_start = 0;
+};
+
+Status CheckColumns(Connection& conn, const TableSchema& planned) {
+  ASSIGN_OR_RETURN(TableSchema now, LoadTableSchema(conn, planned.db, planned.table));
+  bool same = now.columns.size() == planned.columns.size() && now.primary_key == planned.primary_key;
+  for (size_t i = 0; same && i < now.columns.size(); ++i)
+    same = now.columns[i].name == planned.columns[i].name &&
+           now.columns[i].column_type == planned.columns[i].column_type &&
+           now.columns[i].collation == planned.columns[i].collation;
+  if (!same)
+    return Status::FailedPrecondition(fmt::format(
+        "table {} changed its definition during the snapshot; run again to copy it with the "
+        "new definition into a new replica",
+        planned.QualifiedName()));
+  return Status::Ok();
+}
+
+// The bounds of a range must be strictly increasing under the key's collation; the server
+// says whether they are.
+Status CheckBounds(Connection& conn, const TableSchema& schema, const RangeProgress& r) {
+  if (r.lower.empty() || r.upper.empty()) return Status::Ok();
+  ASSIGN_OR_RETURN(std::string lo, KeyTuple(conn, schema, r.lower, true));
+  ASSIGN_OR_RETURN(std::string hi, KeyTuple(conn, schema, r.upper, true));
+  ASSIGN_OR_RETURN(QueryResult q, conn.Query("SELECT " + lo + " < " + hi));
+  if (q.rows.size() == 1 && q.rows[0].size() == 1 && q.rows[0][0] == "1") return Status::Ok();
+  return Status::FailedPrecondition(fmt::format(
+      "the planned range bounds of {} are not increasing under the key's collation (did the "
+      "key's definition change?); start a new snapshot into a new replica",
+      schema.QualifiedName()));
+}
+
+class Worker {
+ public:
+  Worker(const SnapshotRunOptions& options, const SnapshotOptions& snap_options,
+         const std::vector<TableState>& tables, std::unique_ptr<Snapshot> snap,
+         BoundedQueue<Chunk>& queue, std::atomic<bool>& abort)
+      : options_(options), snap_options_(snap_options), tables_(tables), snap_(std::move(snap)),
+        queue_(queue), abort_(abort) {}
+
+  void Add(Job j) { jobs_.push_back(j); }
+  bool has_jobs() const { return !jobs_.empty(); }
+
+  // Runs every job; the first definite error closes the queue with it.
+  void Run() {
+    Status st = RunJobs();
+    if (!st.ok() && st.code() != StatusCode::kCancelled) {
+      abort_ = true;
+      queue_.Close(st);
+    }
+    if (snap_) (void)snap_->Finish();
+  }
+
+ private:
+  bool Stopped() const { return abort_.load() || Stopping(options_.stop); }
+
+  Status RunJobs() {
+    std::map<size_t, bool> checked;  // tables whose columns this worker has verified
+    for (const Job& job : jobs_) {
+      const TableState& t = tables_[job.table];
+      KeyTexts after;
+      if (job.range >= 0) after = t.progress->ranges[job.range].last_key;
+      auto last_progress = Clock::now();
+      auto backoff = std::chrono::milliseconds(100);
+      auto last_failure = Clock::now();
+      bool restart_keyless = false;
+      bool bounds_checked = false;
+      while (true) {
+        if (Stopped()) return Status::Cancelled("stopped");
+        Status st;
+        if (!snap_) {
+          auto s = Snapshot::Begin(options_.connection, snap_options_);
+          if (s.ok()) {
+            snap_ = std::move(s).value();
+            LogInfo("snapshot: worker reconnected; reading at {}", snap_->point().position.ToString());
+            checked.clear();
+          } else {
+            st = s.status();
+          }
+        }
+        if (st.ok() && !checked[job.table]) {
+          st = CheckColumns(snap_conn(), *t.schema);
+          if (st.ok()) checked[job.table] = true;
+        }
+        if (st.ok() && job.range >= 0 && !bounds_checked) {
+          st = CheckBounds(snap_conn(), *t.schema, t.progress->ranges[job.range]);
+          if (st.ok()) bounds_checked = true;
+        }
+        if (st.ok() && restart_keyless) {
+          Chunk c;
+          c.table = job.table;
+          c.restart = true;
+          c.point = snap_->point();
+          st = queue_.Push(std::move(c), 64);
+          if (st.ok()) restart_keyless = false;
+        }
+        if (st.ok()) st = ReadJob(job, t, &after, &last_progress);
+        if (st.ok()) break;
+        if (st.code() != StatusCode::kUnavailable) return st;
+        if (last_progress > last_failure) backoff = std::chrono::milliseconds(100);  // it moved on
+        last_failure = Clock::now();
+        auto idle = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - last_progress);
+        if (idle.count() >= options_.retry_give_up_seconds)
+          return st.WithContext(fmt::format("snapshot of {}: gave up retrying after {} s",
+                                            t.name.QualifiedName(), idle.count()));
+        LogWarning("snapshot of {}: {}; retrying in a new read transaction in {} ms",
+                   t.name.QualifiedName(), st.ToString(), backoff.count());
+        snap_.reset();
+        if (job.range < 0) restart_keyless = true;
+        std::this_thread::sleep_for(backoff);
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(3000));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Connection& snap_conn() { return snap_->connection(); }
+
+  Status ReadJob(const Job& job, const TableState& t, KeyTexts* after, Clock::time_point* last_progress) {
+    static const KeyTexts kNone;
+    const RangeProgress* r = job.range >= 0 ? &t.progress->ranges[job.range] : nullptr;
+    const SnapshotPoint point = snap_->point();
+    RETURN_IF_ERROR(snap_->ReadRange(
+        *t.schema, r ? *after : kNone, r ? r->lower : kNone, r ? r->upper : kNone,
+        options_.fetch_rows, [&](std::vector<Row> rows, const std::vector<std::string>& last_key) -> Status {
+          if (Stopped()) return Status::Cancelled("stopped");
+          Chunk c;
+          c.table = job.table;
+          c.range = job.range;
+          size_t bytes = 64;
+          for (const Row& row : rows) bytes += 16 * row.size();
+          c.rows = std::move(rows);
+          c.last_key = last_key;
+          c.point = point;
+          if (r) *after = last_key;
+          *last_progress = Clock::now();
+          return queue_.Push(std::move(c), bytes);
+        }));
+    Chunk done;
+    done.table = job.table;
+    done.range = job.range;
+    done.point = point;
+    done.range_done = true;
+    return queue_.Push(std::move(done), 64);
+  }
+
+  const SnapshotRunOptions& options_;
+  const SnapshotOptions& snap_options_;
+  const std::vector<TableState>& tables_;
+  std::unique_ptr<Snapshot> snap_;
+  BoundedQueue<Chunk>& queue_;
+  std::atomic<bool>& abort_;
+  std::vector<Job> jobs_;
+};
+
+// Records that `range` was read up to `last_key` (inclusive) at `point`.
+void ExtendSegments(RangeProgress& range, const KeyTexts& last_key, const BinlogPosition& point) {
+  if (range.segments.empty() || !(range.segments.back().point == point))
+    range.segments.push_back(RangeSegment{last_key, point});
+  else
+    range.segments.back().end = last_key;
+}
+
+BinlogPosition EarliestPoint(const TableSnapshotProgress& p) {
+  BinlogPosition best;
+  for (const RangeProgress& r : p.ranges)
+    for (const RangeSegment& s : r.segments)
+      if (best.empty() || ComparePositions(s.point, best) < 0) best = s.point;
+  return best;
+}
+
+std::string Eta(double remaining_rows, double rate) {
+  if (rate <= 0) return "?";
+  double s = remaining_rows / rate;
+  if (s < 90) return fmt::format("{:.0f} s", s);
+  return fmt::format("{:.1f} min", s / 60);
+}
+
+}  // namespace
+
+RowChange SnapshotReadChange(const TableSchemaPtr& table, Row row, const SourceInfo& source) {
+  RowChange c;
+  c.op = Op::kRead;
+  c.table = table;
+  c.after = std::move(row);
+  c.source = source;
+  return c;
+}
+
+Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
+                   const std::vector<TableName>& names, Checkpoint& ckpt, Sink& sink) {
+  const auto started = Clock::now();
+  // Plan every table not yet done (planning happens once; a resume keeps the plan).
+  std::vector<TableState> tables;
+  for (const TableName& name : names) {
+    TableSnapshotProgress& p = ckpt.tables[name.QualifiedName()];
+    if (p.done) continue;
+    ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(meta, name.db, name.table));
+    auto schema = std::make_shared<const TableSchema>(std::move(loaded));
+    RETURN_IF_ERROR(sink.PrepareTable(*schema));
+    if (schema->has_primary_key() && p.ranges.empty()) {
+      if (p.rows > 0 || !p.last_key.empty()) {
+        // Progress written by an older sluice: one range, continued after its last key; the
+        // part already copied was read at copied_at.
+        RangeProgress r;
+        r.rows = p.rows;
+        r.last_key = p.last_key;
+        if (!p.last_key.empty()) r.segments.push_back({p.last_key, p.copied_at});
+        p.ranges.push_back(std::move(r));
+      } else {
+        ASSIGN_OR_RETURN(TablePlan plan, PlanTable(meta, *schema, options.plan));
+        p.ranges = std::move(plan.ranges);
+        p.expected_rows = plan.expected_rows;
+        LogInfo("snapshot: {}: {} {} rows, {} range(s)", name.QualifiedName(),
+                plan.exact_count ? "counted" : "estimated", plan.expected_rows, p.ranges.size());
+      }
+    } else if (!schema->has_primary_key() && p.expected_rows == 0) {
+      PlanOptions single = options.plan;
+      single.parallel = false;
+      ASSIGN_OR_RETURN(TablePlan plan, PlanTable(meta, *schema, single));
+      p.expected_rows = plan.expected_rows;
+    }
+    tables.push_back(TableState{name, schema, nullptr, 0});
+  }
+  // Pointers into ckpt.tables are stable (std::map) once every entry exists.
+  for (TableState& t : tables) {
+    t.progress = &ckpt.tables[t.name.QualifiedName()];
+    t.rows_at_start = t.progress->rows;
+  }
+
+  // Keyless tables interrupted mid-copy start over.
+  for (TableState& t : tables) {
+    if (t.schema->has_primary_key() || t.progress->rows == 0) continue;
+    LogInfo("table {} has no primary key and its copy was interrupted: copying it again",
+            t.name.QualifiedName());
+    t.progress->rows = 0;
+    t.progress->last_key.clear();
+    t.rows_at_start = 0;
+    RETURN_IF_ERROR(sink.ResetTable(*t.schema, ckpt.ToJson()));
+  }
+
+  // Jobs, dealt round-robin starting at a different worker per table, so that the
+  // open-ended last ranges do not all land on one worker.
+  const size_t nworkers = std::max<uint32_t>(1, options.workers);
+  std::vector<std::vector<Job>> dealt(nworkers);
+  size_t njobs = 0;
+  for (size_t ti = 0; ti < tables.size(); ++ti) {
+    const TableSnapshotProgress& p = *tables[ti].progress;
+    if (!tables[ti].schema->has_primary_key()) {
+      dealt[ti % nworkers].push_back(Job{ti, -1});
+      ++njobs;
+      continue;
+    }
+    size_t j = 0;
+    for (size_t ri = 0; ri < p.ranges.size(); ++ri) {
+      if (p.ranges[ri].done) continue;
+      dealt[(ti + j++) % nworkers].push_back(Job{ti, static_cast<int>(ri)});
+      ++njobs;
+    }
+  }
+  size_t active = 0;
+  for (const auto& d : dealt) active += d.empty() ? 0 : 1;
+
+  SnapshotOptions sopts;
+  for (const TableState& t : tables) sopts.lock_tables.push_back(t.name);
+  if (sopts.lock_tables.empty()) sopts.lock_tables = names;
+
+  std::vector<std::unique_ptr<Snapshot>> snaps;
+  if (active > 0) {
+    double lock_ms = 0;
+    ASSIGN_OR_RETURN(snaps, Snapshot::BeginMany(options.connection, active, sopts, &lock_ms));
+    if (lock_ms > 0) LogInfo("snapshot: tables were read-locked for {:.1f} ms while {} read transactions opened", lock_ms, active);
+  }
+  bool resumed = !ckpt.stream_start.empty();
+  if (!resumed) {
+    // The stream starts at the earliest point of any read transaction.
+    const SnapshotPoint* first = nullptr;
+    for (const auto& s : snaps)
+      if (!first || ComparePositions(s->point().position, first->position) < 0) first = &s->point();
+    if (first == nullptr) {
+      // Nothing to read (no tables): start where the server is now.
+      ASSIGN_OR_RETURN(auto only, Snapshot::Begin(options.connection, sopts));
+      ckpt.flavor = only->point().flavor;
+      ckpt.stream_start = only->point().position;
+      ckpt.gtid = only->point().gtid;
+      (void)only->Finish();
+    } else {
+      ckpt.flavor = first->flavor;
+      ckpt.stream_start = first->position;
+      ckpt.gtid = first->gtid;
+    }
+  }
+  for (const auto& s : snaps)
+    LogInfo("snapshot at {}{}{}", s->point().position.ToString(), s->point().gtid.empty() ? "" : " gtid ",
+            s->point().gtid);
+  if (resumed)
+    LogInfo("continuing the snapshot (it was interrupted, or tables were added); streaming will "
+            "start at {}", ckpt.stream_start.ToString());
+  LogInfo("snapshot: {} table(s), {} job(s), {} worker(s)", tables.size(), njobs, active);
+
+  BoundedQueue<Chunk> queue(4 * nworkers + 4, size_t{256} << 20);
+  std::atomic<bool> abort{false};
+  std::vector<std::unique_ptr<Worker>> workers;
+  {
+    size_t si = 0;
+    for (auto& d : dealt) {
+      if (d.empty()) continue;
+      auto w = std::make_unique<Worker>(options, sopts, tables, std::move(snaps[si++]), queue, abort);
+      for (const Job& j : d) w->Add(j);
+      workers.push_back(std::move(w));
+    }
+  }
+  std::vector<std::thread> threads;
+  std::atomic<size_t> running{workers.size()};
+  for (auto& w : workers)
+    threads.emplace_back([&running, &queue, wp = w.get()] {
+      wp->Run();
+      if (--running == 0) queue.Close(Status::Ok());
+    });
+  auto join_all = [&](Status why) {
+    abort = true;
+    queue.Close(std::move(why));
+    for (auto& th : threads) th.join();
+    threads.clear();
+  };
+  if (workers.empty()) queue.Close(Status::Ok());
+
+  // The coordinator thread: apply chunks in arrival order, each with its checkpoint.
+  uint64_t total_expected = 0, total_done = 0, total_at_start = 0;
+  for (const TableState& t : tables) {
+    total_expected += std::max(t.progress->expected_rows, t.progress->rows);
+    total_at_start += t.progress->rows;
+  }
+  total_done = total_at_start;
+  auto last_report = Clock::now();
+  auto report = [&](bool final_line) {
+    double secs = std::chrono::duration<double>(Clock::now() - started).count();
+    double rate = secs > 0 ? static_cast<double>(total_done - total_at_start) / secs : 0;
+    std::string per_table;
+    for (const TableState& t : tables) {
+      if (t.progress->done && !final_line) continue;
+      if (per_table.size() > 300) { per_table += ", ..."; break; }
+      per_table += fmt::format("{}{} {}/{}", per_table.empty() ? "" : ", ", t.name.QualifiedName(),
+                               t.progress->rows, t.progress->expected_rows);
+    }
+    double remaining = total_expected > total_done ? static_cast<double>(total_expected - total_done) : 0;
+    LogInfo("snapshot progress: {} of {} rows, {:.0f} rows/s, ETA {}{}{}", total_done, total_expected,
+            rate, Eta(remaining, rate), per_table.empty() ? "" : "; ", per_table);
+  };
+
+  Status result;
+  std::optional<TableSnapshotProgress> failed;  // progress to restore after a sink error
+  TableSnapshotProgress* failed_table = nullptr;
+  while (true) {
+    Status qst;
+    bool closed = false;
+    auto chunk = queue.Pop(std::chrono::milliseconds(200), &qst, &closed);
+    if (Clock::now() - last_report > std::chrono::duration<double>(options.progress_seconds)) {
+      report(false);
+      last_report = Clock::now();
+    }
+    if (!chunk) {
+      if (closed) {
+        result = qst;
+        break;
+      }
+      continue;
+    }
+    TableState& t = tables[chunk->table];
+    TableSnapshotProgress& p = *t.progress;
+    if (chunk->restart) {
+      LogInfo("table {} has no primary key and its read was interrupted: copying it again",
+              t.name.QualifiedName());
+      total_done -= p.rows;
+      p.rows = 0;
+      p.copied_at = chunk->point.position;
+      result = sink.ResetTable(*t.schema, ckpt.ToJson());
+      if (!result.ok()) break;
+      continue;
+    }
+    Transaction txn;
+    txn.is_snapshot = true;
+    SourceInfo src;
+    src.flavor = chunk->point.flavor;
+    src.server_id = options.source_server_id;
+    src.file = chunk->point.position.file;
+    src.pos = chunk->point.position.pos;
+    src.gtid = chunk->point.gtid;
+    src.timestamp = static_cast<uint32_t>(std::time(nullptr));
+    src.snapshot = true;
+    const size_t n = chunk->rows.size();
+    txn.changes.reserve(n);
+    for (Row& r : chunk->rows) txn.changes.push_back(SnapshotReadChange(t.schema, std::move(r), src));
+    // The new progress, recorded only once the sink has the rows.
+    TableSnapshotProgress before = p;
+    if (chunk->range >= 0) {
+      RangeProgress& r = p.ranges[chunk->range];
+      if (n > 0) {
+        r.rows += n;
+        r.last_key = chunk->last_key;
+        ExtendSegments(r, chunk->last_key, chunk->point.position);
+      }
+      if (chunk->range_done) {
+        // The keys after the last row up to the range's end held no row at this point.
+        if (r.segments.empty() || !(r.segments.back().point == chunk->point.position))
+          r.segments.push_back(RangeSegment{r.last_key, chunk->point.position});
+        r.done = true;
+      }
+      p.rows += n;
+      p.done = true;
+      for (const RangeProgress& x : p.ranges) p.done = p.done && x.done;
+      if (p.done) p.copied_at = EarliestPoint(p);
+    } else {
+      if (p.rows == 0) p.copied_at = chunk->point.position;
+      p.rows += n;
+      if (chunk->range_done) p.done = true;
+    }
+    txn.checkpoint = ckpt.ToJson();
+    Status st = n > 0 ? sink.Apply(txn) : sink.SaveCheckpoint(txn.checkpoint);
+    if (!st.ok()) {
+      failed = std::move(before);
+      failed_table = &p;
+      result = st;
+      break;
+    }
+    total_done += n;
+    if (p.done) {
+      double secs = std::chrono::duration<double>(Clock::now() - started).count();
+      LogInfo("snapshot: {} copied, {} rows in {:.2f} s", t.name.QualifiedName(),
+              p.rows - t.rows_at_start, secs);
+    }
+  }
+  join_all(result.ok() ? Status::Cancelled("snapshot finished") : result);
+  if (failed && failed_table != nullptr) *failed_table = std::move(*failed);
+  if (result.code() == StatusCode::kCancelled && Stopping(options.stop)) return Status::Ok();
+  if (Stopping(options.stop)) return Status::Ok();
+  RETURN_IF_ERROR(result);
+  for (const TableState& t : tables)
+    if (!t.progress->done)
+      return Status::Internal(fmt::format("snapshot ended with {} unfinished", t.name.QualifiedName()));
+  report(true);
+  ckpt.snapshot_done = true;
+  return sink.SaveCheckpoint(ckpt.ToJson());
+}
+
+}  // namespace sluice

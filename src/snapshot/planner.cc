@@ -1,0 +1,162 @@
+#include "snapshot/planner.h"
+
+#include <charconv>
+
+#include "mysql/key_literal.h"
+#include "schema/column_type.h"
+#include "schema/text_value.h"
+
+namespace sluice {
+namespace {
+
+std::string Qualified(const TableSchema& s) {
+  return QuoteIdentifier(s.db) + "." + QuoteIdentifier(s.table);
+}
+
+Result<uint64_t> ParseCount(const QueryResult& r, std::string_view what) {
+  if (r.rows.size() != 1 || r.rows[0].empty() || !r.rows[0][0]) return uint64_t{0};
+  const std::string& t = *r.rows[0][0];
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || p != t.data() + t.size())
+    return Status::Corruption(fmt::format("{}: not a count: '{}'", what, t));
+  return v;
+}
+
+__extension__ typedef __int128 I128;
+__extension__ typedef unsigned __int128 U128;
+
+// 128-bit signed text conversions for integer keys (the values fit: at most 2^64-1).
+bool ParseI128(const std::string& t, I128* out) {
+  std::string_view s = t;
+  bool neg = !s.empty() && s[0] == '-';
+  if (neg) s.remove_prefix(1);
+  if (s.empty() || s.size() > 20) return false;
+  I128 v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *out = neg ? -v : v;
+  return true;
+}
+
+std::string I128Text(I128 v) {
+  if (v == 0) return "0";
+  bool neg = v < 0;
+  U128 u = neg ? static_cast<U128>(-v) : static_cast<U128>(v);
+  std::string s;
+  while (u > 0) {
+    s.push_back(static_cast<char>('0' + static_cast<int>(u % 10)));
+    u /= 10;
+  }
+  if (neg) s.push_back('-');
+  return {s.rbegin(), s.rend()};
+}
+
+std::vector<RangeProgress> FromBoundaries(const std::vector<KeyTexts>& bounds) {
+  std::vector<RangeProgress> out;
+  KeyTexts lower;
+  for (const KeyTexts& b : bounds) {
+    RangeProgress r;
+    r.lower = lower;
+    r.upper = b;
+    out.push_back(std::move(r));
+    lower = b;
+  }
+  RangeProgress last;
+  last.lower = lower;
+  out.push_back(std::move(last));
+  return out;
+}
+
+Result<std::vector<KeyTexts>> IntegerBoundaries(Connection& conn, const TableSchema& s, size_t n) {
+  const std::string k = QuoteIdentifier(s.columns[s.primary_key[0]].name);
+  ASSIGN_OR_RETURN(QueryResult r,
+                   conn.Query(fmt::format("SELECT MIN({0}), MAX({0}) FROM {1}", k, Qualified(s))));
+  if (r.rows.size() != 1 || r.rows[0].size() != 2 || !r.rows[0][0] || !r.rows[0][1])
+    return std::vector<KeyTexts>{};  // empty table
+  I128 lo = 0, hi = 0;
+  if (!ParseI128(*r.rows[0][0], &lo) || !ParseI128(*r.rows[0][1], &hi))
+    return Status::Corruption(fmt::format("{}: MIN/MAX of key {} are not integers: {} / {}",
+                                          s.QualifiedName(), k, *r.rows[0][0], *r.rows[0][1]));
+  std::vector<KeyTexts> bounds;
+  for (size_t i = 1; i < n; ++i) {
+    I128 b = lo + (hi - lo) * static_cast<I128>(i) / static_cast<I128>(n);
+    std::string text = I128Text(b);
+    if (b >= hi) break;
+    if (!bounds.empty() && bounds.back()[0] == text) continue;
+    bounds.push_back({text});
+  }
+  return bounds;
+}
+
+Result<std::vector<KeyTexts>> SampledBoundaries(Connection& conn, const TableSchema& s, size_t n,
+                                                uint64_t rows) {
+  const uint64_t stride = std::max<uint64_t>(1, (rows + n - 1) / n);
+  std::string select;
+  for (size_t k = 0; k < s.primary_key.size(); ++k) {
+    if (k > 0) select += ", ";
+    select += SnapshotSelectExpr(s.columns[s.primary_key[k]]);
+  }
+  const std::string key_cols = KeyColumnsTuple(s);
+  std::vector<KeyTexts> bounds;
+  while (bounds.size() + 1 < n) {
+    std::string sql = "SELECT " + select + " FROM " + Qualified(s);
+    if (!bounds.empty()) {
+      ASSIGN_OR_RETURN(std::string prev, KeyTuple(conn, s, bounds.back(), /*standalone=*/false));
+      sql += " WHERE " + key_cols + " > " + prev;
+    }
+    sql += fmt::format(" ORDER BY {} LIMIT 1 OFFSET {}", KeyColumnsList(s), stride - 1);
+    ASSIGN_OR_RETURN(QueryResult r, conn.Query(sql));
+    if (r.rows.empty()) break;
+    KeyTexts key;
+    for (size_t k = 0; k < s.primary_key.size(); ++k) {
+      const ColumnDesc& col = s.columns[s.primary_key[k]];
+      std::optional<std::string_view> cell;
+      if (r.rows[0][k]) cell = std::string_view(*r.rows[0][k]);
+      ASSIGN_OR_RETURN(Value v, ValueFromText(col, cell));
+      if (v.is_null())
+        return Status::Corruption(fmt::format("{}: primary key column {} is NULL",
+                                              s.QualifiedName(), col.name));
+      key.push_back(v.ToText());
+    }
+    bounds.push_back(std::move(key));
+  }
+  return bounds;
+}
+
+}  // namespace
+
+Result<TablePlan> PlanTable(Connection& conn, const TableSchema& schema, const PlanOptions& options) {
+  TablePlan plan;
+  ASSIGN_OR_RETURN(QueryResult est,
+                   conn.Query(fmt::format("SELECT TABLE_ROWS FROM information_schema.TABLES "
+                                          "WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+                                          conn.Quote(schema.db), conn.Quote(schema.table))));
+  ASSIGN_OR_RETURN(plan.expected_rows, ParseCount(est, schema.QualifiedName() + " TABLE_ROWS"));
+  if (plan.expected_rows < options.exact_count_max_rows) {
+    ASSIGN_OR_RETURN(QueryResult cnt, conn.Query("SELECT COUNT(*) FROM " + Qualified(schema)));
+    ASSIGN_OR_RETURN(plan.expected_rows, ParseCount(cnt, schema.QualifiedName() + " COUNT(*)"));
+    plan.exact_count = true;
+  }
+  size_t n = 1;
+  if (options.parallel && schema.has_primary_key() && options.chunk_rows > 0) {
+    uint64_t want = (plan.expected_rows + options.chunk_rows - 1) / options.chunk_rows;
+    n = static_cast<size_t>(std::clamp<uint64_t>(want, 1, std::max<uint32_t>(1, options.max_ranges_per_table)));
+  }
+  if (n == 1 || !schema.has_primary_key()) {
+    plan.ranges.emplace_back();
+    return plan;
+  }
+  std::vector<KeyTexts> bounds;
+  if (schema.primary_key.size() == 1 && IsIntegerType(schema.columns[schema.primary_key[0]].type)) {
+    ASSIGN_OR_RETURN(bounds, IntegerBoundaries(conn, schema, n));
+  } else {
+    ASSIGN_OR_RETURN(bounds, SampledBoundaries(conn, schema, n, plan.expected_rows));
+  }
+  plan.ranges = FromBoundaries(bounds);
+  return plan;
+}
+
+}  // namespace sluice
