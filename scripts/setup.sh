@@ -13,6 +13,10 @@ packages=(
   librdkafka-dev libnats-dev nats-server
 )
 
+# Extra packages for one target only (e.g. SETUP_EXTRA=mydumper for the snapshot benchmark).
+# shellcheck disable=SC2206
+packages+=(${SETUP_EXTRA:-})
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

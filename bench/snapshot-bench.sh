@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Snapshot benchmark (issue 9): the 2 M-row sysbench table sbtest1 copied side by side, against
+# one warm throwaway MariaDB (2 GiB buffer pool), RUNS times each:
+#   mydumper -t 2 -r 500000                         (reference)
+#   mariadb --quick -e 'SELECT * FROM sbtest1'      (one plain SELECT through the client)
+#   sluice run, snapshot.workers = 2, to JSON lines
+#   sluice run, snapshot.workers = 2, into SQLite
+# Prints each time and the ratios to mydumper's best time.
+#
+#   bench/snapshot-bench.sh [BUILD_DIR] [RUNS]     # default build, 3
+# Environment: ROWS (default 2000000), WORKERS (default 2), KEEP_SERVER=1 to keep
+# /tmp/sluice-snapbench running between invocations (its data is reused when present).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+runs=${2:-3}
+rows=${ROWS:-2000000}
+workers=${WORKERS:-2}
+[ -x "$build/sluice" ] || { echo "no $build/sluice: build it first" >&2; exit 1; }
+SETUP_EXTRA=mydumper bash "$root/scripts/setup.sh"
+
+srv=/tmp/sluice-snapbench
+work=$(mktemp -d /tmp/sluice-snapbench-run.XXXXXX)
+if [ ! -f "$srv/env" ] || ! mariadb-admin --no-defaults --socket="$srv/mysqld.sock" -uroot ping >/dev/null 2>&1; then
+  "$root/scripts/mariadb-test-server.sh" start "$srv" --innodb-buffer-pool-size=2G >/dev/null
+fi
+cleanup() {
+  rm -rf "$work"
+  [ "${KEEP_SERVER:-0}" = 1 ] || "$root/scripts/mariadb-test-server.sh" stop "$srv" >/dev/null || true
+}
+trap cleanup EXIT
+# shellcheck disable=SC1091
+. "$srv/env"
+sql() { mariadb --no-defaults --socket="$SLUICE_TEST_MYSQL_SOCKET" -uroot -N -e "$1"; }
+have=$(sql "SELECT COUNT(*) FROM sbtest.sbtest1" 2>/dev/null || echo 0)
+if [ "$have" != "$rows" ]; then
+  echo "preparing sbtest.sbtest1 with $rows rows (sysbench)"
+  sql "DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest"
+  sysbench oltp_read_only --db-driver=mysql --mysql-socket="$SLUICE_TEST_MYSQL_SOCKET" \
+    --mysql-user=root --mysql-db=sbtest --tables=1 --table-size="$rows" prepare >/dev/null
+fi
+sql "SELECT COUNT(*), SUM(LENGTH(c)) FROM sbtest.sbtest1" >/dev/null   # warm the buffer pool
+sql "SELECT * FROM sbtest.sbtest1" >/dev/null
+
+host=$SLUICE_TEST_MYSQL_HOST port=$SLUICE_TEST_MYSQL_PORT user=$SLUICE_TEST_MYSQL_USER
+export MYSQL_PWD=$SLUICE_TEST_MYSQL_PASSWORD
+config() {  # $1 sink type, $2 path
+  cat > "$work/sluice.toml" <<TOML
+[source]
+host = "$host"
+port = $port
+user = "$user"
+password_env = "SLUICE_TEST_MYSQL_PASSWORD"
+server_id = 5999
+tables = ["sbtest.sbtest1"]
+
+[snapshot]
+workers = $workers
+chunk_rows = 500000
+fetch_rows = 10000
+
+[sink]
+type = "$1"
+path = "$2"
+TOML
+}
+
+now() { date +%s.%N; }
+declare -A best
+measure() {  # $1 name, rest: command (run after a per-run reset)
+  local name=$1; shift
+  local t0 t1 s
+  t0=$(now); "$@"; t1=$(now)
+  s=$(echo "$t1 - $t0" | bc)
+  printf '%-22s %6.2f s   (load %s)\n' "$name" "$s" "$(cut -d' ' -f1 /proc/loadavg)"
+  if [ -z "${best[$name]:-}" ] || (( $(echo "$s < ${best[$name]}" | bc) )); then best[$name]=$s; fi
+}
+run_mydumper() { rm -rf "$work/dump"; mydumper -h "$host" -P "$port" -u "$user" -p "$MYSQL_PWD" \
+  -B sbtest -T sbtest1 -t 2 -r 500000 -o "$work/dump" >/dev/null 2>&1; }
+run_client() { mariadb --no-defaults -h "$host" -P "$port" -u "$user" --quick -N \
+  -e 'SELECT * FROM sbtest.sbtest1' > "$work/select.tsv"; }
+run_sluice_jsonl() { rm -f "$work"/out.jsonl*; config jsonl "$work/out.jsonl"
+  SLUICE_TEST_MYSQL_PASSWORD=$MYSQL_PWD "$build/sluice" run --config "$work/sluice.toml" --until-caught-up 2>"$work/sluice.log"; }
+run_sluice_sqlite() { rm -f "$work"/replica.db*; config sqlite "$work/replica.db"
+  SLUICE_TEST_MYSQL_PASSWORD=$MYSQL_PWD "$build/sluice" run --config "$work/sluice.toml" --until-caught-up 2>"$work/sluice.log"; }
+
+echo "sbtest1: $rows rows; $(nproc) cores; sluice workers = $workers; $runs runs each"
+for i in $(seq "$runs"); do
+  measure "mydumper -t 2" run_mydumper
+  measure "mariadb --quick" run_client
+  measure "sluice -> jsonl" run_sluice_jsonl
+  measure "sluice -> sqlite" run_sluice_sqlite
+done
+jl=$(wc -l < "$work/out.jsonl")
+[ "$jl" -ge "$rows" ] || { echo "sluice wrote $jl JSON lines, expected $rows" >&2; exit 1; }
+echo "best times; ratio = mydumper time / tool time (> 1: faster than mydumper)"
+for n in "mydumper -t 2" "mariadb --quick" "sluice -> jsonl" "sluice -> sqlite"; do
+  printf '%-22s %6.2f s   %.2fx\n' "$n" "${best[$n]}" "$(echo "${best["mydumper -t 2"]} / ${best[$n]}" | bc -l)"
+done
