@@ -147,6 +147,10 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     RETURN_IF_ERROR(CheckSinkFilePath(config.sink.checkpoint, "sink.checkpoint"));
   ConnectOptions conn_opts = SourceConnectOptions(config.source);
   ASSIGN_OR_RETURN(auto meta, Connection::Connect(conn_opts));
+  // Privileges first: a user without REPLICATION SLAVE would otherwise copy every table and
+  // only then fail, and one without SELECT would hear "matches no table".
+  ASSIGN_OR_RETURN(std::vector<ServerCheck> checks, CheckPrivileges(*meta, config.source.tables));
+  RETURN_IF_ERROR(FailedChecks(checks));
   ASSIGN_OR_RETURN(ServerInfo info, ProbeServer(*meta));
   std::vector<std::string> warnings;
   RETURN_IF_ERROR(CheckReplicationReady(info, &warnings));

@@ -95,8 +95,10 @@ Result<std::vector<TableName>> ListTables(Connection& conn, const TableFilter& f
       return PatternMatchesTable(p, t.db, t.table);
     });
     if (!any)
-      return Status::NotFound(fmt::format("table pattern '{}' matches no table on {}", p,
-                                          conn.options().Describe()));
+      return Status::NotFound(fmt::format(
+          "table pattern '{}' matches no table on {} that this user can see (a table the user "
+          "has no privilege on is invisible: if it exists, GRANT SELECT on it)",
+          p, conn.options().Describe()));
   }
   std::vector<TableName> out;
   for (TableName& t : all)

@@ -2,6 +2,10 @@
 
 #include <charconv>
 #include <map>
+#include <set>
+
+#include "mysql/schema_loader.h"
+#include "schema/text_value.h"
 
 namespace sluice {
 
@@ -154,6 +158,169 @@ Status CheckReplicationReady(const ServerInfo& info, std::vector<std::string>* w
     warn(fmt::format("gtid_mode is {}: resuming uses binlog file/position only",
                      info.gtid_mode));
   return Status::Ok();
+}
+
+namespace {
+
+bool HasWildcard(std::string_view s) { return s.find_first_of("*?") != std::string_view::npos; }
+
+// "user@host" of CURRENT_USER() as 'user'@'host' for GRANT statements in fixes.
+std::string GranteeForFix(Connection& conn) {
+  auto r = conn.Query("SELECT CURRENT_USER()");
+  if (!r.ok() || r->rows.empty() || !r->rows[0][0]) return "<user>";
+  const std::string& u = *r->rows[0][0];
+  auto at = u.rfind('@');
+  if (at == std::string::npos) return "'" + u + "'";
+  return "'" + u.substr(0, at) + "'@'" + u.substr(at + 1) + "'";
+}
+
+// Access errors (1044, 1045, 1142, 1143, 1227, ...) map to kFailedPrecondition.
+bool IsAccessError(const Status& st) { return st.code() == StatusCode::kFailedPrecondition; }
+
+}  // namespace
+
+Result<std::vector<ServerCheck>> CheckPrivileges(Connection& conn,
+                                                 const std::vector<std::string>& include_patterns) {
+  std::vector<ServerCheck> out;
+  const std::string grantee = GranteeForFix(conn);
+  const bool mariadb = conn.server_version().find("MariaDB") != std::string::npos;
+
+  // Global privileges from SHOW GRANTS: "GRANT A, B ON *.* TO ...".
+  std::set<std::string> global;
+  bool grants_known = false, has_roles = false;
+  if (Result<QueryResult> g = conn.Query("SHOW GRANTS"); g.ok()) {
+    grants_known = true;
+    for (const TextRow& row : g->rows) {
+      if (row.empty() || !row[0]) continue;
+      const std::string& line = *row[0];
+      if (line.rfind("GRANT ", 0) != 0) continue;
+      auto on = line.find(" ON *.* TO ");
+      if (on == std::string::npos) {
+        if (line.find(" ON ") == std::string::npos) has_roles = true;  // GRANT role TO user
+        continue;
+      }
+      std::string privs = line.substr(6, on - 6);
+      size_t start = 0;
+      while (start <= privs.size()) {
+        size_t comma = privs.find(", ", start);
+        global.insert(Upper(privs.substr(start, comma == std::string::npos ? std::string::npos
+                                                                             : comma - start)));
+        if (comma == std::string::npos) break;
+        start = comma + 2;
+      }
+    }
+  } else if (g.status().code() == StatusCode::kUnavailable) {
+    return g.status();
+  }
+  {
+    ServerCheck c;
+    c.name = "REPLICATION SLAVE privilege";
+    bool has = global.count("ALL PRIVILEGES") || global.count("REPLICATION SLAVE");
+    if (!grants_known) {
+      c.passed = true;
+      c.detail = "not checked (SHOW GRANTS failed); the binlog dump will tell";
+    } else if (has) {
+      c.passed = true;
+      c.detail = "granted";
+    } else if (has_roles) {
+      c.passed = true;
+      c.detail = "not granted directly; may come from a role (not checked)";
+    } else {
+      c.detail = "SHOW GRANTS lists no global REPLICATION SLAVE: the binlog cannot be streamed";
+      c.fix = fmt::format("GRANT REPLICATION SLAVE ON *.* TO {}", grantee);
+    }
+    out.push_back(std::move(c));
+  }
+  {
+    ServerCheck c;
+    c.name = "REPLICATION CLIENT privilege";
+    Result<QueryResult> r = conn.Query("SHOW BINARY LOGS");
+    if (r.ok() || !IsAccessError(r.status())) {
+      if (!r.ok() && r.status().code() == StatusCode::kUnavailable) return r.status();
+      c.passed = true;
+      c.detail = "SHOW BINARY LOGS allowed";
+    } else {
+      c.detail = "SHOW BINARY LOGS is refused: " + r.status().message();
+      c.fix = fmt::format("GRANT {} ON *.* TO {}", mariadb ? "BINLOG MONITOR" : "REPLICATION CLIENT",
+                          grantee);
+    }
+    out.push_back(std::move(c));
+  }
+
+  // SELECT on the selected tables.
+  ASSIGN_OR_RETURN(QueryResult visible,
+                   conn.Query("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+                              "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') "
+                              "ORDER BY TABLE_SCHEMA, TABLE_NAME"));
+  for (const std::string& pattern : include_patterns) {
+    ServerCheck c;
+    c.name = "SELECT on " + pattern;
+    auto dot = pattern.find('.');
+    std::string db = pattern.substr(0, dot);
+    std::string table = dot == std::string::npos ? "" : pattern.substr(dot + 1);
+    std::string db_fix = HasWildcard(db) ? "<db>" : QuoteIdentifier(db);
+    std::vector<std::string> denied;
+    size_t matched = 0;
+    for (const TextRow& row : visible.rows) {
+      if (row.size() < 2 || !row[0] || !row[1] || !PatternMatchesTable(pattern, *row[0], *row[1]))
+        continue;
+      ++matched;
+      Status st = conn.Execute(fmt::format("SELECT 1 FROM {}.{} LIMIT 0", QuoteIdentifier(*row[0]),
+                                           QuoteIdentifier(*row[1])));
+      if (st.code() == StatusCode::kUnavailable) return st;
+      if (IsAccessError(st)) denied.push_back(*row[0] + "." + *row[1]);
+    }
+    if (matched > 0) {
+      c.passed = denied.empty();
+      if (c.passed) {
+        c.detail = fmt::format("{} table(s), all readable", matched);
+      } else {
+        std::string list;
+        for (size_t i = 0; i < denied.size() && i < 10; ++i) list += (i ? ", " : "") + denied[i];
+        if (denied.size() > 10) list += fmt::format(" and {} more", denied.size() - 10);
+        c.detail = fmt::format("no SELECT privilege on {} of {} table(s): {}", denied.size(),
+                               matched, list);
+        c.fix = fmt::format("GRANT SELECT ON {}.* TO {}", db_fix, grantee);
+      }
+    } else if (!HasWildcard(db)) {
+      // Nothing visible: a table the user has no privilege on is invisible, so ask directly.
+      Status st = conn.Execute("SHOW CREATE DATABASE " + QuoteIdentifier(db));
+      if (st.code() == StatusCode::kUnavailable) return st;
+      if (IsAccessError(st)) {
+        c.detail = fmt::format("the user has no privilege on database {} (or it does not exist)", db);
+        c.fix = fmt::format("GRANT SELECT ON {}.* TO {}", db_fix, grantee);
+      } else if (!HasWildcard(table)) {
+        st = conn.Execute(fmt::format("SELECT 1 FROM {}.{} LIMIT 0", QuoteIdentifier(db),
+                                      QuoteIdentifier(table)));
+        if (st.code() == StatusCode::kUnavailable) return st;
+        if (IsAccessError(st)) {
+          c.detail = fmt::format("no SELECT privilege on {}.{}", db, table);
+          c.fix = fmt::format("GRANT SELECT ON {}.{} TO {}", db_fix, QuoteIdentifier(table), grantee);
+        } else {
+          c.passed = true;
+          c.detail = "no such table (nothing to check)";
+        }
+      } else {
+        c.passed = true;
+        c.detail = "no table matches (nothing to check)";
+      }
+    } else {
+      c.passed = true;
+      c.detail = "no visible table matches (tables the user has no privilege on are invisible)";
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Status FailedChecks(const std::vector<ServerCheck>& checks) {
+  std::string msg;
+  for (const ServerCheck& c : checks) {
+    if (c.passed) continue;
+    msg += fmt::format("{}{}: {} (fix: {})", msg.empty() ? "" : "; ", c.name, c.detail, c.fix);
+  }
+  if (msg.empty()) return Status::Ok();
+  return Status::FailedPrecondition("the source user lacks what sluice needs: " + msg);
 }
 
 }  // namespace sluice

@@ -11,6 +11,9 @@
 // CheckReplicationReady turns the settings into kFailedPrecondition errors a person can act
 // on (log_bin off, binlog_format not ROW) and warnings (row image not FULL, row metadata not
 // FULL, MySQL gtid_mode off).
+// CheckPrivileges runs the access checks sluice needs before a snapshot, as a list of named
+// checks (pass/fail, what was seen, the fix) that a `sluice check` command can print as they
+// are; FailedChecks turns the failed ones into one kFailedPrecondition.
 // Thread safety: free functions over a Connection the caller uses from one thread.
 #pragma once
 
@@ -64,5 +67,31 @@ Result<std::vector<std::pair<std::string, uint64_t>>> ListBinaryLogs(Connection&
 // binlog_row_image != FULL (updates then carry only some columns; missing ones are kAbsent),
 // binlog_row_metadata != FULL, MySQL gtid_mode not ON.
 Status CheckReplicationReady(const ServerInfo& info, std::vector<std::string>* warnings = nullptr);
+
+// One named check of the source, e.g. "REPLICATION SLAVE privilege".
+struct ServerCheck {
+  std::string name;
+  bool passed = false;
+  std::string detail;  // what was seen ("granted", "SHOW GRANTS lists no REPLICATION SLAVE")
+  std::string fix;     // what to do; empty when passed
+};
+
+// The privileges sluice needs, checked without changing anything:
+//   "REPLICATION SLAVE privilege"   (the binlog dump) from SHOW GRANTS: global grant of
+//       REPLICATION SLAVE or ALL PRIVILEGES. Not decidable when the user has roles or the
+//       grants cannot be read: then passed, and the detail says so.
+//   "REPLICATION CLIENT privilege"  (SHOW MASTER STATUS / SHOW BINARY LOGS; BINLOG MONITOR
+//       on MariaDB 10.5+): SHOW BINARY LOGS must not be refused with an access error.
+//   "SELECT on <pattern>"           one per include pattern: every visible table it matches
+//       must answer `SELECT 1 ... LIMIT 0`; when it matches no visible table, a literal
+//       database is probed with SHOW CREATE DATABASE and a literal table with SELECT, so a user
+//       without SELECT hears about the privilege, not "matches no table".
+// Network errors are returned (kUnavailable); access errors become failed checks.
+Result<std::vector<ServerCheck>> CheckPrivileges(Connection& conn,
+                                                 const std::vector<std::string>& include_patterns);
+
+// OK when every check passed; else kFailedPrecondition "the source user lacks what sluice
+// needs: <name>: <detail> (fix: <fix>); ...".
+Status FailedChecks(const std::vector<ServerCheck>& checks);
 
 }  // namespace sluice

@@ -57,5 +57,52 @@ TEST(Errors, PurgedResumePositionHasItsOwnExitCodeAndSaysWhatToDo) {
       << second.output;
 }
 
+// A config for `user`, whose password is put in SLUICE_IT_OTHER_PASSWORD.
+std::string ConfigForUser(const TempDir& dir, SluiceConfigSpec spec, const std::string& user,
+                          const std::string& password) {
+  std::string path = WriteConfig(dir, spec);
+  std::string text = ReadFile(path);
+  ConnectOptions o = TestServer();
+  text.replace(text.find("user = \"" + o.user + "\""), o.user.size() + 9, "user = \"" + user + "\"");
+  text.replace(text.find("SLUICE_TEST_MYSQL_PASSWORD"), 26, "SLUICE_IT_OTHER_PASSWORD");
+  ::setenv("SLUICE_IT_OTHER_PASSWORD", password.c_str(), 1);
+  std::ofstream(path, std::ios::trunc) << text;
+  return path;
+}
+
+// Missing privileges are named before the snapshot: no REPLICATION SLAVE used to copy every
+// table and then fail with "[1045] Unknown or undefined error code"; no SELECT used to give
+// "pattern matches no table".
+TEST(Errors, MissingPrivilegesAreNamedBeforeTheSnapshot) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_priv; CREATE DATABASE it_priv;"
+                       "CREATE TABLE it_priv.t (id INT PRIMARY KEY); INSERT INTO it_priv.t VALUES (1);"
+                       "CREATE OR REPLACE USER 'it_norepl'@'127.0.0.1' IDENTIFIED BY 'pwA';"
+                       "GRANT SELECT, RELOAD, LOCK TABLES ON *.* TO 'it_norepl'@'127.0.0.1';"
+                       "CREATE OR REPLACE USER 'it_nosel'@'127.0.0.1' IDENTIFIED BY 'pwB';"
+                       "GRANT REPLICATION SLAVE, BINLOG MONITOR, RELOAD ON *.* TO 'it_nosel'@'127.0.0.1';"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_priv.*"};
+  spec.sink_path = dir.File("replica.db");
+  auto r = RunSluice({"run", "--config", ConfigForUser(dir, spec, "it_norepl", "pwA"), "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("REPLICATION SLAVE privilege"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GRANT REPLICATION SLAVE ON *.* TO 'it_norepl'@'127.0.0.1'"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("snapshot:"), std::string::npos) << "nothing may be copied first:\n" << r.output;
+  EXPECT_EQ(ReadSqliteCheckpoint(spec.sink_path), "");
+
+  spec.sink_path = dir.File("replica2.db");
+  r = RunSluice({"run", "--config", ConfigForUser(dir, spec, "it_nosel", "pwB"), "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("SELECT on it_priv.*: the user has no privilege on database it_priv"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("GRANT SELECT ON `it_priv`.* TO 'it_nosel'@'127.0.0.1'"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("matches no table"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace sluice::testing
