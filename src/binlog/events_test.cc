@@ -435,7 +435,8 @@ Bytes BasicTaggedFields(const std::string& tag = "beta") {
 Result<Event> DecodeTagged(const Bytes& body) {
   EventStream s;
   s.SetPosition("binlog.000001", 4);
-  auto ev = s.Next(MakeEvent(42, body, false, 1000));
+  const Bytes raw = MakeEvent(42, body, false, 1000);  // must outlive Next() until Own()
+  auto ev = s.Next(raw);
   if (!ev.ok()) return ev.status();
   ev->Own();
   return std::move(ev).value();

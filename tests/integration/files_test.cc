@@ -1,6 +1,7 @@
 // Files and the process (issue 6, item 10): everything `sluice run` creates (replica, its
 // journal/WAL, JSON lines output, checkpoint, lock) is 0600 by default or the configured
 // sink.file_mode, whatever the caller's umask; core dumps are off unless asked for.
+#include <cstdlib>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -140,7 +141,13 @@ TEST_F(FilesTest, CoreDumpsAreDisabledUnlessAskedFor) {
   struct rlimit some {1 << 20, 1 << 20};
   ASSERT_EQ(::setrlimit(RLIMIT_CORE, &some), 0);
   ExpectCoreLimit({}, true);
+  // An ASan build sets its own soft limit to 0 at start (ASAN_OPTIONS disable_coredump,
+  // on by default on 64-bit); let it keep ours, as a gcc build does.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string saved_asan = asan ? asan : "";
+  ::setenv("ASAN_OPTIONS", (saved_asan.empty() ? "" : saved_asan + ":").append("disable_coredump=0").c_str(), 1);
   ExpectCoreLimit({"--allow-core-dumps"}, false);
+  if (asan) ::setenv("ASAN_OPTIONS", saved_asan.c_str(), 1); else ::unsetenv("ASAN_OPTIONS");
   ::setrlimit(RLIMIT_CORE, &saved);
 }
 
