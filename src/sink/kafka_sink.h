@@ -22,6 +22,12 @@
 //    checkpoint, so a read_committed consumer sees every change once. A commit that fails
 //    with an abortable error is aborted and the group produced again (up to 5 attempts,
 //    backoff 0.5 s doubling); the group's records are kept in memory for that.
+//    This does not depend on the broker's abort markers: a group's records are delivered
+//    before its checkpoint record is produced; the checkpoint record's header
+//    "sluice-offsets" lists each partition's last offset up to it; LoadCheckpoint (and a
+//    retry after an abort) reads, read_committed, what follows those offsets, and records
+//    regenerated after the checkpoint that are already there (same key, same value but for
+//    ts_ms, first in line for their key) are not produced again (docs/sinks.md).
 // Back-pressure: the producer queue is bounded (queue_max_kbytes); when it is full, Apply
 // waits for deliveries. Errors: kUnavailable when records are not delivered in
 // delivery_timeout_ms or a transaction cannot be committed; kFailedPrecondition for definite

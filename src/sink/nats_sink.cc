@@ -10,40 +10,15 @@
 #include <thread>
 #include <vector>
 
+#include "sink/publish_util.h"
 #include "util/log.h"
 
 namespace sluice {
 
 namespace {
 
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string Token(std::string_view s) {
-  std::string t(s);
-  for (char& c : t) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '-';
-    if (!ok) c = '_';
-  }
-  return t.empty() ? "_" : t;
-}
-
-std::string Printable(std::string_view s, size_t max) {
-  std::string out;
-  for (char c : s.substr(0, max)) out.push_back(static_cast<unsigned char>(c) < 0x20 ? ' ' : c);
-  if (s.size() > max) out += "...";
-  return out;
-}
+using publish::Printable;
+using publish::SteadyMs;
 
 // A publish refusal that no retry fixes.
 bool IsDefinite(natsStatus s, jsErrCode code) {
@@ -57,7 +32,7 @@ bool IsDefinite(natsStatus s, jsErrCode code) {
 }  // namespace
 
 std::string NatsSubjectFor(const NatsSinkOptions& o, std::string_view db, std::string_view table) {
-  return o.subject_prefix + "." + Token(db) + "." + Token(table);
+  return o.subject_prefix + "." + publish::NatsToken(db) + "." + publish::NatsToken(table);
 }
 
 class NatsSink::Impl {
@@ -112,6 +87,13 @@ class NatsSink::Impl {
 
   Status PublishOne(const std::string& subject, const std::string& id, std::string_view key,
                     std::string_view data, bool tombstone, bool sync);
+  // A definite refusal of one record: the run stops.
+  Status Refused(std::string_view subject, std::string_view key, std::string_view why) {
+    broken = Status::FailedPrecondition(fmt::format("nats sink: record to subject {} ({}) refused: {} (stream {})",
+                                                    subject, key.empty() ? "no key" : Printable(key, 200), why,
+                                                    o.stream));
+    return broken;
+  }
   Status Err(natsStatus s, std::string_view what) {
     broken = Status::Unavailable(fmt::format("nats sink ({}): {}: {}", o.url, what, natsStatus_GetText(s)));
     return broken;
@@ -141,10 +123,8 @@ void NatsSink::Impl::OnError(jsPubAckErr* pae) {
 }
 
 Status NatsSink::Impl::Open() {
-  if (!o.now_ms) o.now_ms = SystemNowMs;
-  if (o.stream.empty()) {
-    for (char c : Token(o.subject_prefix)) o.stream.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-  }
+  if (!o.now_ms) o.now_ms = publish::SystemNowMs;
+  o.stream = publish::NatsStreamName(o);
   if (o.kv_bucket.empty()) o.kv_bucket = o.stream + "_state";
   std::vector<std::string> urls;
   for (size_t at = 0; at <= o.url.size();) {
@@ -263,12 +243,8 @@ Status NatsSink::Impl::PublishOne(const std::string& subject, const std::string&
     natsMsg_Destroy(m);
     return Err(s, "building a message");
   }
-  const auto definite = [&](natsStatus st, jsErrCode code, std::string_view text) {
-    broken = Status::FailedPrecondition(fmt::format("nats sink: record to subject {} ({}) refused: {} (stream {})",
-                                                    subject, key.empty() ? "no key" : Printable(key, 200),
-                                                    text.empty() ? natsStatus_GetText(st) : text, o.stream));
-    (void)code;
-    return broken;
+  const auto definite = [&](natsStatus st, jsErrCode, std::string_view text) {
+    return Refused(subject, key, text.empty() ? natsStatus_GetText(st) : text);
   };
   if (!sync) {
     s = js_PublishMsgAsync(js, &m, nullptr);
@@ -392,10 +368,7 @@ Status NatsSink::Impl::Commit() {
     std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(round, 4)));
     for (const Failed& f : retry) {
       if (IsDefinite(f.status, f.code)) {
-        broken = Status::FailedPrecondition(fmt::format("nats sink: record to subject {} ({}) refused: {} (stream {})",
-                                                        f.subject, f.key.empty() ? "no key" : Printable(f.key, 200),
-                                                        f.text, o.stream));
-        return broken;
+        return Refused(f.subject, f.key, f.text);
       }
       Status st = PublishOne(f.subject, f.id, f.key, f.data, f.tombstone, true);
       if (!st.ok() && !broken.ok()) return broken;
@@ -453,26 +426,12 @@ Result<std::optional<std::string>> NatsSink::LoadCheckpoint() {
   return std::optional<std::string>(std::move(v));
 }
 
-Status NatsSink::PrepareTable(const TableSchema& table) {
-  RETURN_IF_ERROR(impl_->broken);
-  impl_->batch.clear();
-  RETURN_IF_ERROR(impl_->serializer.AppendSchemaChange(table, impl_->o.now_ms(), &impl_->batch));
-  if (impl_->batch.records.empty()) return Status::Ok();
-  return impl_->Publish("");
-}
+Status NatsSink::PrepareTable(const TableSchema& table) { return publish::PublishSchemaChange(*impl_, table); }
 
-Status NatsSink::Apply(const Transaction& txn) {
-  RETURN_IF_ERROR(impl_->broken);
-  impl_->batch.clear();
-  RETURN_IF_ERROR(impl_->serializer.AppendTransaction(txn, impl_->o.now_ms(), &impl_->batch));
-  return impl_->Publish(txn.checkpoint);
-}
+Status NatsSink::Apply(const Transaction& txn) { return publish::PublishTransaction(*impl_, txn); }
 
 Status NatsSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
-  RETURN_IF_ERROR(impl_->broken);
-  impl_->batch.clear();
-  RETURN_IF_ERROR(impl_->serializer.AppendTruncate(table, impl_->o.now_ms(), &impl_->batch));
-  return impl_->Publish(checkpoint);
+  return publish::PublishTruncate(*impl_, table, checkpoint);
 }
 
 Status NatsSink::SaveCheckpoint(const std::string& checkpoint) {

@@ -3,13 +3,13 @@
 #include <librdkafka/rdkafka.h>
 #include <nats/nats.h>
 
-#include <cctype>
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "sink/envelope.h"
+#include "sink/publish_util.h"
 
 namespace sluice {
 
@@ -42,43 +42,16 @@ void AppendEmbedded(const char* data, size_t size, bool present, std::string* li
 
 Status TailKafka(const KafkaSinkOptions& o, bool follow, const std::atomic<bool>* stop, std::FILE* out) {
   if (o.bootstrap_servers.empty()) return Status::InvalidArgument("kafka: bootstrap_servers is empty");
-  const std::string state_topic = o.state_topic.empty() ? o.topic_prefix + ".sluice_state" : o.state_topic;
-  char err[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  std::vector<std::pair<std::string, std::string>> props = {
-      {"bootstrap.servers", o.bootstrap_servers}, {"group.id", "sluice-tail"},
-      {"enable.auto.commit", "false"}, {"enable.partition.eof", "true"},
-      {"isolation.level", "read_committed"}, {"log.connection.close", "false"}};
-  for (const auto& p : o.properties) {
-    if (p.first.rfind("security.", 0) == 0 || p.first.rfind("sasl.", 0) == 0 || p.first.rfind("ssl.", 0) == 0) {
-      props.push_back(p);
-    }
-  }
-  for (const auto& [k, v] : props) {
-    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
-      rd_kafka_conf_destroy(conf);
-      return Status::InvalidArgument(fmt::format("kafka: property {}: {}", k, err));
-    }
-  }
-  rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
-  if (c == nullptr) return Status::InvalidArgument(fmt::format("kafka: {}", err));
-  const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_resp_err_t e = rd_kafka_metadata(c, 1, nullptr, &md, 10000);
-  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+  ASSIGN_OR_RETURN(rd_kafka_t * c, publish::NewKafkaReader(o, "sluice-tail"));
+  Result<std::vector<std::pair<std::string, int32_t>>> parts = publish::KafkaPrefixPartitions(c, o);
+  if (!parts.ok()) {
     rd_kafka_destroy(c);
-    return Status::Unavailable(fmt::format("kafka ({}): listing topics: {}", o.bootstrap_servers, rd_kafka_err2str(e)));
+    return parts.status();
   }
-  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(16);
-  for (int i = 0; i < md->topic_cnt; ++i) {
-    const std::string name = md->topics[i].topic;
-    if (name == state_topic) continue;
-    if (name != o.topic_prefix && name.rfind(o.topic_prefix + ".", 0) != 0) continue;
-    for (int p = 0; p < md->topics[i].partition_cnt; ++p) {
-      rd_kafka_topic_partition_list_add(list, name.c_str(), md->topics[i].partitions[p].id)->offset =
-          RD_KAFKA_OFFSET_BEGINNING;
-    }
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(parts->size()) + 1);
+  for (const auto& [topic, partition] : *parts) {
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), partition)->offset = RD_KAFKA_OFFSET_BEGINNING;
   }
-  rd_kafka_metadata_destroy(md);
   int open = list->cnt;
   rd_kafka_assign(c, list);
   rd_kafka_topic_partition_list_destroy(list);
@@ -117,13 +90,7 @@ Status TailKafka(const KafkaSinkOptions& o, bool follow, const std::atomic<bool>
 }
 
 Status TailNats(const NatsSinkOptions& o, bool follow, const std::atomic<bool>* stop, std::FILE* out) {
-  std::string stream = o.stream;
-  if (stream.empty()) {
-    for (char ch : o.subject_prefix) {
-      const bool ok = std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
-      stream.push_back(ok ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch))) : '_');
-    }
-  }
+  const std::string stream = publish::NatsStreamName(o);
   natsConnection* nc = nullptr;
   jsCtx* js = nullptr;
   natsSubscription* sub = nullptr;

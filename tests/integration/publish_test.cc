@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "harness.h"
 
@@ -53,11 +55,28 @@ int FreePort() {
   return port;
 }
 
-// A child process with its stdin as a pipe we write to and stdout+stderr to a file.
+// A child process with its stdin as a pipe we write to and stdout+stderr to a file. It
+// dies with its owner: the destructor kills it (a failed ASSERT returns early), and the
+// kernel kills it if the test process dies (PR_SET_PDEATHSIG), so no nats-server or
+// kafka_mock outlives a failing test.
 struct Child {
   pid_t pid = -1;
   int in = -1;
   std::string log;
+  Child() = default;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  Child(Child&& o) noexcept : pid(std::exchange(o.pid, -1)), in(std::exchange(o.in, -1)), log(std::move(o.log)) {}
+  Child& operator=(Child&& o) noexcept {
+    if (this != &o) {
+      Kill();
+      pid = std::exchange(o.pid, -1);
+      in = std::exchange(o.in, -1);
+      log = std::move(o.log);
+    }
+    return *this;
+  }
+  ~Child() { Kill(); }
   void Send(const std::string& line) const {
     std::string l = line + "\n";
     ASSERT_EQ(write(in, l.data(), l.size()), static_cast<ssize_t>(l.size()));
@@ -79,8 +98,11 @@ Child Spawn(const std::vector<std::string>& args, const std::string& log) {
   EXPECT_EQ(pipe(p), 0);
   Child c;
   c.log = log;
+  const pid_t parent = getpid();
   c.pid = fork();
   if (c.pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl
     int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(p[0], 0);
     dup2(out, 1);
@@ -387,6 +409,47 @@ void CreateLoadTable(const std::string& db, int rows) {
   ASSERT_EQ(RunSqlText(sql), 0);
 }
 
+// Sum of "kafka sink: N record(s) already in the topics" over the runs of a log.
+size_t CountSkipped(const std::string& log) {
+  size_t total = 0;
+  const std::string mark = "record(s) already in the topics after the last checkpoint";
+  for (size_t at = log.find(mark); at != std::string::npos; at = log.find(mark, at + 1)) {
+    size_t begin = log.rfind("kafka sink: ", at);
+    if (begin != std::string::npos) total += std::strtoull(log.c_str() + begin + 12, nullptr, 10);
+  }
+  return total;
+}
+
+// Waits until `log` says "streaming from" `count` times (a run has resumed and streams).
+void WaitStreaming(const std::string& log, int count) {
+  for (int i = 0; i < 400; ++i) {
+    const std::string text = ReadFile(log);
+    int seen = 0;
+    for (size_t at = text.find("streaming from"); at != std::string::npos; at = text.find("streaming from", at + 1)) ++seen;
+    if (seen >= count) return;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ADD_FAILURE() << "sluice did not start streaming: " << ReadFile(log).substr(0, 4000);
+}
+
+// A background `sluice run` that is killed when the test leaves early.
+struct BackgroundRun {
+  pid_t pid = -1;
+  BackgroundRun(const std::string& config, const std::string& log) : pid(StartSluice({"run", "--config", config}, log)) {}
+  ~BackgroundRun() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      WaitChild(pid, seconds(30));
+    }
+  }
+  int Stop(int sig, seconds timeout = seconds(60)) {
+    kill(pid, sig);
+    const int rc = WaitChild(pid, timeout);
+    pid = -1;
+    return rc;
+  }
+};
+
 std::string Tail(const std::string& config) {
   auto r = RunSluice({"tail", "--config", config}, seconds(120));
   EXPECT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);
@@ -420,7 +483,7 @@ TEST(Publish, KafkaSakilaSnapshotAndMixedLoadExactlyOnceInKeyOrder) {
   mock.Kill();
 }
 
-TEST(Publish, KafkaSigkillAndBrokerFaultsLoseNothingAndKeepKeyOrder) {
+TEST(Publish, KafkaSigkillAndBrokerFaultsExactlyOnceInKeyOrder) {
   const std::string db = "it_pub_kafka";
   CreateLoadTable(db, 400);
   TempDir dir;
@@ -442,15 +505,17 @@ TEST(Publish, KafkaSigkillAndBrokerFaultsLoseNothingAndKeepKeyOrder) {
   std::mt19937 rng(7);
   const std::string log = dir.File("sluice.log");
   for (int k = 0; k < Kills(); ++k) {
-    pid_t pid = StartSluice({"run", "--config", config}, log);
-    MixedLoad(db, 60, 100 + k);
-    std::this_thread::sleep_for(milliseconds(200 + static_cast<int>(rng() % 600)));
-    kill(pid, SIGKILL);
-    WaitChild(pid, seconds(30));
+    // Killed while it streams the load, so that most kills land in an open transaction.
+    BackgroundRun run(config, log);
+    WaitStreaming(log, k + 1);
+    std::thread load([&] { MixedLoad(db, 80, 100 + k); });
+    std::this_thread::sleep_for(milliseconds(100 + static_cast<int>(rng() % 400)));
+    run.Stop(SIGKILL, seconds(30));
+    load.join();
   }
   // Broker faults while streaming: produce timeouts, a leader change, produce errors.
-  pid_t pid = StartSluice({"run", "--config", config}, log);
-  std::this_thread::sleep_for(milliseconds(500));
+  BackgroundRun run(config, log);
+  WaitStreaming(log, Kills() + 1);
   mock.Send("errors 0 7 3");  // Produce: REQUEST_TIMED_OUT x3
   MixedLoad(db, 60, 200);
   mock.Send("leader sluice." + db + ".t 0 2");
@@ -458,8 +523,7 @@ TEST(Publish, KafkaSigkillAndBrokerFaultsLoseNothingAndKeepKeyOrder) {
   MixedLoad(db, 60, 201);
   mock.Send("errors 26 7 1");  // EndTxn: REQUEST_TIMED_OUT
   std::this_thread::sleep_for(milliseconds(1500));
-  kill(pid, SIGTERM);
-  EXPECT_EQ(WaitChild(pid, seconds(60)), 0) << ReadFile(log).substr(0, 4000);
+  EXPECT_EQ(run.Stop(SIGTERM), 0) << ReadFile(log).substr(0, 4000);
   {
     const std::string text = ReadFile(log);
     size_t retries = 0;
@@ -471,10 +535,67 @@ TEST(Publish, KafkaSigkillAndBrokerFaultsLoseNothingAndKeepKeyOrder) {
   }
   auto last = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(last.exit_code, 0) << last.output;
-  // librdkafka 2.0.2's mock cluster writes no transaction markers, so read_committed cannot
-  // hide the aborted transactions of the killed runs: check at-least-once here.
-  ExpectSame(reference.Finish(), ReadTail(Tail(config)), /*exactly=*/false);
+  // librdkafka 2.0.2's mock cluster writes no transaction markers, so read_committed does
+  // not hide the aborted transactions of the killed runs: exactly-once here is sluice's
+  // read-back of what follows the checkpoint (docs/sinks.md), which the mock does test.
+  std::cout << "[ publish ] records already in Kafka after the checkpoint, skipped on restart: "
+            << CountSkipped(ReadFile(log) + last.output) << "\n";
+  ExpectSame(reference.Finish(), ReadTail(Tail(config)), /*exactly=*/true);
   mock.Kill();
+}
+
+// Definite errors stop the run naming the topic and the record, and do not move the
+// checkpoint: once the cause is fixed, the next run publishes the refused changes (exactly
+// once). Broker side: a produce answered TOPIC_AUTHORIZATION_FAILED; client side: a record
+// over message.max.bytes.
+TEST(Publish, KafkaDefiniteErrorsStopNamingTopicAndKeepCheckpoint) {
+  const std::string db = "it_pub_kafka_def";
+  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; "
+                                   "CREATE TABLE {0}.t (id INT PRIMARY KEY, v TEXT); "
+                                   "INSERT INTO {0}.t VALUES (1, 'a'), (2, 'b');", db)), 0);
+  TempDir dir;
+  Child mock;
+  const std::string bootstrap = StartKafkaMock(&mock, dir);
+  ASSERT_FALSE(bootstrap.empty());
+  SluiceConfigSpec spec;
+  spec.tables = {db + ".*"};
+  spec.sink_type = "kafka";
+  spec.sink_path = dir.File("unused");
+  const std::string kafka = "[sink.kafka]\nbootstrap_servers = \"" + bootstrap +
+                            "\"\ntransactional_id = \"sluice-definite\"\ngroup_max_ms = 0\n";
+  const std::string config = AppendSinkTable(WriteConfig(dir, spec), kafka);
+  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  Reference reference(dir, spec, db);
+  const std::string topic = "sluice." + db + ".t";
+
+  // Broker side: the next produce request (sluice's first of this run) is refused.
+  ASSERT_EQ(RunSqlText(fmt::format("INSERT INTO {}.t VALUES (3, 'c')", db)), 0);
+  mock.Send("errors 0 29 1");  // Produce: TOPIC_AUTHORIZATION_FAILED
+  auto refused = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(120));
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("not delivered"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("uthoriz"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("topic sluice"), std::string::npos) << refused.output;
+
+  // Client side: a record larger than message.max.bytes.
+  const std::string big(20000, 'x');
+  ASSERT_EQ(RunSqlText(fmt::format("INSERT INTO {}.t VALUES (4, '{}'); UPDATE {}.t SET v = 'b2' WHERE id = 2",
+                                   db, big, db)), 0);
+  const std::string small_config = dir.File("small.toml");
+  {
+    std::ofstream(small_config) << ReadFile(config) << "\n[sink.kafka.properties]\n\"message.max.bytes\" = \"10000\"\n";
+  }
+  auto too_large = RunSluice({"run", "--config", small_config, "--until-caught-up"}, seconds(120));
+  EXPECT_NE(too_large.exit_code, 0) << too_large.output;
+  EXPECT_NE(too_large.output.find("record to topic " + topic + " (key {\"id\":4})"), std::string::npos)
+      << too_large.output;
+  EXPECT_NE(too_large.output.find("too large"), std::string::npos) << too_large.output;
+
+  // Fixed: everything the failed runs refused is published, once.
+  auto fixed = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(120));
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.output;
+  ExpectSame(reference.Finish(), ReadTail(Tail(config)), /*exactly=*/true);
 }
 
 TEST(Publish, NatsSingleNodeKilledBeforeCheckpointPublishesNoDuplicate) {
@@ -527,21 +648,19 @@ TEST(Publish, NatsClusterNodeKilledAndSluiceKilledExactlyOnce) {
     std::this_thread::sleep_for(seconds(1));
   }
   Reference reference(dir, spec, db);
-  pid_t pid = StartSluice({"run", "--config", config}, log);
+  auto run = std::make_unique<BackgroundRun>(config, log);
   MixedLoad(db, 80, 1);
   nodes[1].proc.Kill(SIGKILL);  // a node dies during the load
   MixedLoad(db, 80, 2);
   std::this_thread::sleep_for(milliseconds(500));
   StartNats(&nodes[1], nodes, "sluice-test");  // and comes back
   MixedLoad(db, 80, 3);
-  kill(pid, SIGTERM);
-  WaitChild(pid, seconds(60));
+  EXPECT_EQ(run->Stop(SIGTERM), 0) << ReadFile(log).substr(0, 4000);
   for (int k = 0; k < Kills(); ++k) {
-    pid = StartSluice({"run", "--config", config}, log);
+    run = std::make_unique<BackgroundRun>(config, log);
     MixedLoad(db, 60, 10 + k);
     std::this_thread::sleep_for(milliseconds(200 + static_cast<int>(rng() % 600)));
-    kill(pid, SIGKILL);
-    WaitChild(pid, seconds(30));
+    run->Stop(SIGKILL, seconds(30));
   }
   auto last = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(last.exit_code, 0) << last.output << ReadFile(log).substr(0, 4000);

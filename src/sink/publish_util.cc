@@ -1,0 +1,102 @@
+#include "sink/publish_util.h"
+
+#include <cctype>
+#include <chrono>
+
+#include "util/log.h"
+
+namespace sluice::publish {
+
+int64_t SystemNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Printable(std::string_view s, size_t max) {
+  std::string out;
+  for (char c : s.substr(0, max)) out.push_back(static_cast<unsigned char>(c) < 0x20 ? ' ' : c);
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+std::string RecordExcerpt(const char* key, size_t key_size, const char* value, size_t value_size) {
+  if (key != nullptr) return "key " + Printable({key, key_size});
+  return "value " + Printable({value != nullptr ? value : "", value != nullptr ? value_size : 0});
+}
+
+std::string NatsToken(std::string_view s) {
+  std::string t(s);
+  for (char& c : t) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  return t.empty() ? "_" : t;
+}
+
+std::string NatsStreamName(const NatsSinkOptions& o) {
+  if (!o.stream.empty()) return o.stream;
+  std::string name;
+  for (char c : NatsToken(o.subject_prefix)) {
+    name.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  }
+  return name;
+}
+
+std::string KafkaStateTopic(const KafkaSinkOptions& o) {
+  return o.state_topic.empty() ? o.topic_prefix + ".sluice_state" : o.state_topic;
+}
+
+Result<rd_kafka_t*> NewKafkaReader(const KafkaSinkOptions& o, const char* group_id) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  std::vector<std::pair<std::string, std::string>> props = {
+      {"bootstrap.servers", o.bootstrap_servers}, {"group.id", group_id},
+      {"enable.auto.commit", "false"},             {"enable.partition.eof", "true"},
+      {"isolation.level", "read_committed"},       {"log.connection.close", "false"},
+      // These readers stop at the end of each partition: answer an empty fetch at once
+      // instead of the default 500 ms wait for more.
+      {"fetch.wait.max.ms", "10"}};
+  for (const auto& p : o.properties) {
+    if (p.first.rfind("security.", 0) == 0 || p.first.rfind("sasl.", 0) == 0 || p.first.rfind("ssl.", 0) == 0) {
+      props.push_back(p);
+    }
+  }
+  for (const auto& [k, v] : props) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return Status::InvalidArgument(fmt::format("kafka: property {}: {}", k, err));
+    }
+  }
+  rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (c == nullptr) return Status::InvalidArgument(fmt::format("kafka: {}", err));
+  return c;
+}
+
+Result<std::vector<std::pair<std::string, int32_t>>> KafkaPrefixPartitions(rd_kafka_t* rk,
+                                                                            const KafkaSinkOptions& o) {
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, nullptr, &md, 10000);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable(fmt::format("kafka ({}): listing topics: {}", o.bootstrap_servers, rd_kafka_err2str(e)));
+  }
+  const std::string state_topic = KafkaStateTopic(o);
+  std::vector<std::pair<std::string, int32_t>> out;
+  for (int i = 0; i < md->topic_cnt; ++i) {
+    const std::string name = md->topics[i].topic;
+    if (name == state_topic) continue;
+    if (name != o.topic_prefix && name.rfind(o.topic_prefix + ".", 0) != 0) continue;
+    for (int p = 0; p < md->topics[i].partition_cnt; ++p) out.emplace_back(name, md->topics[i].partitions[p].id);
+  }
+  rd_kafka_metadata_destroy(md);
+  return out;
+}
+
+}  // namespace sluice::publish

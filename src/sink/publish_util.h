@@ -1,0 +1,74 @@
+// Pieces the Kafka and NATS sinks and `sluice tail` share: clocks, printable excerpts of
+// record bytes for error messages, destination names, and the read_committed Kafka reader
+// that the sink (checkpoint and tail read-back) and `sluice tail` both use.
+// Not a public interface: only src/sink/*.cc include it.
+// Ownership: a reader returned by NewKafkaReader belongs to the caller (rd_kafka_destroy
+// after rd_kafka_consumer_close). Thread safety: the functions keep no state.
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sink/kafka_sink.h"
+#include "sink/nats_sink.h"
+#include "util/status.h"
+
+namespace sluice::publish {
+
+int64_t SystemNowMs();  // wall clock, ms since the epoch (envelope ts_ms)
+int64_t SteadyMs();     // monotonic ms (group timers, deadlines)
+
+// At most `max` bytes of `s` with control characters as spaces and "..." when cut.
+std::string Printable(std::string_view s, size_t max = 200);
+// "key <key>" when the record has one, else "value <start of the value>".
+std::string RecordExcerpt(const char* key, size_t key_size, const char* value, size_t value_size);
+
+// `s` with every character outside [A-Za-z0-9_-] as '_' ("_" for an empty name).
+std::string NatsToken(std::string_view s);
+// The stream name a NATS sink uses: `stream`, else the prefix as a token in upper case.
+std::string NatsStreamName(const NatsSinkOptions& o);
+// The Kafka state topic: `state_topic`, else "<prefix>.sluice_state".
+std::string KafkaStateTopic(const KafkaSinkOptions& o);
+
+// A consumer with isolation.level=read_committed, partition EOF events on, no offset
+// commits, and the security.*/sasl.*/ssl.* properties of `o`. kInvalidArgument on a bad
+// property.
+[[nodiscard]] Result<rd_kafka_t*> NewKafkaReader(const KafkaSinkOptions& o, const char* group_id);
+// Every partition of the topics named "<prefix>" or "<prefix>.*" except the state topic.
+[[nodiscard]] Result<std::vector<std::pair<std::string, int32_t>>> KafkaPrefixPartitions(
+    rd_kafka_t* rk, const KafkaSinkOptions& o);
+
+// The serialise-then-publish step of the Sink calls the Kafka and NATS sinks share. `Impl`
+// has `broken` (a Status: the sink refuses calls after an error), `batch` (RecordBatch),
+// `serializer` (RecordSerializer), `o.now_ms` (processing time) and
+// `Publish(checkpoint)`, which publishes `batch` and then records the checkpoint (none when
+// empty).
+template <class Impl>
+[[nodiscard]] Status PublishTransaction(Impl& impl, const Transaction& txn) {
+  RETURN_IF_ERROR(impl.broken);
+  impl.batch.clear();
+  RETURN_IF_ERROR(impl.serializer.AppendTransaction(txn, impl.o.now_ms(), &impl.batch));
+  return impl.Publish(txn.checkpoint);
+}
+template <class Impl>
+[[nodiscard]] Status PublishSchemaChange(Impl& impl, const TableSchema& table) {
+  RETURN_IF_ERROR(impl.broken);
+  impl.batch.clear();
+  RETURN_IF_ERROR(impl.serializer.AppendSchemaChange(table, impl.o.now_ms(), &impl.batch));
+  if (impl.batch.records.empty()) return Status::Ok();
+  return impl.Publish("");
+}
+template <class Impl>
+[[nodiscard]] Status PublishTruncate(Impl& impl, const TableSchema& table, const std::string& checkpoint) {
+  RETURN_IF_ERROR(impl.broken);
+  impl.batch.clear();
+  RETURN_IF_ERROR(impl.serializer.AppendTruncate(table, impl.o.now_ms(), &impl.batch));
+  return impl.Publish(checkpoint);
+}
+
+}  // namespace sluice::publish
