@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "sink/envelope.h"
 #include "sink/publish_util.h"
@@ -107,8 +108,14 @@ Status TailNats(const NatsSinkOptions& o, bool follow, const std::atomic<bool>* 
   }
   uint64_t last = 0;
   if (st.ok()) {
-    jsErrCode code;
-    s = js_GetStreamInfo(&si, js, stream.c_str(), nullptr, &code);
+    // A cluster that is electing the stream's leader (a node restarted) answers late or
+    // not at all for a few seconds: retry for up to 15 s, as the sink does.
+    for (int attempt = 0;; ++attempt) {
+      jsErrCode code = static_cast<jsErrCode>(0);
+      s = js_GetStreamInfo(&si, js, stream.c_str(), nullptr, &code);
+      if ((s != NATS_TIMEOUT && s != NATS_NO_RESPONDERS) || attempt >= 30) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
     if (s != NATS_OK) st = fail(s, fmt::format("stream {}", stream));
     else last = si->State.LastSeq;
   }
@@ -119,7 +126,11 @@ Status TailNats(const NatsSinkOptions& o, bool follow, const std::atomic<bool>* 
     so.Ordered = true;
     so.Config.DeliverPolicy = js_DeliverAll;
     const std::string subject = o.subject_prefix + ".>";
-    s = js_SubscribeSync(&sub, js, subject.c_str(), nullptr, &so, nullptr);
+    for (int attempt = 0;; ++attempt) {
+      s = js_SubscribeSync(&sub, js, subject.c_str(), nullptr, &so, nullptr);
+      if ((s != NATS_TIMEOUT && s != NATS_NO_RESPONDERS) || attempt >= 30) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
     if (s != NATS_OK) st = fail(s, "subscribe");
   }
   std::string line;
