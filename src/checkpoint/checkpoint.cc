@@ -7,6 +7,7 @@
 //     "flavor": "mariadb" | "mysql" | "unknown",
 //     "stream_start": {"file": string, "pos": unsigned integer},
 //     "gtid": string,                                may be ""
+//     "source": {"server_id": n, "server_uuid": string}   optional (absent: not recorded)
 //     "snapshot": {
 //       "done": bool,
 //       "tables": {"<db>.<table>": {"done": bool, "rows": unsigned integer,
@@ -191,6 +192,13 @@ Result<Checkpoint> FromParsed(const Json& doc) {
   ASSIGN_OR_RETURN(cp.stream_start.file, GetString(*start, "file", "stream_start.file"));
   ASSIGN_OR_RETURN(cp.stream_start.pos, GetUnsigned(*start, "pos", "stream_start.pos"));
   ASSIGN_OR_RETURN(cp.gtid, GetString(doc, "gtid", "gtid"));
+  if (auto src = doc.find("source"); src != doc.end()) {
+    if (!src->is_object()) return Missing("source", "an object");
+    ASSIGN_OR_RETURN(uint64_t id, GetUnsigned(*src, "server_id", "source.server_id"));
+    if (id > 0xffffffffu) return Missing("source.server_id", "a 32-bit unsigned integer");
+    cp.source.server_id = static_cast<uint32_t>(id);
+    ASSIGN_OR_RETURN(cp.source.server_uuid, GetString(*src, "server_uuid", "source.server_uuid"));
+  }
   ASSIGN_OR_RETURN(const Json* snap, GetObject(doc, "snapshot", "snapshot"));
   ASSIGN_OR_RETURN(cp.snapshot_done, GetBool(*snap, "done", "snapshot.done"));
   ASSIGN_OR_RETURN(const Json* tables, GetObject(*snap, "tables", "snapshot.tables"));
@@ -238,6 +246,8 @@ std::string Checkpoint::ToJson() const {
   doc["flavor"] = std::string(FlavorName(flavor));
   doc["stream_start"] = OJson{{"file", stream_start.file}, {"pos", stream_start.pos}};
   doc["gtid"] = gtid;
+  if (source.known())
+    doc["source"] = OJson{{"server_id", source.server_id}, {"server_uuid", source.server_uuid}};
   OJson t = OJson::object();
   for (const auto& [name, p] : tables) {
     t[name] = OJson{{"done", p.done}, {"rows", p.rows}, {"last_key", KeyToJson(p.last_key)}};
@@ -255,6 +265,12 @@ std::string Checkpoint::ToJson() const {
   // Replacement never triggers: every string here is UTF-8 we produced; invalid bytes (if a
   // key ever held them) become U+FFFD instead of throwing.
   return doc.dump(-1, ' ', false, OJson::error_handler_t::replace);
+}
+
+std::string SourceIdentity::ToString() const {
+  std::string out = fmt::format("server_id {}", server_id);
+  if (!server_uuid.empty()) out += ", server_uuid " + server_uuid;
+  return out;
 }
 
 std::vector<KeyPointPiece> HandoffPieces(const TableSnapshotProgress& table) {

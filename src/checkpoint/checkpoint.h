@@ -9,6 +9,10 @@
 //                 (binlog file/pos of the first event not yet applied).
 //   gtid          the GTID position at stream_start (MariaDB gtid_binlog_pos form, or the
 //                 MySQL executed set); may be empty when GTIDs are off.
+//   source        the identity of the server stream_start belongs to (server_id, and
+//                 server_uuid on MySQL): a binlog file/pos means nothing on another server,
+//                 so a run against a different server continues only by GTID
+//                 (cli/resume.h). Absent in checkpoints written before it existed.
 //   snapshot      progress of the initial snapshot: whether it finished, and for each table
 //                 either done or the last primary key copied (as canonical texts).
 //   schemas       the position-versioned table definitions (schema/schema_history.h) that
@@ -78,6 +82,15 @@ struct TableSnapshotProgress {
 // unfinished.
 std::vector<KeyPointPiece> HandoffPieces(const TableSnapshotProgress& table);
 
+// Which server a checkpoint's binlog coordinates belong to. server_id 0: not recorded.
+struct SourceIdentity {
+  uint32_t server_id = 0;
+  std::string server_uuid;  // MySQL @@server_uuid; empty on MariaDB (it has none)
+  bool known() const { return server_id != 0 || !server_uuid.empty(); }
+  std::string ToString() const;  // "server_id 1" or "server_id 1, server_uuid ..."
+  friend bool operator==(const SourceIdentity&, const SourceIdentity&) = default;
+};
+
 struct Checkpoint {
   static constexpr int kVersion = 1;             // without schemas
   static constexpr int kVersionWithSchemas = 2;  // with schemas
@@ -85,6 +98,7 @@ struct Checkpoint {
   Flavor flavor = Flavor::kUnknown;
   BinlogPosition stream_start;
   std::string gtid;
+  SourceIdentity source;
   bool snapshot_done = false;
   std::map<std::string, TableSnapshotProgress> tables;  // key "db.table"
   std::shared_ptr<const SchemaHistory> schemas;          // may be null

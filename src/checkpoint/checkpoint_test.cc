@@ -58,6 +58,32 @@ TEST(CheckpointTest, ExactText) {
       R"("gtid":"","snapshot":{"done":true,"tables":{"d.t":{"done":true,"rows":3,"last_key":["1"]}}}})");
 }
 
+// The server identity travels with the position; a checkpoint without one (older sluice)
+// reads as "not recorded", and a malformed one is named.
+TEST(CheckpointTest, SourceIdentityRoundTripsAndIsOptional) {
+  Checkpoint cp = Sample();
+  cp.source.server_id = 4294967295u;
+  cp.source.server_uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
+  std::string text = cp.ToJson();
+  EXPECT_NE(text.find(R"("source":{"server_id":4294967295,"server_uuid":"3e11fa47-71ca-11e1-9e33-c80aa9429562"})"),
+            std::string::npos) << text;
+  auto back = Checkpoint::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->source, cp.source);
+  EXPECT_EQ(back->ToJson(), text);
+
+  auto old = Checkpoint::FromJson(Sample().ToJson());
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old->source.known());
+  EXPECT_EQ(Sample().ToJson().find("\"source\""), std::string::npos);
+
+  std::string bad = text;
+  bad.replace(bad.find("4294967295"), 10, "\"one\"");
+  auto broken = Checkpoint::FromJson(bad);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find("source.server_id"), std::string::npos) << broken.status().ToString();
+}
+
 TEST(CheckpointTest, EmptyDefaultRoundTrips) {
   Checkpoint cp;
   Result<Checkpoint> back = Checkpoint::FromJson(cp.ToJson());

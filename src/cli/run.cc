@@ -17,6 +17,7 @@
 #include "sink/jsonl_sink.h"
 #include "sink/sqlite_sink.h"
 #include "snapshot/coordinator.h"
+#include "stream/resume.h"
 #include "stream/streamer.h"
 #include "util/log.h"
 
@@ -187,10 +188,21 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   ASSIGN_OR_RETURN(auto sink, OpenSink(config.sink));
   ASSIGN_OR_RETURN(auto stored, sink->LoadCheckpoint());
   Checkpoint ckpt;
+  // By GTID or by file/position, and whether this server can continue the checkpoint at all
+  // (a failover target can, if its GTID history holds the checkpoint's position).
+  ASSIGN_OR_RETURN(ServerGtidState server_state,
+                   ReadServerGtidState(*meta, info.flavor, info.server_id, info.gtid_mode, info.gtid_executed));
+  ResumePlan resume;
   if (stored) {
     ASSIGN_OR_RETURN(ckpt, Checkpoint::FromJson(*stored));
-    LogInfo("resuming from checkpoint {}{}", ckpt.stream_start.ToString(),
+    LogInfo("resuming from checkpoint {}{}", ckpt.stream_start.empty() ? "GTID " + ckpt.gtid : ckpt.stream_start.ToString(),
             ckpt.snapshot_done ? "" : " (snapshot not finished)");
+    ASSIGN_OR_RETURN(resume, PlanResume(&ckpt, server_state));
+    if (resume.server_changed) LogWarning("{}", resume.note);
+    else LogInfo("{}", resume.note);
+  } else {
+    ckpt.source = server_state.identity;
+    resume.by_gtid = server_state.gtids_on;  // once the snapshot has set ckpt.gtid
   }
 
   BinlogPosition target;
@@ -218,6 +230,10 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     if (!added.empty()) {
       std::string list;
       for (const auto& a : added) list += (list.empty() ? "" : ", ") + a;
+      if (resume.server_changed)
+        return Status::FailedPrecondition(fmt::format(
+            "source.tables adds {} in the same run that switches to another server; run once with "
+            "the old table list first (it continues by GTID), then add the tables", list));
       LogInfo("snapshotting {} table(s) new to this replica: {}", added.size(), list);
       ckpt.snapshot_done = false;
     }
@@ -247,6 +263,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   sopts.heartbeat_seconds = config.source.heartbeat_seconds;
   sopts.filter = filter;
   sopts.target = target;
+  sopts.resume_by_gtid = resume.by_gtid;
   sopts.stop = options.stop;
   sopts.reconnect_give_up_seconds = config.source.reconnect_timeout_seconds;
   sopts.group_max_bytes = config.sink.group_max_bytes;
@@ -276,7 +293,8 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     progress->rows = rows;
     progress->groups = groups;
   };
-  LogInfo("streaming from {}{}", ckpt.stream_start.ToString(),
+  LogInfo("streaming from {}{}",
+          resume.by_gtid && !ckpt.gtid.empty() ? "GTID " + ckpt.gtid : ckpt.stream_start.ToString(),
           options.until_caught_up ? fmt::format(" until {}", target.ToString()) : "");
   Streamer streamer(sopts);
   streamer_ptr = &streamer;

@@ -178,7 +178,7 @@ Result<std::unique_ptr<ReplicationSession>> ReplicationSession::Start(
     if (options.send_annotate_rows) flags |= MARIADB_RPL_BINLOG_SEND_ANNOTATE_ROWS;
     if (!options.gtid.empty()) {
       RETURN_IF_ERROR(c.Execute("SET @slave_connect_state = " + c.Quote(options.gtid)));
-      RETURN_IF_ERROR(c.Execute("SET @slave_gtid_strict_mode = 0"));
+      RETURN_IF_ERROR(c.Execute("SET @slave_gtid_strict_mode = 1"));
       RETURN_IF_ERROR(c.Execute("SET @slave_gtid_ignore_duplicates = 0"));
       file.clear();
       pos = 4;

@@ -16,7 +16,9 @@
 //                     COM_REGISTER_SLAVE first because MARIADB_RPL_HOST is set; verified:
 //                     without a host, mariadb_rpl_open does not register).
 //   MariaDB GTID      SET @slave_connect_state='<domain-server-seq,...>',
-//                     SET @slave_gtid_strict_mode=0, @slave_gtid_ignore_duplicates=0, then
+//                     SET @slave_gtid_strict_mode=1 (the server refuses a position whose
+//                     GTIDs are not in its binlog state or binlogs instead of starting
+//                     somewhere after it), @slave_gtid_ignore_duplicates=0, then
 //                     COM_BINLOG_DUMP with an empty file name (the server starts after that
 //                     GTID position).
 //   MySQL GTID set    COM_REGISTER_SLAVE + COM_BINLOG_DUMP_GTID (0x1e), which Connector/C does

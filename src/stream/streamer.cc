@@ -155,10 +155,13 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   ReplicationOptions ropts;
   ropts.server_id = options_.replica_server_id;
   ropts.start = checkpoint_.stream_start;
+  if (options_.resume_by_gtid && !checkpoint_.gtid.empty()) ropts.gtid = checkpoint_.gtid;
   ropts.heartbeat_period_s = options_.heartbeat_seconds;
   ASSIGN_OR_RETURN(auto session, ReplicationSession::Start(options_.connection, ropts));
   *made_progress = true;  // connected
-  if (reconnecting_) LogInfo("reconnected; streaming from {}", checkpoint_.stream_start.ToString());
+  if (reconnecting_)
+    LogInfo("reconnected; streaming from {}",
+            ropts.gtid.empty() ? checkpoint_.stream_start.ToString() : "GTID " + ropts.gtid);
   reconnecting_ = true;
 
   const Flavor flavor = session->flavor();

@@ -50,6 +50,9 @@ struct StreamerOptions {
   const std::atomic<bool>* stop = nullptr;
   size_t queue_max_events = 20000;
   size_t queue_max_bytes = 64u << 20;
+  // Resume from the checkpoint's GTID position (cli: stream/resume.h decides) rather than its
+  // file/position; also on every reconnect. An empty stream_start requires it.
+  bool resume_by_gtid = false;
   // Give up reconnecting after this long without a successful connection; 0: keep trying.
   uint32_t reconnect_give_up_seconds = 0;
   // Reconnect backoff: 250 ms, doubling up to this.

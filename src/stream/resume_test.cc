@@ -1,0 +1,146 @@
+#include "stream/resume.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice {
+namespace {
+
+ServerGtidState MariaServer(uint32_t id, std::string history) {
+  ServerGtidState s;
+  s.flavor = Flavor::kMariaDB;
+  s.identity.server_id = id;
+  s.gtids_on = true;
+  s.history = std::move(history);
+  s.describe = "db:3306";
+  return s;
+}
+
+Checkpoint Streamed(uint32_t from_server, std::string gtid) {
+  Checkpoint c;
+  c.flavor = Flavor::kMariaDB;
+  c.stream_start = {"mariadb-bin.000002", 900};
+  c.gtid = std::move(gtid);
+  c.source.server_id = from_server;
+  c.snapshot_done = true;
+  TableSnapshotProgress t;
+  t.done = true;
+  t.copied_at = {"mariadb-bin.000001", 500};
+  RangeProgress r;
+  r.done = true;
+  r.segments.push_back(RangeSegment{{}, {"mariadb-bin.000001", 500}});
+  t.ranges.push_back(r);
+  c.tables["d.t"] = t;
+  return c;
+}
+
+TEST(ResumeTest, SameServerResumesByGtidWhenItHasOne) {
+  Checkpoint c = Streamed(1, "0-1-57");
+  auto plan = PlanResume(&c, MariaServer(1, "0-1-80"));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->by_gtid);
+  EXPECT_FALSE(plan->server_changed);
+  EXPECT_EQ(c.stream_start.ToString(), "mariadb-bin.000002:900");  // kept
+  EXPECT_EQ(c.tables["d.t"].copied_at.ToString(), "mariadb-bin.000001:500");
+
+  Checkpoint no_gtid = Streamed(1, "");
+  plan = PlanResume(&no_gtid, MariaServer(1, ""));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->by_gtid);
+  EXPECT_NE(plan->note.find("by position mariadb-bin.000002:900"), std::string::npos) << plan->note;
+}
+
+TEST(ResumeTest, OlderCheckpointWithoutIdentityIsTakenAsThisServer) {
+  Checkpoint c = Streamed(0, "0-1-5");
+  auto plan = PlanResume(&c, MariaServer(7, "0-1-5"));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->server_changed);
+  EXPECT_EQ(c.source.server_id, 7u);
+}
+
+// A replica (log_slave_updates) that holds the checkpoint's GTIDs: continue by GTID, with
+// the old server's coordinates dropped.
+TEST(ResumeTest, OtherServerWithTheHistoryContinuesByGtidAndForgetsOldCoordinates) {
+  Checkpoint c = Streamed(1, "0-1-57,1-1-3");
+  auto plan = PlanResume(&c, MariaServer(2, "0-2-4,0-1-60,1-1-3"));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->by_gtid);
+  EXPECT_TRUE(plan->server_changed);
+  EXPECT_TRUE(c.stream_start.empty());
+  EXPECT_TRUE(c.tables["d.t"].copied_at.empty());
+  EXPECT_TRUE(HandoffPieces(c.tables["d.t"]).empty());
+  EXPECT_EQ(c.source.server_id, 2u);
+  EXPECT_EQ(c.gtid, "0-1-57,1-1-3");
+}
+
+TEST(ResumeTest, OtherServerWithoutTheHistoryIsRefusedSayingWhatIsMissingAndWhatToDo) {
+  Checkpoint c = Streamed(1, "0-1-57");
+  auto plan = PlanResume(&c, MariaServer(3, "0-3-900"));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kDataLoss);
+  const std::string& m = plan.status().message();
+  EXPECT_NE(m.find("source db:3306 (server_id 3) is not the server this destination was streamed from "
+                   "(server_id 1, up to mariadb-bin.000002:900, GTID 0-1-57)"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("missing 0-1-57 (this server has no GTID from server 1 in domain 0)"), std::string::npos) << m;
+  EXPECT_NE(m.find("take a new snapshot into a new destination"), std::string::npos) << m;
+  EXPECT_EQ(c.stream_start.ToString(), "mariadb-bin.000002:900");  // untouched
+
+  Checkpoint behind = Streamed(1, "0-1-57");
+  plan = PlanResume(&behind, MariaServer(2, "0-1-50"));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("last GTID from server 1 in domain 0 is 0-1-50: it is behind"),
+            std::string::npos) << plan.status().message();
+}
+
+TEST(ResumeTest, OtherServerRefusedWithoutGtidsOrMidSnapshotOrOtherFlavor) {
+  Checkpoint c = Streamed(1, "");
+  auto plan = PlanResume(&c, MariaServer(2, "0-1-50"));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("the checkpoint has no GTID position"), std::string::npos);
+
+  Checkpoint mid = Streamed(1, "0-1-5");
+  mid.snapshot_done = false;
+  plan = PlanResume(&mid, MariaServer(2, "0-1-50"));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("the initial snapshot is not finished"), std::string::npos);
+
+  Checkpoint unpassed = Streamed(1, "0-1-5");
+  unpassed.tables["d.t"].copied_at = {"mariadb-bin.000003", 4};
+  plan = PlanResume(&unpassed, MariaServer(2, "0-1-50"));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("d.t was copied at mariadb-bin.000003:4"), std::string::npos)
+      << plan.status().message();
+
+  Checkpoint maria = Streamed(1, "0-1-5");
+  ServerGtidState mysql;
+  mysql.flavor = Flavor::kMySQL;
+  mysql.identity.server_id = 1;
+  plan = PlanResume(&maria, mysql);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("written against a mariadb server"), std::string::npos);
+}
+
+TEST(ResumeTest, MysqlUsesTheUuidAndSetContainment) {
+  Checkpoint c;
+  c.flavor = Flavor::kMySQL;
+  c.stream_start = {"binlog.000004", 1000};
+  c.gtid = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-42";
+  c.source = {1, "3e11fa47-71ca-11e1-9e33-c80aa9429562"};
+  c.snapshot_done = true;
+  ServerGtidState s;
+  s.flavor = Flavor::kMySQL;
+  s.identity = {1, "aaaaaaaa-71ca-11e1-9e33-c80aa9429562"};  // a clone: same server_id
+  s.gtids_on = true;
+  s.history = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-40";
+  auto plan = PlanResume(&c, s);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("missing 3e11fa47"), std::string::npos) << plan.status().message();
+  s.history = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-45,aaaaaaaa-71ca-11e1-9e33-c80aa9429562:1-3";
+  plan = PlanResume(&c, s);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->server_changed);
+  EXPECT_TRUE(plan->by_gtid);
+}
+
+}  // namespace
+}  // namespace sluice
