@@ -14,6 +14,7 @@
 #include "cli/decode.h"
 #include "cli/process_guard.h"
 #include "cli/run.h"
+#include "cli/verify.h"
 #include "sink/tail.h"
 #include "util/log.h"
 
@@ -73,6 +74,23 @@ int RunCommand(int argc, char** argv) {
   compare->add_flag("--allow-core-dumps", allow_core_dumps,
                     "Keep core dumps enabled (they can contain the source password)");
 
+  std::vector<std::string> verify_tables;
+  VerifyOptions verify_opts;
+  auto* verify = app.add_subcommand(
+      "verify", "Check that the SQLite replica equals the source (range checksums, differing rows by key); "
+                "safe while a run streams into it");
+  verify->add_option("--config", config_path, "TOML config file")->required();
+  verify->add_option("--tables", verify_tables, "db.table globs to verify (default: source.tables)");
+  verify->add_option("--chunk-rows", verify_opts.chunk_rows, "Keys per checksummed range")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100000000}));
+  verify->add_option("--rounds", verify_opts.rounds, "Re-reads of a differing row before it is reported")
+      ->check(CLI::Range(1, 100));
+  verify->add_option("--settle-seconds", verify_opts.settle_seconds,
+                     "Longest wait per re-read for a streaming replica to catch up with the source")
+      ->check(CLI::Range(0.0, 3600.0));
+  verify->add_flag("--allow-core-dumps", allow_core_dumps,
+                   "Keep core dumps enabled (they can contain the source password)");
+
   bool follow = false;
   auto* tail = app.add_subcommand("tail", "Print what a kafka or nats sink published, as JSON lines");
   tail->add_option("--config", config_path, "TOML config file")->required();
@@ -99,7 +117,7 @@ int RunCommand(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (quiet) SetLogLevel(LogLevel::kWarning);
-  if ((*run || *compare) && !allow_core_dumps) {
+  if ((*run || *compare || *verify) && !allow_core_dumps) {
     // The password is in memory from here on: no core file may carry it.
     Status st = DisableCoreDumps();
     if (!st.ok()) return Fail(st);
@@ -144,6 +162,46 @@ int RunCommand(int argc, char** argv) {
     bool all = equal == result->size();
     std::printf("%s: %zu of %zu tables in the replica match the source\n", all ? "OK" : "MISMATCH",
                 equal, result->size());
+    return all ? 0 : 1;
+  }
+  if (*verify) {
+    auto config = LoadConfigFile(config_path);
+    if (!config.ok()) return Fail(config.status());
+    if (config->sink.type != SinkType::kSqlite)
+      return Fail(Status::InvalidArgument(
+          "verify needs a destination that holds tables (sink.type = \"sqlite\"): JSON lines, Kafka "
+          "and NATS carry changes, not tables, so there is nothing to compare row by row"));
+    verify_opts.source = SourceConnectOptions(config->source);
+    verify_opts.filter = TableFilter{verify_tables.empty() ? config->source.tables : verify_tables,
+                                     config->source.exclude};
+    verify_opts.sqlite_path = config->sink.path;
+    auto result = VerifyTables(verify_opts);
+    if (!result.ok()) return Fail(result.status());
+    size_t equal = 0;
+    for (const auto& t : *result) {
+      if (t.equal()) {
+        ++equal;
+        std::printf("  %-40s %10llu rows  equal (%llu ranges%s)\n", t.table.c_str(),
+                    static_cast<unsigned long long>(t.source_rows), static_cast<unsigned long long>(t.ranges),
+                    t.candidates == 0 ? ""
+                                      : fmt::format("; {} rows differed in passing and matched when re-read",
+                                                    t.candidates).c_str());
+        continue;
+      }
+      if (!t.problem.empty()) {
+        std::printf("  %-40s DIFFERENT: %s\n", t.table.c_str(), t.problem.c_str());
+        continue;
+      }
+      std::printf("  %-40s DIFFERENT: source %llu rows, replica %llu; %llu of %llu ranges differed; %llu rows "
+                  "differ persistently\n",
+                  t.table.c_str(), static_cast<unsigned long long>(t.source_rows),
+                  static_cast<unsigned long long>(t.replica_rows), static_cast<unsigned long long>(t.differing_ranges),
+                  static_cast<unsigned long long>(t.ranges), static_cast<unsigned long long>(t.differing));
+      for (const auto& r : t.rows) std::printf("      %s\n", r.c_str());
+    }
+    bool all = equal == result->size();
+    std::printf("%s: %zu of %zu tables in the replica match the source\n", all ? "OK" : "MISMATCH", equal,
+                result->size());
     return all ? 0 : 1;
   }
   if (*tail) {

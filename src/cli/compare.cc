@@ -27,7 +27,9 @@ bool IsUnsignedInteger(const ColumnDesc& col) {
   return col.is_unsigned && IsIntegerType(col.type);
 }
 
-Result<Value> FromSqlite(sqlite3_stmt* s, int i, const ColumnDesc& col) {
+}  // namespace
+
+Result<Value> ReplicaValue(sqlite3_stmt* s, int i, const ColumnDesc& col) {
   switch (sqlite3_column_type(s, i)) {
     case SQLITE_NULL: return Value::Null();
     case SQLITE_INTEGER: {
@@ -58,6 +60,8 @@ Result<Value> FromSqlite(sqlite3_stmt* s, int i, const ColumnDesc& col) {
     }
   }
 }
+
+namespace {
 
 std::string Describe(const Row& row, const TableSchema& t) {
   std::string out;
@@ -150,7 +154,7 @@ Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
       Row row;
       for (size_t i = 0; i < schema.columns.size(); ++i) {
-        ASSIGN_OR_RETURN(Value v, FromSqlite(stmt, static_cast<int>(i), schema.columns[i]));
+        ASSIGN_OR_RETURN(Value v, ReplicaValue(stmt, static_cast<int>(i), schema.columns[i]));
         row.push_back(std::move(v));
       }
       ++cmp.replica_rows;

@@ -13,9 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "core/value.h"
 #include "mysql/connection.h"
 #include "mysql/schema_loader.h"
 #include "util/status.h"
+
+struct sqlite3_stmt;
 
 namespace sluice::cli {
 
@@ -29,6 +32,11 @@ struct TableComparison {
   std::vector<std::string> examples;  // up to 5 human-readable differences
   bool equal() const { return missing == 0 && extra == 0 && differing == 0; }
 };
+
+// The canonical Value of result column `i` of a replica row, mapped back from its SQLite
+// storage class using the column's source type (shared with `sluice verify`, so both read
+// the replica the same way). kCorruption when the stored value cannot be the column's.
+Result<Value> ReplicaValue(sqlite3_stmt* stmt, int i, const ColumnDesc& col);
 
 Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
                                                    const TableFilter& filter,

@@ -1,0 +1,526 @@
+#include "cli/verify.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <limits>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "checkpoint/checkpoint.h"
+#include "cli/compare.h"
+#include "mysql/key_literal.h"
+#include "mysql/server_probe.h"
+#include "schema/text_value.h"
+#include "sink/sqlite_sink.h"
+
+namespace sluice::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Candidates beyond this many per table are counted but not re-checked one by one.
+constexpr size_t kMaxCandidates = 100000;
+// Keys per source query when re-reading candidates.
+constexpr size_t kKeysPerQuery = 500;
+// A replica checkpoint that has not moved for this long: no pipeline is running.
+constexpr auto kIdleAfter = std::chrono::seconds(2);
+
+uint64_t Mix(uint64_t x) {  // splitmix64 finaliser: spreads hash bits before summing
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// The canonical text of a whole row, kinds included (Int(5) is not Text("5")).
+std::string RowText(const Row& row) {
+  std::string s;
+  for (const Value& v : row) {
+    s += v.DebugString();
+    s.push_back('\x1f');
+  }
+  return s;
+}
+
+// The same identity as RowText (and Value ==, up to 0.0 == -0.0, which only costs a re-read),
+// in raw bytes: this runs for every row of both sides.
+uint64_t RowHash(const Row& row) {
+  thread_local std::string buf;
+  buf.clear();
+  auto put = [](const void* p, size_t n) { buf.append(static_cast<const char*>(p), n); };
+  for (const Value& v : row) {
+    buf.push_back(static_cast<char>(v.kind));
+    switch (v.kind) {
+      case Value::Kind::kNull:
+      case Value::Kind::kAbsent: break;
+      case Value::Kind::kInt: put(&v.i, sizeof v.i); break;
+      case Value::Kind::kUInt: put(&v.u, sizeof v.u); break;
+      case Value::Kind::kFloat:
+      case Value::Kind::kDouble: {
+        double d = v.d != v.d ? std::numeric_limits<double>::quiet_NaN() : v.d;
+        put(&d, sizeof d);
+        break;
+      }
+      case Value::Kind::kText:
+      case Value::Kind::kBytes: {
+        uint64_t n = v.s.size();
+        put(&n, sizeof n);
+        buf += v.s;
+        break;
+      }
+    }
+  }
+  return Mix(std::hash<std::string_view>{}(buf));
+}
+
+struct Checksum {
+  uint64_t rows = 0;
+  uint64_t sum = 0;  // order-independent: the two sides may return rows in different orders
+  void Add(const Row& r) {
+    ++rows;
+    sum += RowHash(r);
+  }
+  friend bool operator==(const Checksum&, const Checksum&) = default;
+};
+
+Row KeyOf(const Row& row, const TableSchema& t) {
+  Row key;
+  for (size_t i : t.primary_key) key.push_back(row[i]);
+  return key;
+}
+
+// "id=42" / "a=1, b=x": how a person names the row.
+std::string KeyName(const Row& key, const TableSchema& t) {
+  std::string out;
+  for (size_t j = 0; j < key.size(); ++j) {
+    if (!out.empty()) out += ", ";
+    out += t.columns[t.primary_key[j]].name + "=" + (key[j].is_null() ? "NULL" : key[j].ToText());
+  }
+  return out;
+}
+
+std::string Short(const Value& v) {
+  std::string s = v.DebugString();
+  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+}
+
+// "" when equal, else what differs.
+std::string RowDifference(const std::optional<Row>& src, const std::optional<Row>& rep,
+                          const TableSchema& t) {
+  if (!src && !rep) return "";
+  if (!rep) return "missing in the replica";
+  if (!src) return "extra in the replica (not in the source)";
+  for (size_t i = 0; i < src->size() && i < rep->size(); ++i)
+    if (!((*src)[i] == (*rep)[i]))
+      return fmt::format("column {}: source {} replica {}", t.columns[i].name, Short((*src)[i]), Short((*rep)[i]));
+  return "";
+}
+
+Status BindValue(sqlite3_stmt* s, int index, const Value& v) {
+  int rc = SQLITE_OK;
+  switch (v.kind) {
+    case Value::Kind::kNull:
+    case Value::Kind::kAbsent: rc = sqlite3_bind_null(s, index); break;
+    case Value::Kind::kInt: rc = sqlite3_bind_int64(s, index, v.i); break;
+    case Value::Kind::kUInt:
+      if (v.u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        rc = sqlite3_bind_int64(s, index, static_cast<int64_t>(v.u));
+      } else {
+        std::string text = std::to_string(v.u);  // as the sink stores it
+        rc = sqlite3_bind_text64(s, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      }
+      break;
+    case Value::Kind::kFloat:
+    case Value::Kind::kDouble: rc = sqlite3_bind_double(s, index, v.d); break;
+    case Value::Kind::kText:
+      rc = sqlite3_bind_text64(s, index, v.s.data(), v.s.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      break;
+    case Value::Kind::kBytes: rc = sqlite3_bind_blob64(s, index, v.s.data(), v.s.size(), SQLITE_TRANSIENT); break;
+  }
+  if (rc != SQLITE_OK) return Status::Internal(fmt::format("sqlite bind: {}", sqlite3_errstr(rc)));
+  return Status::Ok();
+}
+
+using StmtPtr = std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)>;
+
+// The replica, read-only. One table prepared at a time.
+class Replica {
+ public:
+  static Result<std::unique_ptr<Replica>> Open(const std::string& path) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+      sqlite3_close(db);
+      return Status::InvalidArgument(fmt::format("cannot open SQLite replica {}: {}", path, msg));
+    }
+    sqlite3_busy_timeout(db, 5000);  // the running pipeline may hold a write lock briefly
+    return std::unique_ptr<Replica>(new Replica(db, path));
+  }
+  ~Replica() { sqlite3_close(db_); }
+
+  Result<StmtPtr> Prepare(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
+      return Status::InvalidArgument(fmt::format("replica {}: {}: {}", path_, sql, sqlite3_errmsg(db_)));
+    return StmtPtr(s, sqlite3_finalize);
+  }
+
+  // The stored checkpoint, if any (no table yet: none).
+  std::optional<Checkpoint> LoadCheckpoint() {
+    auto s = Prepare("SELECT state FROM _sluice_checkpoint WHERE id = 1");
+    if (!s.ok()) return std::nullopt;
+    if (sqlite3_step(s->get()) != SQLITE_ROW) return std::nullopt;
+    const char* text = reinterpret_cast<const char*>(sqlite3_column_text(s->get(), 0));
+    if (text == nullptr) return std::nullopt;
+    auto c = Checkpoint::FromJson(text);
+    if (!c.ok()) return std::nullopt;
+    return std::move(c).value();
+  }
+
+  // Sets up `t`; a non-empty result is a table-level problem (no table, missing columns).
+  Result<std::string> Use(const TableSchema& t) {
+    table_ = &t;
+    name_ = SqliteTableName(t);
+    std::vector<std::string> cols;
+    {
+      ASSIGN_OR_RETURN(StmtPtr info, Prepare("SELECT name FROM pragma_table_info(?)"));
+      sqlite3_bind_text(info.get(), 1, name_.c_str(), -1, SQLITE_TRANSIENT);
+      while (sqlite3_step(info.get()) == SQLITE_ROW)
+        cols.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(info.get(), 0)));
+    }
+    if (cols.empty()) return fmt::format("the replica has no table {}", SqliteQuote(name_));
+    std::string missing;
+    for (const auto& c : t.columns)
+      if (std::find(cols.begin(), cols.end(), c.name) == cols.end())
+        missing += (missing.empty() ? "" : ", ") + c.name;
+    if (!missing.empty()) return fmt::format("replica table {} has no column {}", SqliteQuote(name_), missing);
+    select_.clear();
+    for (const auto& c : t.columns) select_ += (select_.empty() ? "" : ", ") + SqliteQuote(c.name);
+    key_cols_.clear();
+    key_marks_.clear();
+    for (size_t j = 0; j < t.primary_key.size(); ++j) {
+      key_cols_ += (j ? ", " : "") + SqliteQuote(t.columns[t.primary_key[j]].name);
+      key_marks_ += j ? ", ?" : "?";
+    }
+    if (t.primary_key.size() > 1) {
+      key_cols_ = "(" + key_cols_ + ")";
+      key_marks_ = "(" + key_marks_ + ")";
+    }
+    point_.reset();
+    return std::string();
+  }
+
+  // Rows with key > lower (if any) and <= upper (if any); every row without bounds.
+  Status ReadRange(const std::optional<Row>& lower, const std::optional<Row>& upper,
+                   const std::function<void(Row)>& on_row) {
+    std::string sql = "SELECT " + select_ + " FROM " + SqliteQuote(name_);
+    if (lower || upper) sql += " WHERE ";
+    if (lower) sql += key_cols_ + " > " + key_marks_;
+    if (lower && upper) sql += " AND ";
+    if (upper) sql += key_cols_ + " <= " + key_marks_;
+    ASSIGN_OR_RETURN(StmtPtr s, Prepare(sql));
+    int index = 1;
+    for (const auto* bound : {&lower, &upper})
+      if (*bound)
+        for (const Value& v : **bound) RETURN_IF_ERROR(BindValue(s.get(), index++, v));
+    return Step(s.get(), on_row);
+  }
+
+  Result<std::optional<Row>> ReadKey(const Row& key) {
+    if (!point_) {
+      ASSIGN_OR_RETURN(StmtPtr s, Prepare("SELECT " + select_ + " FROM " + SqliteQuote(name_) + " WHERE " +
+                                          key_cols_ + " = " + key_marks_));
+      point_.emplace(std::move(s));
+    }
+    sqlite3_stmt* s = point_->get();
+    sqlite3_reset(s);
+    for (size_t j = 0; j < key.size(); ++j) RETURN_IF_ERROR(BindValue(s, static_cast<int>(j) + 1, key[j]));
+    std::optional<Row> found;
+    RETURN_IF_ERROR(Step(s, [&](Row r) { found = std::move(r); }));
+    return found;
+  }
+
+ private:
+  Replica(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  std::string ErrorText(const char* what) {
+    return fmt::format("replica {}: {} {}: {}", path_, what, name_, sqlite3_errmsg(db_));
+  }
+  Status Step(sqlite3_stmt* s, const std::function<void(Row)>& on_row) {
+    int rc;
+    const size_t n = table_->columns.size();
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      Row row;
+      row.reserve(n);
+      for (size_t i = 0; i < n; ++i) {
+        ASSIGN_OR_RETURN(Value v, ReplicaValue(s, static_cast<int>(i), table_->columns[i]));
+        row.push_back(std::move(v));
+      }
+      on_row(std::move(row));
+    }
+    if (rc != SQLITE_DONE) return Status::Unavailable(ErrorText("reading"));
+    return Status::Ok();
+  }
+
+  sqlite3* db_;
+  std::string path_;
+  const TableSchema* table_ = nullptr;
+  std::string name_, select_, key_cols_, key_marks_;
+  std::optional<StmtPtr> point_;
+};
+
+class Verifier {
+ public:
+  Verifier(const VerifyOptions& o, Connection& conn, Replica& replica, uint32_t server_id)
+      : o_(o), conn_(conn), replica_(replica), server_id_(server_id) {}
+
+  Result<VerifiedTable> Table(const TableSchema& t) {
+    VerifiedTable out;
+    out.table = t.QualifiedName();
+    from_ = fmt::format("{}.{}", QuoteIdentifier(t.db), QuoteIdentifier(t.table));
+    select_.clear();
+    for (const auto& c : t.columns) select_ += (select_.empty() ? "" : ", ") + SnapshotSelectExpr(c);
+    ASSIGN_OR_RETURN(out.problem, replica_.Use(t));
+    if (!out.problem.empty()) {
+      ASSIGN_OR_RETURN(QueryResult n, conn_.Query("SELECT COUNT(*) FROM " + from_));
+      out.source_rows = n.rows.empty() || !n.rows[0][0] ? 0 : std::stoull(*n.rows[0][0]);
+      return out;
+    }
+    if (t.has_primary_key()) {
+      RETURN_IF_ERROR(ByRanges(t, &out));
+    } else {
+      RETURN_IF_ERROR(WholeTable(t, &out));
+    }
+    return out;
+  }
+
+ private:
+  struct Candidate {
+    Row key;
+    std::string what;
+  };
+
+  Result<Row> SourceRow(const TableSchema& t, const std::vector<TextCellView>& cells) {
+    Row row;
+    row.reserve(cells.size());
+    for (size_t i = 0; i < cells.size(); ++i) {
+      ASSIGN_OR_RETURN(Value v, ValueFromText(t.columns[i], cells[i]));
+      row.push_back(std::move(v));
+    }
+    return row;
+  }
+
+  Status ByRanges(const TableSchema& t, VerifiedTable* out) {
+    std::map<std::string, Candidate> candidates;
+    uint64_t overflow = 0;
+    // The replica side of a range (read, checksum, narrow down) runs on a second thread while
+    // the source goes on streaming the next range; at most one range is in flight, so
+    // `candidates` and `out` have one writer at a time.
+    auto check = [&](std::vector<Row> chunk, std::optional<Row> lower, std::optional<Row> upper) -> Status {
+      Checksum src, rep;
+      for (const Row& r : chunk) src.Add(r);
+      std::vector<Row> replica_rows;
+      RETURN_IF_ERROR(replica_.ReadRange(lower, upper, [&](Row r) {
+        rep.Add(r);
+        replica_rows.push_back(std::move(r));
+      }));
+      ++out->ranges;
+      out->source_rows += src.rows;
+      out->replica_rows += rep.rows;
+      if (src == rep) return Status::Ok();
+      ++out->differing_ranges;
+      // Narrow the range down to its rows, matched by key.
+      std::map<std::string, const Row*> by_key;
+      for (const Row& r : replica_rows) by_key.emplace(RowText(KeyOf(r, t)), &r);
+      auto note = [&](const Row& key, std::string what) {
+        ++out->candidates;
+        if (candidates.size() >= kMaxCandidates) {
+          ++overflow;
+          return;
+        }
+        candidates.emplace(RowText(key), Candidate{key, std::move(what)});
+      };
+      for (const Row& s : chunk) {
+        Row key = KeyOf(s, t);
+        auto it = by_key.find(RowText(key));
+        std::string what = RowDifference(s, it == by_key.end() ? std::nullopt : std::optional<Row>(*it->second), t);
+        if (it != by_key.end()) by_key.erase(it);
+        if (!what.empty()) note(key, std::move(what));
+      }
+      for (const auto& [k, r] : by_key) note(KeyOf(*r, t), RowDifference(std::nullopt, *r, t));
+      return Status::Ok();
+    };
+    std::future<Status> in_flight;
+    auto wait = [&]() -> Status {
+      if (!in_flight.valid()) return Status::Ok();
+      return in_flight.get();
+    };
+    std::vector<Row> chunk;
+    std::optional<Row> lower;
+    auto flush = [&](bool last) -> Status {
+      RETURN_IF_ERROR(wait());
+      std::optional<Row> upper;
+      if (!last) upper = KeyOf(chunk.back(), t);
+      in_flight = std::async(std::launch::async, check, std::move(chunk), lower, upper);
+      chunk = {};
+      lower = std::move(upper);
+      return Status::Ok();
+    };
+    std::string sql = fmt::format("SELECT {} FROM {} ORDER BY {}", select_, from_, KeyColumnsList(t));
+    Status streamed = conn_.QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
+      ASSIGN_OR_RETURN(Row row, SourceRow(t, cells));
+      // A full range is closed when the next key arrives, so the table's last range is a
+      // full one too and reaches past the last source key (replica rows beyond it).
+      if (chunk.size() >= o_.chunk_rows) RETURN_IF_ERROR(flush(false));
+      chunk.push_back(std::move(row));
+      return Status::Ok();
+    }, nullptr);
+    if (!streamed.ok()) {
+      (void)wait();
+      return streamed;
+    }
+    RETURN_IF_ERROR(flush(true));
+    RETURN_IF_ERROR(wait());
+    RETURN_IF_ERROR(Settle(t, &candidates));
+    out->differing = candidates.size() + overflow;
+    for (const auto& [k, c] : candidates) {
+      if (out->rows.size() >= o_.max_reported) break;
+      out->rows.push_back(KeyName(c.key, t) + ": " + c.what);
+    }
+    if (overflow > 0)
+      out->rows.push_back(fmt::format("... and {} more rows that differed in the first pass (not re-checked)", overflow));
+    return Status::Ok();
+  }
+
+  // Re-reads the candidates on both sides until their differences are stable (module comment).
+  Status Settle(const TableSchema& t, std::map<std::string, Candidate>* candidates) {
+    std::map<std::string, std::string> previous;
+    for (int round = 1; round <= o_.rounds && !candidates->empty(); ++round) {
+      std::map<std::string, Row> src;
+      std::vector<const Candidate*> list;
+      for (const auto& [k, c] : *candidates) list.push_back(&c);
+      for (size_t i = 0; i < list.size(); i += kKeysPerQuery) {
+        std::string in;
+        for (size_t j = i; j < list.size() && j < i + kKeysPerQuery; ++j) {
+          std::vector<std::string> texts;
+          for (const Value& v : list[j]->key) texts.push_back(v.ToText());
+          ASSIGN_OR_RETURN(std::string tuple, KeyTuple(conn_, t, texts, false));
+          in += (in.empty() ? "" : ", ") + tuple;
+        }
+        std::string sql = fmt::format("SELECT {} FROM {} WHERE {} IN ({})", select_, from_, KeyColumnsTuple(t), in);
+        RETURN_IF_ERROR(conn_.QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
+          ASSIGN_OR_RETURN(Row row, SourceRow(t, cells));
+          src.emplace(RowText(KeyOf(row, t)), std::move(row));
+          return Status::Ok();
+        }, nullptr));
+      }
+      const bool caught_up = WaitForReplica();
+      std::map<std::string, Candidate> still;
+      std::map<std::string, std::string> now;
+      for (const auto& [k, c] : *candidates) {
+        ASSIGN_OR_RETURN(std::optional<Row> rep, replica_.ReadKey(c.key));
+        auto s = src.find(k);
+        std::string what = RowDifference(s == src.end() ? std::nullopt : std::optional<Row>(s->second), rep, t);
+        if (what.empty()) continue;
+        now[k] = what;
+        still.emplace(k, Candidate{c.key, std::move(what)});
+      }
+      *candidates = std::move(still);
+      if (caught_up && now == previous) break;  // the same differences with the replica caught up
+      previous = std::move(now);
+      if (round < o_.rounds) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return Status::Ok();
+  }
+
+  // Tables without a key: whole-table checksums, re-read until equal or the rounds run out.
+  Status WholeTable(const TableSchema& t, VerifiedTable* out) {
+    for (int round = 1; round <= std::max(1, o_.rounds); ++round) {
+      Checksum src, rep;
+      RETURN_IF_ERROR(conn_.QueryStream(fmt::format("SELECT {} FROM {}", select_, from_),
+                                        [&](const std::vector<TextCellView>& cells) -> Status {
+                                          ASSIGN_OR_RETURN(Row row, SourceRow(t, cells));
+                                          src.Add(row);
+                                          return Status::Ok();
+                                        }, nullptr));
+      (void)WaitForReplica();
+      RETURN_IF_ERROR(replica_.ReadRange(std::nullopt, std::nullopt, [&](Row r) { rep.Add(r); }));
+      out->ranges = 1;
+      out->source_rows = src.rows;
+      out->replica_rows = rep.rows;
+      if (src == rep) {
+        out->differing = 0;
+        out->problem.clear();
+        return Status::Ok();
+      }
+      out->differing_ranges = 1;
+      out->problem = fmt::format("the table differs (source {} rows, replica {}); it has no primary key, so the "
+                                 "differing rows cannot be named (`sluice compare` lists them)",
+                                 src.rows, rep.rows);
+      if (round < o_.rounds) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return Status::Ok();
+  }
+
+  // Waits (while the replica's checkpoint moves, up to settle_seconds) until the replica
+  // has applied everything up to the source's current binlog position. True when it has.
+  bool WaitForReplica() {
+    auto pos = ReadBinlogPosition(conn_);
+    if (!pos.ok()) return false;
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(o_.settle_seconds));
+    auto last_change = Clock::now();
+    std::string last_seen;
+    while (true) {
+      auto ckpt = replica_.LoadCheckpoint();
+      if (!ckpt) return false;
+      // Positions of another server (after a failover) cannot be compared.
+      if (ckpt->source.known() && ckpt->source.server_id != server_id_) return false;
+      if (!ckpt->stream_start.empty() && ComparePositions(ckpt->stream_start, *pos) >= 0) return true;
+      if (idle_) return false;
+      std::string seen = ckpt->stream_start.ToString();
+      if (seen != last_seen) {
+        last_seen = seen;
+        last_change = Clock::now();
+      }
+      if (Clock::now() - last_change > kIdleAfter) {
+        idle_ = true;  // no pipeline is moving it: do not wait in later rounds
+        return false;
+      }
+      if (Clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  const VerifyOptions& o_;
+  Connection& conn_;
+  Replica& replica_;
+  uint32_t server_id_;
+  bool idle_ = false;
+  std::string from_, select_;
+};
+
+}  // namespace
+
+Result<std::vector<VerifiedTable>> VerifyTables(const VerifyOptions& options) {
+  if (options.chunk_rows == 0) return Status::InvalidArgument("verify: chunk_rows must be at least 1");
+  ASSIGN_OR_RETURN(auto conn, Connection::Connect(options.source));
+  RETURN_IF_ERROR(conn->Execute("SET time_zone = '+00:00'"));
+  ASSIGN_OR_RETURN(auto tables, ListTables(*conn, options.filter));
+  ASSIGN_OR_RETURN(QueryResult id, conn->Query("SELECT @@server_id"));
+  uint32_t server_id = id.rows.empty() || !id.rows[0][0] ? 0 : static_cast<uint32_t>(std::stoul(*id.rows[0][0]));
+  ASSIGN_OR_RETURN(auto replica, Replica::Open(options.sqlite_path));
+  Verifier verifier(options, *conn, *replica, server_id);
+  std::vector<VerifiedTable> out;
+  for (const auto& name : tables) {
+    ASSIGN_OR_RETURN(TableSchema schema, LoadTableSchema(*conn, name.db, name.table));
+    ASSIGN_OR_RETURN(VerifiedTable v, verifier.Table(schema));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,143 @@
+// `sluice verify` (issue 11, item 2) on a 1 M-row table: equality on a correct replica and a
+// single changed value found and named by key, both idle and while a run streams a write
+// load into the replica.
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "harness.h"
+
+namespace sluice::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// Writes to the replica behind sluice's back (the test's stand-in for a corrupted replica).
+void ReplicaExec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 10000);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "") << " " << sql;
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+TEST(Verify, MillionRowsEqualAndOneChangedValueNamedIdleAndUnderLoad) {
+  auto tstart = std::chrono::steady_clock::now();
+  // The 1 M-row table is narrow (time); the types table carries the canonical-value cases
+  // (decimal, temporal, float, binary, JSON, ENUM/SET, BIT, NULLs) under a composite key.
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_verify; CREATE DATABASE it_verify; USE it_verify;"
+                       "CREATE TABLE big (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(40));"
+                       "SET SESSION sql_log_bin = 0;"  // the snapshot copies it; no 1 M-row binlog to write
+                       "INSERT INTO big SELECT seq, seq % 1000, CONCAT('row', seq) FROM seq_1_to_1000000;"
+                       "SET SESSION sql_log_bin = 1;"
+                       "CREATE TABLE types (k1 INT, k2 VARCHAR(20), d DECIMAL(12,3), t DATETIME(3), ts TIMESTAMP(6) NULL,"
+                       "  f FLOAT, db DOUBLE, bin VARBINARY(16), j JSON, e ENUM('x','y','z'), st SET('p','q'),"
+                       "  bt BIT(5), u BIGINT UNSIGNED, dt DATE, tm TIME(2), PRIMARY KEY (k1, k2));"
+                       "INSERT INTO types SELECT seq % 50, CONCAT('k', seq), seq * 1.125 - 400, "
+                       "  '2024-02-29 23:59:59.125' + INTERVAL seq MINUTE, IF(seq % 3 = 0, NULL, '2030-01-01 00:00:00.5'),"
+                       "  seq / 7, seq / 3, UNHEX(HEX(seq)), JSON_OBJECT('n', seq, 'a', JSON_ARRAY(1, 'x')),"
+                       "  ELT(1 + seq % 3, 'x', 'y', 'z'), IF(seq % 2 = 0, 'p,q', ''), seq % 32,"
+                       "  18446744073709551615 - seq, '1999-12-31' + INTERVAL seq DAY, '-12:30:00.25'"
+                       "  FROM seq_1_to_1000;"
+                       "CREATE TABLE nokey (x INT, y VARCHAR(10));"
+                       "INSERT INTO nokey VALUES (1, 'a'), (1, 'a'), (2, NULL);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_verify.*"};
+  spec.sink_path = dir.File("replica.db");
+  spec.chunk_rows = 50000;
+  spec.snapshot_extra = "workers = 2\nfetch_rows = 20000\n";
+  std::string config = WriteConfig(dir, spec);
+  auto t0 = std::chrono::steady_clock::now();
+  std::printf("1M rows inserted in %.1f s\n", std::chrono::duration<double>(t0 - tstart).count());
+  auto snap = RunSluice({"run", "--config", config, "--until-caught-up", "-q"});
+  ASSERT_EQ(snap.exit_code, 0) << snap.output;
+  auto t1 = std::chrono::steady_clock::now();
+
+  // Idle, correct replica.
+  auto equal = RunSluice({"verify", "--config", config});
+  auto t2 = std::chrono::steady_clock::now();
+  EXPECT_EQ(equal.exit_code, 0) << equal.output;
+  EXPECT_NE(equal.output.find("it_verify.big"), std::string::npos) << equal.output;
+  EXPECT_NE(equal.output.find("1000000 rows  equal (100 ranges)"), std::string::npos) << equal.output;
+  EXPECT_NE(equal.output.find("OK: 3 of 3 tables"), std::string::npos) << equal.output;
+  std::printf("snapshot %.1f s, verify (idle, equal) %.1f s\n",
+              std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
+
+  // Idle, one value changed in the replica.
+  ReplicaExec(spec.sink_path, "UPDATE \"it_verify.big\" SET b = 'tampered' WHERE id = 424242");
+  auto changed = RunSluice({"verify", "--config", config, "--tables", "it_verify.big"});
+  EXPECT_EQ(changed.exit_code, 1) << changed.output;
+  EXPECT_NE(changed.output.find("1 of 100 ranges differed; 1 rows differ persistently"), std::string::npos)
+      << changed.output;
+  EXPECT_NE(changed.output.find("id=424242: column b: source Text(\"row424242\") replica Text(\"tampered\")"),
+            std::string::npos) << changed.output;
+  EXPECT_NE(changed.output.find("MISMATCH: 0 of 1 tables"), std::string::npos) << changed.output;
+  ReplicaExec(spec.sink_path, "UPDATE \"it_verify.big\" SET b = 'row424242' WHERE id = 424242");
+
+  // While a run streams a write load into the replica.
+  pid_t run = StartSluice({"run", "--config", config}, dir.File("run.log"));
+  std::atomic<bool> stop{false};
+  std::atomic<int> writes{0};
+  std::thread load([&] {
+    auto c = Connect();
+    if (!c) return;
+    std::mt19937 rng(7);
+    int next = 1000001;
+    while (!stop.load()) {
+      int id = static_cast<int>(rng() % 900000) + 1;  // never the tampered row below
+      Status st = c->Execute(fmt::format("UPDATE it_verify.big SET a = a + 1, b = CONCAT('load', {0}) WHERE id = {0}", id));
+      if (st.ok()) st = c->Execute(fmt::format("INSERT INTO it_verify.big VALUES ({}, 1, 'new')", next++));
+      if (st.ok() && next % 50 == 0) st = c->Execute(fmt::format("DELETE FROM it_verify.big WHERE id = {}", id + 1));
+      if (!st.ok()) {
+        ADD_FAILURE() << st.ToString();
+        return;
+      }
+      ++writes;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::this_thread::sleep_for(seconds(1));
+  auto t3 = std::chrono::steady_clock::now();
+  auto live_equal = RunSluice({"verify", "--config", config, "--tables", "it_verify.big"});
+  EXPECT_EQ(live_equal.exit_code, 0) << live_equal.output;
+  std::printf("%s", live_equal.output.c_str());
+  auto t4 = std::chrono::steady_clock::now();
+  std::printf("verify under load (equal) %.1f s\n", std::chrono::duration<double>(t4 - t3).count());
+  ReplicaExec(spec.sink_path, "UPDATE \"it_verify.big\" SET a = -5 WHERE id = 999999");
+  auto live_changed = RunSluice({"verify", "--config", config, "--tables", "it_verify.big"});
+  EXPECT_EQ(live_changed.exit_code, 1) << live_changed.output;
+  EXPECT_NE(live_changed.output.find("1 rows differ persistently"), std::string::npos) << live_changed.output;
+  EXPECT_NE(live_changed.output.find("id=999999: column a: source Int(999) replica Int(-5)"), std::string::npos)
+      << live_changed.output;
+  stop = true;
+  load.join();
+  EXPECT_GT(writes.load(), 100);
+  kill(run, SIGTERM);
+  EXPECT_EQ(WaitChild(run, seconds(30)), 0) << ReadFile(dir.File("run.log"));
+  std::printf("load: %d write rounds during the live verifies\n", writes.load());
+
+  EXPECT_EQ(RunSqlText("DROP DATABASE it_verify"), 0);
+}
+
+// JSON lines holds no tables: verify says so instead of comparing nothing.
+TEST(Verify, JsonLinesIsNotATableStore) {
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"mysql.user"};
+  spec.sink_type = "jsonl";
+  spec.sink_path = dir.File("out.jsonl");
+  auto r = RunSluice({"verify", "--config", WriteConfig(dir, spec)});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("JSON lines, Kafka and NATS carry changes, not tables"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace sluice::testing
