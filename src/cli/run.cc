@@ -294,7 +294,9 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     progress->groups = groups;
   };
   LogInfo("streaming from {}{}",
-          resume.by_gtid && !ckpt.gtid.empty() ? "GTID " + ckpt.gtid : ckpt.stream_start.ToString(),
+          !resume.by_gtid || ckpt.gtid.empty() ? ckpt.stream_start.ToString()
+          : ckpt.stream_start.empty()          ? "GTID " + ckpt.gtid
+                                               : fmt::format("{} (GTID {})", ckpt.stream_start.ToString(), ckpt.gtid),
           options.until_caught_up ? fmt::format(" until {}", target.ToString()) : "");
   Streamer streamer(sopts);
   streamer_ptr = &streamer;
