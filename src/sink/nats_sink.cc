@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "sink/publish_util.h"
@@ -54,6 +55,12 @@ class NatsSink::Impl {
   Status Open();
   Status Publish(const std::string& checkpoint);
   Status Commit();  // waits for acks, resends failures, stores the checkpoint
+  Status WaitAcks();
+  // (subject, key) of the keyed records published since the last WaitAcks. A record whose
+  // key is here waits for those acknowledgements first: a record that failed (a stream
+  // electing its leader answers "no responders" for a moment) is sent again later, and
+  // must not land after a newer change of its key that went through meanwhile.
+  std::unordered_set<std::string> unacked_keys;
 
   struct Failed {
     std::string subject, id, key, data;
@@ -302,6 +309,16 @@ Status NatsSink::Impl::Publish(const std::string& checkpoint) {
       std::string_view key = batch.key(r);  // {"id":"..."}: unique per transaction
       id = fmt::format("{}:{}", key, r.kind == RecordKind::kTxnBegin ? 'B' : 'E');
     }
+    if (r.has_key) {
+      std::string k = subject;
+      k.push_back('\0');
+      k.append(batch.key(r));
+      // A tombstone follows its own delete: no wait for that pair.
+      if (!unacked_keys.insert(k).second && r.kind != RecordKind::kTombstone) {
+        RETURN_IF_ERROR(WaitAcks());
+        unacked_keys.insert(std::move(k));
+      }
+    }
     Status st = PublishOne(subject, id, r.has_key ? batch.key(r) : std::string_view(),
                            r.has_value ? batch.value(r) : std::string_view(), !r.has_value, false);
     for (int attempt = 1; !st.ok() && broken.ok() && attempt <= 5; ++attempt) {
@@ -319,9 +336,10 @@ Status NatsSink::Impl::Publish(const std::string& checkpoint) {
   return Status::Ok();
 }
 
-Status NatsSink::Impl::Commit() {
-  RETURN_IF_ERROR(broken);
-  if (!group_open) return Status::Ok();
+// Waits until JetStream acknowledged every record published so far; sends what failed
+// again (same Msg-Id) with backoff.
+Status NatsSink::Impl::WaitAcks() {
+  unacked_keys.clear();
   for (int round = 0;; ++round) {
     jsPubOptions po;
     jsPubOptions_Init(&po);
@@ -378,6 +396,13 @@ Status NatsSink::Impl::Commit() {
       }
     }
   }
+  return Status::Ok();
+}
+
+Status NatsSink::Impl::Commit() {
+  RETURN_IF_ERROR(broken);
+  if (!group_open) return Status::Ok();
+  RETURN_IF_ERROR(WaitAcks());
   if (!group_checkpoint.empty() && (!stored || *stored != group_checkpoint)) {
     // Test hook (tests/integration/publish_test.cc): SIGKILL at the Nth checkpoint, after
     // its records were acknowledged and before it is stored.
