@@ -7,9 +7,7 @@
 
 #include <chrono>
 #include <deque>
-#include <charconv>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -426,8 +424,7 @@ Status KafkaSink::Impl::ProduceState(const std::string& checkpoint) {
   }
   std::map<Partition, int64_t> offsets = committed_offsets;
   for (const auto& [p, off] : txn_offsets) offsets[p] = std::max(offsets.count(p) ? offsets[p] : -1, off);
-  std::string header;
-  for (const auto& [p, off] : offsets) header += fmt::format("{}{}:{}:{}", header.empty() ? "" : ",", p.first, p.second, off);
+  const std::string header = publish::FormatKafkaOffsets(offsets);
   return Produce(rkt, 0, o.state_key.data(), o.state_key.size(), checkpoint.data(), checkpoint.size(), true,
                  &header);
 }
@@ -575,20 +572,6 @@ Status KafkaSink::Impl::FlushAll() {
 
 namespace {
 
-// What a record is, less the processing time that a new run changes: the key, and the
-// value without its top-level ts_ms (inside "payload" when wrapped with a schema).
-std::string RecordIdentity(std::string_view key, bool has_key, std::string_view value, bool has_value) {
-  std::string id = has_key ? std::string(key) : std::string("\x01");
-  id.push_back('\0');
-  if (!has_value) return id + "\x02";  // tombstone
-  nlohmann::json v = nlohmann::json::parse(value, nullptr, false);
-  if (v.is_discarded() || !v.is_object()) return id.append(value);
-  nlohmann::json* body = &v;
-  if (v.contains("schema") && v.contains("payload") && v["payload"].is_object()) body = &v["payload"];
-  body->erase("ts_ms");
-  return id + v.dump();
-}
-
 std::string VisibleKey(std::string_view topic, std::string_view key, bool has_key) {
   std::string k(topic);
   k.push_back('\0');
@@ -600,24 +583,12 @@ std::string VisibleKey(std::string_view topic, std::string_view key, bool has_ke
 }  // namespace
 
 Status KafkaSink::Impl::ParseOffsets(std::string_view text) {
-  committed_offsets.clear();
-  for (size_t at = 0; at < text.size();) {
-    size_t comma = text.find(',', at);
-    if (comma == std::string_view::npos) comma = text.size();
-    std::string_view item = text.substr(at, comma - at);
-    at = comma + 1;
-    const size_t c2 = item.rfind(':');
-    const size_t c1 = c2 == std::string_view::npos || c2 == 0 ? std::string_view::npos : item.rfind(':', c2 - 1);
-    int32_t partition = 0;
-    int64_t offset = 0;
-    if (c1 == std::string_view::npos ||
-        std::from_chars(item.data() + c1 + 1, item.data() + c2, partition).ec != std::errc() ||
-        std::from_chars(item.data() + c2 + 1, item.data() + item.size(), offset).ec != std::errc()) {
-      return Status::Corruption(fmt::format("kafka sink: topic {} key {}: header {} has a bad entry '{}'",
-                                            o.state_topic, o.state_key, kOffsetsHeader, publish::Printable(item)));
-    }
-    committed_offsets[{std::string(item.substr(0, c1)), partition}] = offset;
+  Result<std::map<Partition, int64_t>> parsed = publish::ParseKafkaOffsets(text);
+  if (!parsed.ok()) {
+    return Status::Corruption(fmt::format("kafka sink: topic {} key {}: header {}: {}", o.state_topic, o.state_key,
+                                          kOffsetsHeader, parsed.status().message()));
   }
+  committed_offsets = std::move(*parsed);
   return Status::Ok();
 }
 
@@ -670,7 +641,7 @@ Status KafkaSink::Impl::ReadTails() {
       const std::string topic = rd_kafka_topic_name(m->rkt);
       std::string_view key(static_cast<const char*>(m->key), m->key_len);
       std::string_view value(static_cast<const char*>(m->payload), m->len);
-      Visible v{RecordIdentity(key, m->key != nullptr, value, m->payload != nullptr), {topic, m->partition}, m->offset};
+      Visible v{publish::RecordIdentity(key, m->key != nullptr, value, m->payload != nullptr), {topic, m->partition}, m->offset};
       bytes += v.identity.size();
       visible[VisibleKey(topic, key, m->key != nullptr)].push_back(std::move(v));
       ++records;
@@ -703,7 +674,7 @@ bool KafkaSink::Impl::SkipVisible(const std::string& topic, const Kept& k) {
   if (it == visible.end()) return false;
   const Visible& front = it->second.front();
   std::string_view value(group_buf.data() + k.value_begin, k.value_size);
-  if (RecordIdentity(key, k.has_key, value, k.has_value) != front.identity) {
+  if (publish::RecordIdentity(key, k.has_key, value, k.has_value) != front.identity) {
     LogWarning("kafka sink: topic {} ({}): the record regenerated after the checkpoint differs from the one at "
                "partition {} offset {}; producing this key from here on without skipping",
                topic, publish::RecordExcerpt(k.has_key ? key.data() : nullptr, key.size(), value.data(), value.size()),

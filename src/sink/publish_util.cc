@@ -1,7 +1,9 @@
 #include "sink/publish_util.h"
 
 #include <cctype>
+#include <charconv>
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "util/log.h"
 
@@ -96,6 +98,45 @@ Result<std::vector<std::pair<std::string, int32_t>>> KafkaPrefixPartitions(rd_ka
     for (int p = 0; p < md->topics[i].partition_cnt; ++p) out.emplace_back(name, md->topics[i].partitions[p].id);
   }
   rd_kafka_metadata_destroy(md);
+  return out;
+}
+
+std::string RecordIdentity(std::string_view key, bool has_key, std::string_view value, bool has_value) {
+  std::string id = has_key ? std::string(key) : std::string("\x01");
+  id.push_back('\0');
+  if (!has_value) return id + "\x02";  // tombstone
+  nlohmann::json v = nlohmann::json::parse(value, nullptr, false);
+  if (v.is_discarded() || !v.is_object()) return id.append(value);
+  nlohmann::json* body = &v;
+  if (v.contains("schema") && v.contains("payload") && v["payload"].is_object()) body = &v["payload"];
+  body->erase("ts_ms");
+  return id + v.dump();
+}
+
+std::string FormatKafkaOffsets(const std::map<std::pair<std::string, int32_t>, int64_t>& offsets) {
+  std::string text;
+  for (const auto& [p, off] : offsets) text += fmt::format("{}{}:{}:{}", text.empty() ? "" : ",", p.first, p.second, off);
+  return text;
+}
+
+Result<std::map<std::pair<std::string, int32_t>, int64_t>> ParseKafkaOffsets(std::string_view text) {
+  std::map<std::pair<std::string, int32_t>, int64_t> out;
+  for (size_t at = 0; at < text.size();) {
+    size_t comma = text.find(',', at);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view item = text.substr(at, comma - at);
+    at = comma + 1;
+    const size_t c2 = item.rfind(':');
+    const size_t c1 = c2 == std::string_view::npos || c2 == 0 ? std::string_view::npos : item.rfind(':', c2 - 1);
+    int32_t partition = 0;
+    int64_t offset = 0;
+    if (c1 == std::string_view::npos || c1 == 0 ||
+        std::from_chars(item.data() + c1 + 1, item.data() + c2, partition).ec != std::errc() ||
+        std::from_chars(item.data() + c2 + 1, item.data() + item.size(), offset).ec != std::errc()) {
+      return Status::Corruption(fmt::format("bad entry '{}' (expected <topic>:<partition>:<offset>)", Printable(item)));
+    }
+    out[{std::string(item.substr(0, c1)), partition}] = offset;
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,6 +43,16 @@ std::string KafkaStateTopic(const KafkaSinkOptions& o);
 // Every partition of the topics named "<prefix>" or "<prefix>.*" except the state topic.
 [[nodiscard]] Result<std::vector<std::pair<std::string, int32_t>>> KafkaPrefixPartitions(
     rd_kafka_t* rk, const KafkaSinkOptions& o);
+
+// Kafka exactly-once read-back (docs/sinks.md): what a record is, less the processing time
+// a new run changes: the key (or none), and the value without its top-level "ts_ms"
+// (inside "payload" when wrapped with a schema); a value that is not a JSON object counts
+// as its bytes. Two records with equal identities are the same change.
+std::string RecordIdentity(std::string_view key, bool has_key, std::string_view value, bool has_value);
+// The checkpoint header: "<topic>:<partition>:<offset>,..." (topic names have no ':' or
+// ','). Parse errors are kCorruption naming the entry.
+std::string FormatKafkaOffsets(const std::map<std::pair<std::string, int32_t>, int64_t>& offsets);
+[[nodiscard]] Result<std::map<std::pair<std::string, int32_t>, int64_t>> ParseKafkaOffsets(std::string_view text);
 
 // The serialise-then-publish step of the Sink calls the Kafka and NATS sinks share. `Impl`
 // has `broken` (a Status: the sink refuses calls after an error), `batch` (RecordBatch),
