@@ -22,6 +22,7 @@
 //     A key is an array with one entry per primary-key column: a string when the column's
 //     canonical text is valid UTF-8, else {"hex": "<bytes in hex>"} (binary keys).
 //     },
+//     "filter": {"include": [string...], "exclude": [string...]}   optional
 //     "schemas": SchemaHistory JSON (schema/schema_history.h)    version 2 only
 //   }
 // Text that is not JSON, a missing "version", or any field of the wrong type or missing is
@@ -227,6 +228,18 @@ Result<Checkpoint> FromParsed(const Json& doc) {
     }
     cp.tables.emplace(it.key(), std::move(p));
   }
+  if (auto f = doc.find("filter"); f != doc.end()) {
+    if (!f->is_object()) return Missing("filter", "an object");
+    for (const char* key : {"include", "exclude"}) {
+      auto list = f->find(key);
+      if (list == f->end()) continue;
+      if (!list->is_array()) return Missing(std::string("filter.") + key, "an array");
+      for (const Json& e : *list) {
+        if (!e.is_string()) return Missing(std::string("filter.") + key + "[]", "a string");
+        (std::string_view(key) == "include" ? cp.filter_include : cp.filter_exclude).push_back(e.get<std::string>());
+      }
+    }
+  }
   auto schemas = doc.find("schemas");
   if (v == Checkpoint::kVersionWithSchemas) {
     if (schemas == doc.end() || !schemas->is_object()) return Missing("schemas", "an object");
@@ -261,10 +274,20 @@ std::string Checkpoint::ToJson() const {
     }
   }
   doc["snapshot"] = OJson{{"done", snapshot_done}, {"tables", std::move(t)}};
-  if (with_schemas) doc["schemas"] = OJson::parse(schemas->ToJson());
+  if (!filter_include.empty() || !filter_exclude.empty())
+    doc["filter"] = OJson{{"include", filter_include}, {"exclude", filter_exclude}};
   // Replacement never triggers: every string here is UTF-8 we produced; invalid bytes (if a
   // key ever held them) become U+FFFD instead of throwing.
-  return doc.dump(-1, ' ', false, OJson::error_handler_t::replace);
+  std::string text = doc.dump(-1, ' ', false, OJson::error_handler_t::replace);
+  if (with_schemas) {
+    // Spliced in as text (the history caches its JSON, schema_history.h): written once per
+    // transaction, it is not parsed and dumped again each time.
+    text.pop_back();  // '}'
+    text += ",\"schemas\":";
+    text += schemas->ToJson();
+    text += '}';
+  }
+  return text;
 }
 
 std::string SourceIdentity::ToString() const {

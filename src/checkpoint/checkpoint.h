@@ -15,6 +15,7 @@
 //                 (cli/resume.h). Absent in checkpoints written before it existed.
 //   snapshot      progress of the initial snapshot: whether it finished, and for each table
 //                 either done or the last primary key copied (as canonical texts).
+//   filter        the table patterns the run that wrote it selected with (optional).
 //   schemas       the position-versioned table definitions (schema/schema_history.h) that
 //                 events at or after stream_start need; absent when null or empty. A
 //                 checkpoint that holds them is written as version 2, so that a sluice that
@@ -102,6 +103,11 @@ struct Checkpoint {
   bool snapshot_done = false;
   std::map<std::string, TableSnapshotProgress> tables;  // key "db.table"
   std::shared_ptr<const SchemaHistory> schemas;          // may be null
+  // The table patterns (source.tables / source.exclude) of the run that wrote this: a table
+  // they select that the checkpoint does not know was created after it (the stream reads
+  // its CREATE), not added to the configuration (which needs a snapshot). Empty: unknown.
+  std::vector<std::string> filter_include;
+  std::vector<std::string> filter_exclude;
 
   std::string ToJson() const;
   static Result<Checkpoint> FromJson(const std::string& text);

@@ -215,18 +215,32 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     ckpt.stream_start = info.position;
     ckpt.gtid = info.flavor == Flavor::kMariaDB ? info.gtid_binlog_pos : info.gtid_executed;
     ckpt.snapshot_done = true;
+    SchemaHistory history;  // the definitions at the start point (docs/schema-changes.md)
     for (const auto& t : tables) {
       ASSIGN_OR_RETURN(TableSchema s, LoadTableSchema(*meta, t.db, t.table));
       RETURN_IF_ERROR(sink->PrepareTable(s));
+      RETURN_IF_ERROR(history.Add(t.db, t.table, TableVersion{BinlogPosition{}, std::make_shared<const TableSchema>(std::move(s)), ""}));
     }
+    history.CacheJson();
+    if (!history.empty()) ckpt.schemas = std::make_shared<const SchemaHistory>(std::move(history));
     RETURN_IF_ERROR(sink->SaveCheckpoint(ckpt.ToJson()));
   }
   if (stored && ckpt.snapshot_done && config.snapshot.mode == SnapshotMode::kInitial) {
     // Tables added to the configuration since the snapshot: copy them now. Their copy gets
     // its own snapshot point (copied_at), so the stream skips their earlier changes.
     std::vector<std::string> added;
-    for (const auto& t : tables)
-      if (!ckpt.tables.count(t.QualifiedName())) added.push_back(t.QualifiedName());
+    // A table the stored patterns already selected but the checkpoint does not know was
+    // created after it: the stream creates it from its CREATE (docs/schema-changes.md).
+    const TableFilter stored_filter{ckpt.filter_include, ckpt.filter_exclude};
+    const bool know_created = ckpt.schemas != nullptr && !ckpt.filter_include.empty();
+    for (const auto& t : tables) {
+      if (ckpt.tables.count(t.QualifiedName())) continue;
+      if (know_created) {
+        const TableVersion* v = ckpt.schemas->Latest(t.db, t.table);
+        if (v || TableSelected(stored_filter, t.db, t.table)) continue;
+      }
+      added.push_back(t.QualifiedName());
+    }
     if (!added.empty()) {
       std::string list;
       for (const auto& a : added) list += (list.empty() ? "" : ", ") + a;
@@ -238,6 +252,8 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
       ckpt.snapshot_done = false;
     }
   }
+  ckpt.filter_include = config.source.tables;
+  ckpt.filter_exclude = config.source.exclude;
   if (!ckpt.snapshot_done) {
     SnapshotRunOptions so;
     so.connection = conn_opts;

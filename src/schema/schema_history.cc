@@ -189,6 +189,7 @@ auto ParseGuarded(std::string_view text, F&& f) -> decltype(f(Json())) {
 }  // namespace
 
 Status SchemaHistory::Add(std::string_view db, std::string_view table, TableVersion v) {
+  json_.reset();
   auto& versions = tables_[{std::string(db), std::string(table)}];
   if (!versions.empty()) {
     int c = ComparePositions(v.since, versions.back().since);
@@ -231,6 +232,7 @@ const std::vector<TableVersion>& SchemaHistory::Versions(std::string_view db,
 }
 
 void SchemaHistory::Prune(const BinlogPosition& pos) {
+  json_.reset();
   for (auto it = tables_.begin(); it != tables_.end();) {
     auto& v = it->second;
     size_t keep_from = 0;
@@ -265,7 +267,13 @@ bool operator==(const SchemaHistory& a, const SchemaHistory& b) {
   return true;
 }
 
+void SchemaHistory::CacheJson() {
+  json_.reset();
+  json_ = std::make_shared<const std::string>(ToJson());
+}
+
 std::string SchemaHistory::ToJson() const {
+  if (json_) return *json_;
   OJson tables = OJson::array();
   for (const auto& [name, versions] : tables_) {
     OJson vs = OJson::array();

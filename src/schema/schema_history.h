@@ -31,6 +31,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <utility>
 #include <string>
 #include <string_view>
@@ -73,12 +74,16 @@ class SchemaHistory {
   bool empty() const { return tables_.empty(); }
 
   std::string ToJson() const;
+  // Computes ToJson() once and keeps it until the next Add/Prune: a history shared by many
+  // checkpoints (one per transaction) is then formatted once, not once per checkpoint.
+  void CacheJson();
   static Result<SchemaHistory> FromJson(std::string_view text);
 
   friend bool operator==(const SchemaHistory& a, const SchemaHistory& b);
 
  private:
   std::map<std::pair<std::string, std::string>, std::vector<TableVersion>> tables_;
+  std::shared_ptr<const std::string> json_;  // CacheJson; not part of the value
 };
 
 // One TableSchema as the JSON object TABLE above (for the history and for schema-change

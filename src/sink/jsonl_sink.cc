@@ -219,6 +219,23 @@ Status JsonlSink::ResetTable(const TableSchema& table, const std::string& checkp
   return st;
 }
 
+Status JsonlSink::ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
+  RETURN_IF_ERROR(broken_);
+  if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
+  const size_t mark = buffer_.size();
+  batch_.clear();
+  for (const SchemaChange& c : changes) RETURN_IF_ERROR(serializer_.AppendDdl(c, options_.now_ms(), &batch_));
+  AppendLines();
+  std::optional<std::string> pending_before = pending_;
+  if (!checkpoint.empty()) pending_ = checkpoint;
+  Status st = Flush();
+  if (!st.ok() && broken_.ok()) {
+    buffer_.resize(mark);
+    pending_ = std::move(pending_before);
+  }
+  return st;
+}
+
 Status JsonlSink::SaveCheckpoint(const std::string& checkpoint) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");

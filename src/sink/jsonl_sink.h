@@ -73,6 +73,9 @@ class JsonlSink : public Sink {
   // Lines already written cannot be taken back: writes a truncate record,
   // {"before":null,"after":null,"op":"t","ts_ms":...,"source":{"connector":"sluice","db","table"}},
   // so a consumer can empty its copy, and records the checkpoint.
+  // One schema-change line per change (record.h AppendDdl), in order with the rows, then
+  // the checkpoint, as ResetTable does.
+  Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
   Status Flush() override;
   // Flushes and closes the output; later calls fail.

@@ -423,6 +423,89 @@ Status RecordSerializer::AppendSchemaChange(const TableSchema& t, int64_t ts_ms,
   return Status::Ok();
 }
 
+Status RecordSerializer::AppendDdl(const SchemaChange& c, int64_t ts_ms, RecordBatch* out) {
+  const TableSchema& t = c.after ? *c.after : *c.before;
+  std::string& b = out->buffer;
+  const size_t mark = b.size();
+  Record r;
+  r.kind = RecordKind::kSchemaChange;
+  r.table = &t;
+  r.has_key = r.has_value = true;
+  bool ok = true;
+  r.key_begin = b.size();
+  if (options_.schemas) {
+    b += "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"string\",\"optional\":false,"
+         "\"field\":\"databaseName\"}],\"optional\":false,\"name\":\"io.debezium.connector.mysql."
+         "SchemaChangeKey\"},\"payload\":";
+  }
+  b += "{\"databaseName\":";
+  ok = Str(t.db, &b) && ok;
+  b.push_back('}');
+  if (options_.schemas) b.push_back('}');
+  r.key_size = b.size() - r.key_begin;
+  r.value_begin = b.size();
+  if (options_.schemas) b += "{\"schema\":null,\"payload\":";
+  b += "{\"source\":{\"connector\":\"sluice\",\"db\":";
+  ok = Str(t.db, &b) && ok;
+  b += ",\"table\":";
+  ok = Str(t.table, &b) && ok;
+  b += ",\"file\":";
+  ok = Str(c.source.file, &b) && ok;
+  b += fmt::format(",\"pos\":{},\"gtid\":", c.source.pos);
+  if (c.source.gtid.empty()) b += "null";
+  else ok = Str(c.source.gtid, &b) && ok;
+  b += fmt::format(",\"ts_ms\":{}}},\"ts_ms\":{},\"databaseName\":", uint64_t{c.source.timestamp} * 1000, ts_ms);
+  ok = Str(t.db, &b) && ok;
+  b += ",\"ddl\":";
+  ok = Str(c.ddl, &b) && ok;
+  b += ",\"tableChanges\":[{\"type\":\"";
+  b += c.kind == SchemaChange::Kind::kCreate ? "CREATE" : c.kind == SchemaChange::Kind::kDrop ? "DROP" : "ALTER";
+  b += "\",\"id\":";
+  ok = Str(t.QualifiedName(), &b) && ok;
+  if (c.before && c.after && c.before->QualifiedName() != c.after->QualifiedName()) {
+    b += ",\"previousId\":";
+    ok = Str(c.before->QualifiedName(), &b) && ok;
+  }
+  b += ",\"table\":";
+  if (!c.after) {
+    b += "null";
+  } else {
+    b += "{\"primaryKeyColumnNames\":[";
+    for (size_t n = 0; n < t.primary_key.size(); ++n) {
+      if (n > 0) b.push_back(',');
+      ok = Str(t.columns[t.primary_key[n]].name, &b) && ok;
+    }
+    b += "],\"columns\":[";
+    for (size_t i = 0; i < t.columns.size(); ++i) {
+      const ColumnDesc& col = t.columns[i];
+      if (i > 0) b.push_back(',');
+      b += "{\"name\":";
+      ok = Str(col.name, &b) && ok;
+      b += ",\"typeName\":";
+      ok = Str(col.data_type, &b) && ok;
+      b += ",\"typeExpression\":";
+      ok = Str(col.column_type, &b) && ok;
+      b += fmt::format(",\"position\":{},\"optional\":{},\"charsetName\":", i + 1,
+                       col.nullable ? "true" : "false");
+      if (col.charset.empty()) b += "null";
+      else ok = Str(col.charset, &b) && ok;
+      b.push_back('}');
+    }
+    b += "]}";
+  }
+  b += "}]}";
+  if (options_.schemas) b.push_back('}');
+  if (!ok) {
+    b.resize(mark);
+    return Status::Corruption(fmt::format("schema change of table {}: a name or the statement is not valid UTF-8",
+                                          t.QualifiedName()));
+  }
+  r.value_size = b.size() - r.value_begin;
+  out->records.push_back(r);
+  if (c.after) seen_tables_[c.after->QualifiedName()] = ColumnSignature(*c.after);
+  return Status::Ok();
+}
+
 Status RecordSerializer::AppendTruncate(const TableSchema& t, int64_t ts_ms, RecordBatch* out) {
   std::string& b = out->buffer;
   const size_t mark = b.size();

@@ -26,6 +26,12 @@
 //    "id":"<db>.<table>","table":{"primaryKeyColumnNames":[...],"columns":[{"name":...,
 //    "typeName":<DATA_TYPE>,"typeExpression":<COLUMN_TYPE>,"position":N (1-based),
 //    "optional":bool,"charsetName":...|null}]}}]}
+// AppendDdl: kSchemaChange for one followed DDL statement (sink/sink.h SchemaChange), key
+//   {"databaseName":"<db>"}, value {"source":{"connector":"sluice","db","table","file",
+//   "pos","gtid","ts_ms"},"ts_ms":N,"databaseName":"<db>","ddl":"<statement>",
+//   "tableChanges":[{"type":"CREATE"|"ALTER"|"DROP","id":"<db>.<table>",
+//   "previousId":"<db>.<old>" (RENAME and ALTER ... RENAME only),"table":{...as above} |
+//   null for DROP}]}; a RENAME is an ALTER with previousId, as Debezium writes it.
 // AppendTruncate: kTruncate, no key, value {"before":null,"after":null,"op":"t",
 //   "ts_ms":N,"source":{"connector":"sluice","db":"<db>","table":"<table>"}}.
 // With schemas (Debezium's schemas.enable=true) every key and value is wrapped as
@@ -46,6 +52,7 @@
 
 #include "pipeline/change.h"
 #include "schema/table_schema.h"
+#include "sink/sink.h"
 #include "util/status.h"
 
 namespace sluice {
@@ -95,6 +102,7 @@ class RecordSerializer {
   // the table, ALTER when its columns differ from the last seen; nothing when unchanged).
   [[nodiscard]] Status AppendSchemaChange(const TableSchema& table, int64_t ts_ms, RecordBatch* out);
   [[nodiscard]] Status AppendTruncate(const TableSchema& table, int64_t ts_ms, RecordBatch* out);
+  [[nodiscard]] Status AppendDdl(const SchemaChange& change, int64_t ts_ms, RecordBatch* out);
 
   // The transaction id AppendTransaction uses (empty for an empty transaction).
   static std::string TransactionId(const Transaction& txn);

@@ -20,6 +20,34 @@
 
 namespace sluice {
 
+// A table-shaping DDL the stream followed (TRUNCATE goes through ResetTable instead).
+struct SchemaChange {
+  enum class Kind : uint8_t {
+    kCreate,  // `after` is a new table (a sink table of that name, e.g. one kept after a
+              // DROP, is replaced: the source table starts empty)
+    kAlter,   // `before` -> `after` (may be renamed); source_of maps the columns
+    kRename,  // `before` renamed to `after` (same columns)
+    kDrop,    // `before` dropped in the source
+  };
+  Kind kind = Kind::kAlter;
+  TableSchemaPtr before;  // null for kCreate
+  TableSchemaPtr after;   // null for kDrop
+  // kAlter: per column of `after`, the column of `before` its values come from, or -1 for
+  // a new column: existing rows take its default (schema/text_value.h DefaultValue).
+  std::vector<int> source_of;
+  std::string ddl;    // the statement text
+  SourceInfo source;  // the DDL event: file, pos, GTID, timestamp
+};
+inline const char* SchemaChangeKindName(SchemaChange::Kind k) {
+  switch (k) {
+    case SchemaChange::Kind::kCreate: return "create";
+    case SchemaChange::Kind::kAlter: return "alter";
+    case SchemaChange::Kind::kRename: return "rename";
+    case SchemaChange::Kind::kDrop: return "drop";
+  }
+  return "?";
+}
+
 class Sink {
  public:
   virtual ~Sink() = default;
@@ -41,6 +69,15 @@ class Sink {
   // before copying a table without a primary key again after an interrupted snapshot.
   // Sinks that cannot take rows back (JSON lines) only record the checkpoint.
   virtual Status ResetTable(const TableSchema& table, const std::string& checkpoint) = 0;
+  // Follows the schema changes of ONE source DDL statement, in order, and records
+  // `checkpoint`, atomically where possible. The default (sinks that describe every record
+  // with its table's definition: Kafka, NATS) prepares each new definition and saves the
+  // checkpoint; a DROP leaves what was delivered as it is.
+  virtual Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
+    for (const SchemaChange& c : changes)
+      if (c.after) RETURN_IF_ERROR(PrepareTable(*c.after));
+    return SaveCheckpoint(checkpoint);
+  }
   // Records a checkpoint with no data (e.g. after transactions of filtered-out tables).
   virtual Status SaveCheckpoint(const std::string& checkpoint) = 0;
   // Flushes buffered output to durable storage.

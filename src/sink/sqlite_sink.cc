@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -510,6 +511,141 @@ Status SqliteSink::PrepareTable(const TableSchema& schema) {
     return st;
   }
   tables_.emplace(name, std::move(t));
+  return Status::Ok();
+}
+
+namespace {
+
+// CREATE TABLE for `schema` under the quoted SQLite name `quoted` (the shape PrepareTable
+// gives a table: declared types per SqliteColumnType, the source primary key).
+std::string CreateTableSql(const TableSchema& schema, const std::string& quoted) {
+  std::string sql = "CREATE TABLE " + quoted + " (";
+  for (size_t i = 0; i < schema.columns.size(); ++i) {
+    const std::string type = SqliteColumnType(schema.columns[i]);
+    sql += (i ? ", " : "") + SqliteQuote(schema.columns[i].name) + (type.empty() ? "" : " " + type);
+  }
+  if (schema.has_primary_key()) {
+    sql += ", PRIMARY KEY (";
+    for (size_t j = 0; j < schema.primary_key.size(); ++j)
+      sql += (j ? ", " : "") + SqliteQuote(schema.columns[schema.primary_key[j]].name);
+    sql += ")";
+  }
+  return sql + ")";
+}
+
+bool SameSqliteShape(const TableSchema& a, const TableSchema& b, size_t columns) {
+  if (a.primary_key != b.primary_key || a.columns.size() < columns || b.columns.size() < columns) return false;
+  for (size_t i = 0; i < columns; ++i)
+    if (a.columns[i].name != b.columns[i].name || SqliteColumnType(a.columns[i]) != SqliteColumnType(b.columns[i]))
+      return false;
+  return true;
+}
+
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+}  // namespace
+
+Status SqliteSink::ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
+  static const std::string kScratch = SqliteQuote("_sluice_rebuild");
+  std::vector<std::string> touched;  // SQLite names whose cached Table is stale afterwards
+  auto forget_meta = [&](const std::string& name) -> Status {
+    ASSIGN_OR_RETURN(sqlite3_stmt * s, Prepare("DELETE FROM _sluice_tables WHERE name = ?"));
+    sqlite3_bind_text64(s, 1, name.data(), name.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+    return Run(nullptr, s);
+  };
+  RETURN_IF_ERROR(BeginImmediate());
+  Status st = [&]() -> Status {
+    for (const SchemaChange& c : changes) {
+      switch (c.kind) {
+        case SchemaChange::Kind::kCreate: {
+          // The source table starts empty: a sink table of that name (kept after a DROP) goes.
+          const std::string name = SqliteTableName(*c.after);
+          RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + SqliteQuote(name)));
+          RETURN_IF_ERROR(forget_meta(name));
+          RETURN_IF_ERROR(Exec(CreateTableSql(*c.after, SqliteQuote(name))));
+          touched.push_back(name);
+          break;
+        }
+        case SchemaChange::Kind::kRename:
+        case SchemaChange::Kind::kAlter: {
+          const std::string from = SqliteTableName(*c.before), to = SqliteTableName(*c.after);
+          touched.push_back(from);
+          touched.push_back(to);
+          const TableSchema& b = *c.before;
+          const TableSchema& a = *c.after;
+          bool identity = c.kind == SchemaChange::Kind::kRename;
+          if (!identity && c.source_of.size() == a.columns.size() && a.columns.size() >= b.columns.size()) {
+            identity = true;
+            for (size_t i = 0; i < a.columns.size(); ++i)
+              identity = identity && c.source_of[i] == (i < b.columns.size() ? static_cast<int>(i) : -1);
+          }
+          if (identity && SameSqliteShape(b, a, b.columns.size())) {
+            // Same columns (plus new ones at the end): rename, then add the new columns;
+            // existing rows read their literal default (or NULL), as in the source.
+            if (from != to) {
+              if (!EqualsNoCase(from, to)) RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + SqliteQuote(to)));
+              RETURN_IF_ERROR(Exec("ALTER TABLE " + SqliteQuote(from) + " RENAME TO " + kScratch));
+              RETURN_IF_ERROR(Exec("ALTER TABLE " + kScratch + " RENAME TO " + SqliteQuote(to)));
+              RETURN_IF_ERROR(forget_meta(from));
+            }
+            for (size_t i = b.columns.size(); i < a.columns.size(); ++i) {
+              ASSIGN_OR_RETURN(Value d, DefaultValue(a.columns[i]));
+              const std::string type = SqliteColumnType(a.columns[i]);
+              RETURN_IF_ERROR(Exec("ALTER TABLE " + SqliteQuote(to) + " ADD COLUMN " + SqliteQuote(a.columns[i].name) +
+                                   (type.empty() ? "" : " " + type) + " DEFAULT " + SqlLiteral(d)));
+            }
+            break;
+          }
+          // Anything else: a new table filled from the old one column by column.
+          if (c.source_of.size() != a.columns.size())
+            return Status::Internal(fmt::format("table {}: schema change without a column mapping", to));
+          RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + kScratch));
+          RETURN_IF_ERROR(Exec(CreateTableSql(a, kScratch)));
+          std::string targets, sources;
+          for (size_t i = 0; i < a.columns.size(); ++i) {
+            targets += (i ? ", " : "") + SqliteQuote(a.columns[i].name);
+            if (c.source_of[i] >= 0) {
+              sources += (i ? ", " : "") + SqliteQuote(b.columns.at(static_cast<size_t>(c.source_of[i])).name);
+            } else {
+              Result<Value> d = DefaultValue(a.columns[i]);
+              if (!d.ok()) return d.status().WithContext(fmt::format("table {} column {}", to, a.columns[i].name));
+              sources += (i ? ", " : "") + SqlLiteral(*d);
+            }
+          }
+          RETURN_IF_ERROR(Exec("INSERT INTO " + kScratch + " (" + targets + ") SELECT " + sources + " FROM " +
+                               SqliteQuote(from)));
+          RETURN_IF_ERROR(Exec("DROP TABLE " + SqliteQuote(from)));
+          if (!EqualsNoCase(from, to)) RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + SqliteQuote(to)));
+          RETURN_IF_ERROR(Exec("ALTER TABLE " + kScratch + " RENAME TO " + SqliteQuote(to)));
+          RETURN_IF_ERROR(forget_meta(from));
+          break;
+        }
+        case SchemaChange::Kind::kDrop:
+          break;  // kept, with the rows it had (docs/schema-changes.md)
+      }
+    }
+    if (!checkpoint.empty()) RETURN_IF_ERROR(WriteCheckpoint(checkpoint));
+    return Run(nullptr, commit_);
+  }();
+  if (!st.ok()) {
+    Rollback();
+    return st;
+  }
+  for (const std::string& name : touched) {
+    auto it = tables_.find(name);
+    if (it == tables_.end()) continue;
+    Table* gone = it->second.get();
+    std::erase_if(by_schema_, [&](const auto& e) { return e.second.second == gone; });
+    tables_.erase(it);
+  }
+  // The cache and _sluice_tables learn the new definitions (CREATE IF NOT EXISTS finds them).
+  for (const SchemaChange& c : changes)
+    if (c.after) RETURN_IF_ERROR(PrepareTable(*c.after));
   return Status::Ok();
 }
 

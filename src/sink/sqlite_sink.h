@@ -79,6 +79,11 @@ class SqliteSink : public Sink {
   // BEGIN IMMEDIATE; every change of every transaction; the last checkpoint; COMMIT.
   Status ApplyGroup(const std::vector<Transaction>& group) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
+  // One SQLite transaction: CREATE (replacing a kept table of that name), RENAME, ALTER
+  // (ALTER TABLE ADD COLUMN for columns added at the end with a literal default or NULL;
+  // otherwise a new table filled from the old one by the column mapping), DROP (the table
+  // is kept), then the checkpoint row.
+  Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;
   // DELETE FROM the table and the checkpoint row, in one SQLite transaction.
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
   Status Flush() override;  // every commit is already durable: nothing to do

@@ -232,6 +232,20 @@ RowChange SnapshotReadChange(const TableSchemaPtr& table, Row row, const SourceI
   return c;
 }
 
+static void SeedSchemaHistory(Checkpoint& ckpt, const std::vector<TableState>& tables) {
+  SchemaHistory h = ckpt.schemas ? *ckpt.schemas : SchemaHistory();
+  bool added = false;
+  for (const TableState& t : tables) {
+    if (h.Latest(t.schema->db, t.schema->table)) continue;
+    // Holds from the start of the binlog: the stream never reads before the snapshot point.
+    (void)h.Add(t.schema->db, t.schema->table, TableVersion{BinlogPosition{}, t.schema, ""});
+    added = true;
+  }
+  if (!added) return;
+  h.CacheJson();
+  ckpt.schemas = std::make_shared<const SchemaHistory>(std::move(h));
+}
+
 Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
                    const std::vector<TableName>& names, Checkpoint& ckpt, Sink& sink) {
   const auto started = Clock::now();
@@ -267,6 +281,10 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
     }
     tables.push_back(TableState{name, schema, nullptr, 0});
   }
+  // The stream decodes each table's rows with the definition the copy was read under
+  // (CheckColumns holds it to the snapshot point), recorded once per table in the
+  // checkpoint's schema history; later versions come from DDL in the binlog.
+  SeedSchemaHistory(ckpt, tables);
   // Pointers into ckpt.tables are stable (std::map) once every entry exists.
   for (TableState& t : tables) {
     t.progress = &ckpt.tables[t.name.QualifiedName()];

@@ -1,7 +1,9 @@
 #include "stream/schema_check.h"
 
+#include "binlog/charset.h"
 #include "schema/ddl.h"
 
+#include <cctype>
 #include <string_view>
 
 namespace sluice {
@@ -124,6 +126,99 @@ Status CheckRowLayout(const binlog::TableMap& map, const TableSchema& schema,
           "now (its definition changed after this event was written); re-snapshot the table "
           "into a new replica",
           name, i + 1, c.name, Article(FamilyName(b)), c.column_type.empty() ? c.data_type : c.column_type));
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+bool NamesEqual(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+// The integer binlog type a definition's integer column is logged as.
+std::optional<ColumnType> IntegerBinlogType(SqlType t) {
+  switch (t) {
+    case SqlType::kTinyInt: return ColumnType::MYSQL_TYPE_TINY;
+    case SqlType::kSmallInt: return ColumnType::MYSQL_TYPE_SHORT;
+    case SqlType::kMediumInt: return ColumnType::MYSQL_TYPE_INT24;
+    case SqlType::kInt: return ColumnType::MYSQL_TYPE_LONG;
+    case SqlType::kBigInt: return ColumnType::MYSQL_TYPE_LONGLONG;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Status CheckTableMap(const binlog::TableMap& map, const TableSchema& schema, std::string_view where) {
+  const std::string name = schema.db + "." + schema.table;
+  auto mismatch = [&](std::string what) {
+    return Status::FailedPrecondition(fmt::format(
+        "table {} at {}: {}; the table's definition changed without a DDL statement sluice "
+        "read from the binlog (e.g. under SET sql_log_bin=0), so its rows cannot be mapped "
+        "onto columns safely; re-snapshot the table into a new replica (docs/schema-changes.md)",
+        name, where, what));
+  };
+  if (map.column_count() != schema.columns.size()) {
+    return mismatch(fmt::format("the binlog row has {} columns but the recorded definition has {}",
+                                map.column_count(), schema.columns.size()));
+  }
+  for (size_t i = 0; i < map.column_count(); ++i) {
+    const ColumnDesc& c = schema.columns[i];
+    const std::string col = fmt::format("column {} (`{}`)", i + 1, c.name);
+    if (i < map.column_names.size() && !NamesEqual(map.column_names[i], c.name)) {
+      return mismatch(fmt::format("column {} is `{}` in the binlog row but `{}` in the recorded definition",
+                                  i + 1, map.column_names[i], c.name));
+    }
+    const ColumnType bt = map.column_types[i];
+    const std::string declared = c.column_type.empty() ? c.data_type : c.column_type;
+    Family b = OfBinlog(bt);
+    Family s = OfSchema(c.type);
+    if (!Compatible(b, s)) {
+      return mismatch(fmt::format("{} holds {} value in the binlog row but is {} in the recorded definition",
+                                  col, Article(FamilyName(b)), declared));
+    }
+    if (auto want = IntegerBinlogType(c.type); want && b == Family::kInteger && *want != bt) {
+      return mismatch(fmt::format("{} is logged as a {} but is {} in the recorded definition", col,
+                                  binlog::ColumnTypeName(bt), declared));
+    }
+    const uint16_t meta = i < map.column_meta.size() ? map.column_meta[i] : 0;
+    if (c.type == SqlType::kDecimal && bt == ColumnType::MYSQL_TYPE_NEWDECIMAL) {
+      const uint32_t p = meta >> 8, sc = meta & 0xff;
+      if (p != c.numeric_precision || sc != c.numeric_scale) {
+        return mismatch(fmt::format("{} is logged as DECIMAL({},{}) but is {} in the recorded definition", col,
+                                    p, sc, declared));
+      }
+    }
+    if ((bt == ColumnType::MYSQL_TYPE_TIME2 || bt == ColumnType::MYSQL_TYPE_DATETIME2 ||
+         bt == ColumnType::MYSQL_TYPE_TIMESTAMP2) &&
+        IsTemporalType(c.type) && meta != c.fsp) {
+      return mismatch(fmt::format("{} is logged with {} fractional digits but is {} in the recorded definition",
+                                  col, meta, declared));
+    }
+    if (map.has_signedness && i < map.is_unsigned.size() && b == Family::kInteger &&
+        map.is_unsigned[i] != c.is_unsigned) {
+      return mismatch(fmt::format("{} is logged as {} but is {} in the recorded definition", col,
+                                  map.is_unsigned[i] ? "unsigned" : "signed", declared));
+    }
+    if (map.has_charsets && i < map.collation_ids.size() && map.collation_ids[i] != 0 && HasCharset(c.type) &&
+        !c.charset.empty()) {
+      auto norm = [](std::string_view x) { return x == "utf8" ? std::string_view("utf8mb3") : x; };
+      std::string_view cs = binlog::CharsetForCollation(map.collation_ids[i]);
+      if (!cs.empty() && norm(cs) != norm(c.charset)) {
+        return mismatch(fmt::format("{} is logged in character set {} but is {} in the recorded definition",
+                                    col, cs, c.charset));
+      }
+    }
+    if (map.has_labels && i < map.labels.size() && !map.labels[i].empty() &&
+        (c.type == SqlType::kEnum || c.type == SqlType::kSet) && map.labels[i] != c.labels) {
+      return mismatch(fmt::format("{} has other ENUM/SET members in the binlog row than in the recorded definition",
+                                  col));
     }
   }
   return Status::Ok();

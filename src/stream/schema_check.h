@@ -24,6 +24,16 @@ namespace sluice {
 Status CheckRowLayout(const binlog::TableMap& map, const TableSchema& schema,
                       bool allow_appended_columns = false);
 
+// CheckTableMap: the stricter check of a TABLE_MAP against the version the schema history
+// says its rows were written under (schema/schema_history.h). Column count must be equal;
+// each column's binlog type must be the one the definition gives (integer width, DECIMAL
+// precision and scale, fractional seconds, family otherwise); with metadata
+// (binlog_row_metadata=FULL) also the names, signedness, character sets and ENUM/SET
+// members. kFailedPrecondition naming the table, the column and `where` (the event's
+// binlog position) and what to do: a definition changed without a DDL in the binlog
+// (e.g. under SET sql_log_bin=0) cannot be followed.
+Status CheckTableMap(const binlog::TableMap& map, const TableSchema& schema, std::string_view where);
+
 // For "TRUNCATE [TABLE] [db.]name" (read by ddl::Parse, schema/ddl.h), the (db, table) it
 // empties, with `default_db` (the QUERY event's schema) when the
 // statement names no database; nullopt for any other statement.

@@ -11,6 +11,8 @@
 #include "mysql/server_probe.h"
 #include "pipeline/bounded_queue.h"
 #include "pipeline/handoff_rule.h"
+#include "schema/ddl.h"
+#include "schema/ddl_apply.h"
 #include "stream/schema_check.h"
 #include "stream/transaction_assembler.h"
 #include "util/log.h"
@@ -22,15 +24,34 @@ using Clock = std::chrono::steady_clock;
 
 bool Stopping(const std::atomic<bool>* stop) { return stop && stop->load(); }
 
-// Table definitions by "db.table", loaded from information_schema when a table is first
-// seen or after DDL, and handed to the sink so it can create the table.
-class SchemaCache {
+std::string Shorten(std::string_view q) {
+  std::string out;
+  for (char c : q.substr(0, 200)) out.push_back(c == '\n' || c == '\r' || c == '\t' ? ' ' : c);
+  if (q.size() > 200) out += "...";
+  return out;
+}
+
+// The schema registry of a run: the definition each row event of a captured table was
+// written under (the checkpoint's SchemaHistory, extended by every table-shaping DDL read
+// from the binlog), and the schema changes the sink must follow.
+//
+// Where the definitions come from: the snapshot seeds one version per table at its point
+// (cli/run.cc); each DDL statement on a captured table adds a version at the end of its
+// event, parsed by ddl::Parse and applied by ddl::ApplyAlter. A statement that is not fully
+// understood, that contradicts the recorded definition, or whose effect on existing rows a
+// sink cannot reproduce exactly stops the run (never a guess). Every TABLE_MAP of a
+// captured table is checked against its version (CheckTableMap), which catches DDL that
+// never reached the binlog.
+// Tables the history lacks (a checkpoint written before the history existed) are read from
+// the server as before and checked with CheckRowLayout; a DDL on such a table stops the run.
+class SchemaRegistry {
  public:
-  SchemaCache(Connection& conn, const TableFilter& filter,
-              const std::map<std::string, TableSnapshotProgress>& copied)
-      : conn_(conn), filter_(filter) {
-    for (const auto& [name, progress] : copied)
+  SchemaRegistry(Connection& conn, const TableFilter& filter, const Checkpoint& ckpt, Flavor flavor)
+      : conn_(conn), filter_(filter), flavor_(flavor) {
+    for (const auto& [name, progress] : ckpt.tables)
       if (!progress.copied_at.empty()) copied_at_[name] = progress.copied_at;
+    if (ckpt.schemas) history_ = *ckpt.schemas;
+    frozen_ = ckpt.schemas;
   }
 
   // `event` is where the rows event starts: rows of a table whose snapshot copy was read
@@ -45,29 +66,283 @@ class SchemaCache {
         copied_at_.erase(c);  // the stream has passed it for good
       }
     }
-    auto it = cache_.find(key);
-    if (it != cache_.end() && CheckRowLayout(map, *it->second, true).ok()) return it->second;
+    if (const TableVersion* v = history_.At(map.db, map.table, event)) {
+      const std::string where = fmt::format("binlog {} offset {}", event.file, event.pos);
+      if (!v->schema) {
+        return Status::FailedPrecondition(fmt::format(
+            "table {} at {}: rows of a table the binlog dropped or renamed away at {}:{} (\"{}\"); "
+            "it was re-created without a statement sluice read; re-snapshot it into a new replica "
+            "(docs/schema-changes.md)",
+            key, where, v->since.file, v->since.pos, Shorten(v->ddl)));
+      }
+      RETURN_IF_ERROR(CheckTableMap(map, *v->schema, where));
+      return v->schema;
+    }
+    auto it = legacy_.find(key);
+    if (it != legacy_.end() && CheckRowLayout(map, *it->second, true).ok()) return it->second;
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, map.db, map.table));
     RETURN_IF_ERROR(CheckRowLayout(map, loaded, /*allow_appended_columns=*/true));
     auto ptr = std::make_shared<const TableSchema>(std::move(loaded));
-    cache_[key] = ptr;  // the sink prepares the table when it first meets its rows
+    legacy_[key] = ptr;  // the sink prepares the table when it first meets its rows
     return TableSchemaPtr(ptr);
   }
-  void Invalidate() { cache_.clear(); }
 
-  // The definition of a selected table by name (loaded and handed to the sink).
-  Result<TableSchemaPtr> ByName(const std::string& db, const std::string& table) {
-    ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, db, table));
-    auto ptr = std::make_shared<const TableSchema>(std::move(loaded));
-    cache_[db + "." + table] = ptr;
-    return TableSchemaPtr(ptr);
+  // The history as of now, for checkpoints (null when empty).
+  const std::shared_ptr<const SchemaHistory>& history() const { return frozen_; }
+
+  // A DDL statement ended a group at `ev`. Fills `changes` (for the sink, in order) and
+  // `reset` (TRUNCATE of a captured table); fails when the run must stop. `resume` is where
+  // a restart would read from after this statement (versions before it are pruned).
+  Status OnDdl(const CommittedTransaction& txn, const binlog::Event& ev, const BinlogPosition& resume,
+               std::vector<SchemaChange>* changes, TableSchemaPtr* reset) {
+    const BinlogPosition since{ev.file, ev.end_pos};
+    const std::string where = fmt::format("binlog {} offset {}{}", ev.file, ev.pos,
+                                          txn.gtid.empty() ? "" : " (GTID " + txn.gtid + ")");
+    auto parsed = ddl::Parse(txn.ddl_query, txn.ddl_schema, {.mariadb = flavor_ == Flavor::kMariaDB});
+    if (!parsed.ok()) {
+      if (!MentionsCaptured(txn.ddl_schema, txn.ddl_query)) return Status::Ok();
+      return Status::FailedPrecondition(fmt::format(
+          "{}: the statement \"{}\" may change a captured table and sluice cannot read it ({}); "
+          "sluice stops rather than guess: re-snapshot the affected tables into a new replica "
+          "(docs/schema-changes.md)",
+          where, Shorten(txn.ddl_query), parsed.status().message()));
+    }
+    const ddl::Statement& st = *parsed;
+    if (st.kind == ddl::Kind::kNone || st.temporary) return Status::Ok();
+    auto selected = [&](const ddl::TableRef& t) { return TableSelected(filter_, t.db, t.table); };
+    bool touches = false;
+    for (const auto& t : st.tables) touches = touches || selected(t);
+    for (const auto& [from, to] : st.renames) touches = touches || selected(from) || selected(to);
+    if (!touches) return Status::Ok();
+    const std::string first = st.tables.empty() ? "" : st.tables[0].ToString();
+    auto stop = [&](const std::string& table, const std::string& why) {
+      return Status::FailedPrecondition(fmt::format(
+          "{}: the statement \"{}\" on captured table {}: {}; sluice stops rather than write a "
+          "value it cannot vouch for: re-snapshot the table into a new replica, or exclude it "
+          "from source.tables before the statement (docs/schema-changes.md)",
+          where, Shorten(txn.ddl_query), table, why));
+    };
+    if (!st.understood) return stop(first, "sluice does not understand " + st.not_understood);
+
+    SourceInfo src;
+    src.flavor = flavor_;
+    src.server_id = ev.header.server_id;
+    src.file = ev.file;
+    src.pos = ev.pos;
+    src.gtid = txn.gtid;
+    src.timestamp = ev.header.timestamp;
+    auto change = [&](SchemaChange::Kind kind, TableSchemaPtr before, TableSchemaPtr after) {
+      SchemaChange c;
+      c.kind = kind;
+      c.before = std::move(before);
+      c.after = std::move(after);
+      c.ddl = txn.ddl_query;
+      c.source = src;
+      changes->push_back(std::move(c));
+      return &changes->back();
+    };
+    // Already recorded: a restart that reads this statement again (its checkpoint holds it).
+    auto recorded = [&](const ddl::TableRef& t) {
+      const TableVersion* latest = history_.Latest(t.db, t.table);
+      return latest && ComparePositions(latest->since, since) >= 0;
+    };
+    // The definition in effect just before the statement, or a stop.
+    auto current = [&](const ddl::TableRef& t) -> Result<TableSchemaPtr> {
+      const TableVersion* v = history_.At(t.db, t.table, BinlogPosition{ev.file, ev.pos});
+      if (!v) {
+        return stop(t.ToString(), "sluice has no recorded definition of the table from before it (the "
+                                  "checkpoint predates sluice's schema history, or the table was never "
+                                  "captured)");
+      }
+      if (!v->schema) return TableSchemaPtr();
+      return v->schema;
+    };
+    SchemaHistory next = history_;
+    auto add = [&](const ddl::TableRef& t, TableSchemaPtr schema) {
+      return next.Add(t.db, t.table, TableVersion{since, std::move(schema), txn.ddl_query});
+    };
+
+    switch (st.kind) {
+      case ddl::Kind::kTruncate: {
+        const ddl::TableRef& t = st.tables.at(0);
+        if (!selected(t)) return Status::Ok();
+        if (const TableVersion* v = history_.At(t.db, t.table, BinlogPosition{ev.file, ev.pos}); v && v->schema) {
+          *reset = v->schema;
+        } else {
+          ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, t.db, t.table));
+          *reset = std::make_shared<const TableSchema>(std::move(loaded));
+        }
+        return Status::Ok();
+      }
+      case ddl::Kind::kCreateTable: {
+        const ddl::TableRef& t = st.tables.at(0);
+        if (!selected(t) || recorded(t)) return Status::Ok();
+        if (const TableVersion* v = history_.At(t.db, t.table, BinlogPosition{ev.file, ev.pos});
+            v && v->schema) {
+          if (st.if_not_exists) return Status::Ok();  // logged although the table exists
+          if (!st.or_replace) return stop(t.ToString(), "the recorded definition says the table already exists");
+        }
+        TableSchema def;
+        if (st.like) {
+          const TableVersion* v = history_.At(st.like->db, st.like->table, BinlogPosition{ev.file, ev.pos});
+          if (!v || !v->schema) {
+            return stop(t.ToString(), fmt::format("LIKE {}: sluice has no recorded definition of {} (only of "
+                                                  "captured tables)",
+                                                  st.like->ToString(), st.like->ToString()));
+          }
+          def = *v->schema;
+        } else if (st.as_select || !st.definition) {
+          return stop(t.ToString(), "CREATE TABLE ... SELECT takes its columns from the query");
+        } else {
+          def = *st.definition;
+          if (def.collation.empty() && !st.default_collation.empty()) def.collation = st.default_collation;
+          bool need_default = false;
+          for (const ColumnDesc& c : def.columns) need_default = need_default || (HasCharset(c.type) && c.charset.empty());
+          if (need_default) {
+            ASSIGN_OR_RETURN(std::string coll, DatabaseCollation(t.db));
+            ddl::FillDefaultCharsets(def, coll);
+          }
+        }
+        def.db = t.db;
+        def.table = t.table;
+        auto ptr = std::make_shared<const TableSchema>(std::move(def));
+        RETURN_IF_ERROR(add(t, ptr));
+        change(SchemaChange::Kind::kCreate, nullptr, ptr);
+        break;
+      }
+      case ddl::Kind::kAlterTable: {
+        const ddl::TableRef& t = st.tables.at(0);
+        if (!selected(t)) {
+          // ALTER TABLE x RENAME TO captured: a table renamed into the captured set.
+          return stop(st.renames.empty() ? t.ToString() : st.renames[0].second.ToString(),
+                      "a table renamed into the captured set needs a snapshot, which sluice does not take "
+                      "while streaming yet");
+        }
+        if (recorded(t)) return Status::Ok();
+        ASSIGN_OR_RETURN(TableSchemaPtr base, current(t));
+        if (!base) return stop(t.ToString(), "the recorded definition says the table does not exist");
+        auto applied = ddl::ApplyAlter(*base, st);
+        if (!applied.ok()) return stop(t.ToString(), std::string(applied.status().message()));
+        if (!applied->exact) {
+          return stop(t.ToString(), applied->why_not_exact +
+                                        "; the replica cannot reproduce what the server did to the existing rows");
+        }
+        if (applied->renamed) {
+          ddl::TableRef to{applied->after.db, applied->after.table};
+          if (!selected(to)) {
+            return stop(t.ToString(), "renamed out of the captured set (" + to.ToString() +
+                                          "); following that is not supported yet");
+          }
+          RETURN_IF_ERROR(add(t, nullptr));
+          auto ptr = std::make_shared<const TableSchema>(std::move(applied->after));
+          RETURN_IF_ERROR(add(to, ptr));
+          change(SchemaChange::Kind::kAlter, base, ptr)->source_of = std::move(applied->source_of);
+          break;
+        }
+        auto ptr = std::make_shared<const TableSchema>(std::move(applied->after));
+        RETURN_IF_ERROR(add(t, ptr));
+        change(SchemaChange::Kind::kAlter, base, ptr)->source_of = std::move(applied->source_of);
+        break;
+      }
+      case ddl::Kind::kRenameTable: {
+        // Pairs apply in order (swaps go through a third name); `now` tracks the definitions
+        // as the statement moves them.
+        std::map<std::pair<std::string, std::string>, TableSchemaPtr> now;
+        bool any = false;
+        for (const auto& [from, to] : st.renames) {
+          const bool fs = selected(from), ts = selected(to);
+          if (!fs && !ts) continue;
+          if (recorded(from) || recorded(to)) return Status::Ok();
+          if (fs && !ts) {
+            return stop(from.ToString(), "renamed out of the captured set (to " + to.ToString() +
+                                             "); following that is not supported yet");
+          }
+          if (!fs && ts) {
+            return stop(to.ToString(), "renamed into the captured set (from " + from.ToString() +
+                                           "); that needs a snapshot of the table, which sluice does not take "
+                                           "while streaming yet");
+          }
+          TableSchemaPtr base;
+          auto it = now.find({from.db, from.table});
+          if (it != now.end()) {
+            base = it->second;
+          } else {
+            ASSIGN_OR_RETURN(base, current(from));
+          }
+          if (!base) return stop(from.ToString(), "the recorded definition says the table does not exist");
+          TableSchema moved = *base;
+          moved.db = to.db;
+          moved.table = to.table;
+          auto ptr = std::make_shared<const TableSchema>(std::move(moved));
+          now[{from.db, from.table}] = nullptr;
+          now[{to.db, to.table}] = ptr;
+          RETURN_IF_ERROR(add(from, nullptr));
+          RETURN_IF_ERROR(add(to, ptr));
+          change(SchemaChange::Kind::kRename, base, ptr);
+          any = true;
+        }
+        if (!any) return Status::Ok();
+        break;
+      }
+      case ddl::Kind::kDropTable: {
+        for (const ddl::TableRef& t : st.tables) {
+          if (!selected(t) || recorded(t)) continue;
+          const TableVersion* v = history_.At(t.db, t.table, BinlogPosition{ev.file, ev.pos});
+          TableSchemaPtr before = v ? v->schema : nullptr;
+          if (!before) {
+            auto it = legacy_.find(t.ToString());
+            if (it != legacy_.end()) before = it->second;
+          }
+          legacy_.erase(t.ToString());
+          RETURN_IF_ERROR(add(t, nullptr));
+          if (before) change(SchemaChange::Kind::kDrop, before, nullptr);
+        }
+        break;
+      }
+      case ddl::Kind::kNone: return Status::Ok();
+    }
+    next.Prune(resume);
+    history_ = std::move(next);
+    history_.CacheJson();
+    frozen_ = history_.empty() ? nullptr : std::make_shared<const SchemaHistory>(history_);
+    return Status::Ok();
+  }
+
+  // Whether a statement that could not be parsed may touch a captured table: its default
+  // database, or a literal database name of the patterns written in it.
+  bool MentionsCaptured(std::string_view schema, std::string_view query) const {
+    for (const auto& pattern : filter_.include) {
+      std::string_view db = std::string_view(pattern).substr(0, pattern.find('.'));
+      if (GlobMatch(db, schema)) return true;
+      bool literal = db.find_first_of("*?") == std::string_view::npos;
+      if (literal && (query.find(std::string(db) + ".") != std::string_view::npos ||
+                      query.find("`" + std::string(db) + "`") != std::string_view::npos))
+        return true;
+    }
+    return false;
   }
 
  private:
+  // The database's default collation, for columns a CREATE TABLE gives no character set.
+  Result<std::string> DatabaseCollation(const std::string& db) {
+    auto it = db_collation_.find(db);
+    if (it != db_collation_.end()) return it->second;
+    ASSIGN_OR_RETURN(QueryResult r, conn_.Query("SELECT DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA "
+                                                "WHERE SCHEMA_NAME = " + conn_.Quote(db)));
+    std::string coll;
+    if (!r.rows.empty() && !r.rows[0].empty() && r.rows[0][0]) coll = *r.rows[0][0];
+    db_collation_[db] = coll;
+    return coll;
+  }
+
   Connection& conn_;
   const TableFilter& filter_;
-  std::map<std::string, TableSchemaPtr> cache_;
+  Flavor flavor_;
+  SchemaHistory history_;
+  std::shared_ptr<const SchemaHistory> frozen_;
+  std::map<std::string, TableSchemaPtr> legacy_;
   std::map<std::string, BinlogPosition> copied_at_;
+  std::map<std::string, std::string> db_collation_;
 };
 
 // The per-key snapshot hand-off (pipeline/handoff_rule.h) for tables copied by ranges read
@@ -192,7 +467,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     reader.join();
   };
 
-  SchemaCache schemas(*meta_conn, options_.filter, checkpoint_.tables);
+  SchemaRegistry schemas(*meta_conn, options_.filter, checkpoint_, flavor);
   HandoffRule handoff = SnapshotHandoff(checkpoint_, *meta_conn);
   BinlogPosition current_event;
   binlog::EventStream stream;
@@ -201,16 +476,8 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
       flavor, [&](const binlog::TableMap& m) { return schemas.Resolve(m, current_event); },
       StreamPoint{checkpoint_.stream_start, checkpoint_.gtid});
 
-  assembler.set_statement_filter([this](std::string_view schema, std::string_view query) {
-    for (const auto& pattern : options_.filter.include) {
-      std::string_view db = std::string_view(pattern).substr(0, pattern.find('.'));
-      if (GlobMatch(db, schema)) return true;
-      bool literal = db.find_first_of("*?") == std::string_view::npos;
-      if (literal && (query.find(std::string(db) + ".") != std::string_view::npos ||
-                      query.find("`" + std::string(db) + "`") != std::string_view::npos))
-        return true;
-    }
-    return false;
+  assembler.set_statement_filter([&schemas](std::string_view schema, std::string_view query) {
+    return schemas.MentionsCaptured(schema, query);
   });
 
   // The sink writer thread: whole transactions (and checkpoint-only advances) arrive in a
@@ -261,12 +528,9 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     SinkItem item;
     item.after = next;
     if (committed->is_ddl) {
-      schemas.Invalidate();
-      auto truncated = ParseTruncate(committed->ddl_schema, committed->ddl_query);
-      if (truncated && TableSelected(options_.filter, truncated->first, truncated->second)) {
-        ASSIGN_OR_RETURN(TableSchemaPtr schema, schemas.ByName(truncated->first, truncated->second));
-        item.reset = std::move(schema);
-      }
+      RETURN_IF_ERROR(schemas.OnDdl(*committed, ev, next.stream_start, &item.schema_changes, &item.reset));
+      next.schemas = schemas.history();
+      item.after.schemas = next.schemas;
     }
     if (!committed->unknown_xa.empty()) {
       LogWarning("XA COMMIT {} at {}:{}: its XA PREPARE came before the start point, so its rows "
@@ -361,6 +625,16 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
         continue;
       }
     }
+    if (!first->schema_changes.empty()) {
+      const std::string text = first->after.ToJson();
+      RETURN_IF_ERROR(CallSink("follow schema change",
+                               [&] { return sink.ApplySchemaChanges(first->schema_changes, text); }));
+      for (const SchemaChange& c : first->schema_changes)
+        if (c.after) prepared.emplace(c.after.get(), c.after);
+      checkpoint_ = std::move(first->after);
+      unsaved = false;
+      continue;
+    }
     if (first->reset) {
       const std::string text = first->after.ToJson();
       TableSchemaPtr schema = first->reset;
@@ -396,7 +670,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       bool closed = false;
       auto next = queue.Pop(milliseconds(0), &st, &closed);
       if (!next) break;  // nothing more ready: commit now (latency first when idle)
-      if (next->reset) {
+      if (next->reset || !next->schema_changes.empty()) {
         held = std::move(next);
         break;
       }

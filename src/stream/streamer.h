@@ -85,11 +85,13 @@ class Streamer {
 
  private:
   // What the decoding thread hands to the sink writer: a whole source transaction (changes
-  // may be empty: a position-only advance), or a TRUNCATE of `reset`; `after` is the state
+  // may be empty: a position-only advance), a TRUNCATE of `reset`, or the schema changes of
+  // one DDL statement; `after` is the state
   // once it is applied.
   struct SinkItem {
     Transaction txn;
     TableSchemaPtr reset;
+    std::vector<SchemaChange> schema_changes;  // one DDL statement's, applied on their own
     Checkpoint after;
   };
   Status RunOnce(Sink& sink, bool* made_progress);

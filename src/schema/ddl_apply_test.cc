@@ -1,0 +1,111 @@
+#include "schema/ddl_apply.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::ddl {
+namespace {
+
+TableSchema Base() {
+  auto st = Parse("CREATE TABLE d.t (id INT PRIMARY KEY, a INT UNSIGNED, e ENUM('x','y'), s VARCHAR(10), "
+                  "p DECIMAL(6,2)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+                  "d");
+  EXPECT_TRUE(st.ok() && st->understood);
+  TableSchema t = *st->definition;
+  t.db = "d";
+  t.table = "t";
+  t.collation = "utf8mb4_bin";
+  return t;
+}
+
+Result<Applied> Alter(const TableSchema& t, const std::string& sql) {
+  auto st = Parse(sql, "d");
+  if (!st.ok()) return st.status();
+  EXPECT_TRUE(st->understood) << st->not_understood;
+  return ApplyAlter(t, *st);
+}
+
+std::vector<std::string> Names(const TableSchema& t) {
+  std::vector<std::string> v;
+  for (const auto& c : t.columns) v.push_back(c.name);
+  return v;
+}
+
+TEST(DdlApply, ColumnsMoveAndTheMappingFollows) {
+  auto a = Alter(Base(), "ALTER TABLE t ADD COLUMN n INT DEFAULT 7 FIRST, DROP COLUMN s, "
+                         "CHANGE a big BIGINT AFTER p, RENAME COLUMN e TO label");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(a->exact) << a->why_not_exact;
+  EXPECT_EQ(Names(a->after), (std::vector<std::string>{"n", "id", "label", "p", "big"}));
+  EXPECT_EQ(a->source_of, (std::vector<int>{-1, 0, 2, 4, 1}));
+  EXPECT_EQ(a->after.primary_key, (std::vector<size_t>{1}));
+  EXPECT_FALSE(a->after.columns[4].is_unsigned);
+}
+
+TEST(DdlApply, NewCharacterColumnsTakeTheTableCharset) {
+  auto a = Alter(Base(), "ALTER TABLE t ADD COLUMN c VARCHAR(3), MODIFY e ENUM('x','y','z')");
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->exact) << a->why_not_exact;
+  EXPECT_EQ(a->after.columns.back().charset, "utf8mb4");
+  EXPECT_EQ(a->after.columns[2].labels.size(), 3u);
+}
+
+TEST(DdlApply, ChangesTheReplicaCannotReproduceAreNotExact) {
+  struct Case {
+    const char* sql;
+    const char* why;
+  };
+  for (const Case& c : {Case{"ALTER TABLE t ADD COLUMN z INT NOT NULL", "implicit default"},
+                        Case{"ALTER TABLE t ADD COLUMN z INT AUTO_INCREMENT UNIQUE", "AUTO_INCREMENT"},
+                        Case{"ALTER TABLE t ADD COLUMN z INT AS (id * 2) STORED", "generated"},
+                        Case{"ALTER TABLE t ADD COLUMN z VARCHAR(36) DEFAULT (uuid())", "DEFAULT"},
+                        Case{"ALTER TABLE t MODIFY a TINYINT UNSIGNED", "not a widening"},
+                        Case{"ALTER TABLE t MODIFY a INT", "not a widening"},
+                        Case{"ALTER TABLE t MODIFY p DECIMAL(8,4)", "scale"},
+                        Case{"ALTER TABLE t MODIFY s VARCHAR(3)", "truncated"},
+                        Case{"ALTER TABLE t MODIFY e ENUM('y','x')", "reordered"},
+                        Case{"ALTER TABLE t MODIFY s VARCHAR(10) CHARACTER SET latin1", "character set"},
+                        Case{"ALTER TABLE t MODIFY s VARCHAR(10) NOT NULL", "NOT NULL"},
+                        Case{"ALTER TABLE t CONVERT TO CHARACTER SET latin1", "converts"},
+                        Case{"ALTER TABLE t ADD SYSTEM VERSIONING", "versioning"}}) {
+    SCOPED_TRACE(c.sql);
+    auto a = Alter(Base(), c.sql);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    EXPECT_FALSE(a->exact);
+    EXPECT_NE(a->why_not_exact.find(c.why), std::string::npos) << a->why_not_exact;
+  }
+}
+
+TEST(DdlApply, WideningsAndNoOpsAreExact) {
+  for (const char* sql : {"ALTER TABLE t MODIFY a BIGINT", "ALTER TABLE t MODIFY a INT UNSIGNED DEFAULT 3",
+                          "ALTER TABLE t MODIFY s TEXT", "ALTER TABLE t MODIFY p DECIMAL(9,2)",
+                          "ALTER TABLE t ADD INDEX (s), ENGINE=InnoDB, COMMENT 'x'", "ALTER TABLE t FORCE",
+                          "ALTER TABLE t ALTER COLUMN s SET DEFAULT 'q'", "ALTER TABLE t DROP PRIMARY KEY"}) {
+    SCOPED_TRACE(sql);
+    auto a = Alter(Base(), sql);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    EXPECT_TRUE(a->exact) << a->why_not_exact;
+  }
+}
+
+TEST(DdlApply, ClausesThatContradictTheRecordedDefinitionFail) {
+  for (const char* sql : {"ALTER TABLE t DROP COLUMN nope", "ALTER TABLE t ADD COLUMN a INT",
+                          "ALTER TABLE t RENAME COLUMN a TO s", "ALTER TABLE t ADD COLUMN z INT AFTER nope",
+                          "ALTER TABLE t CHANGE nope x INT"}) {
+    SCOPED_TRACE(sql);
+    auto a = Alter(Base(), sql);
+    EXPECT_FALSE(a.ok());
+  }
+  auto a = Alter(Base(), "ALTER TABLE t DROP COLUMN IF EXISTS nope, ADD COLUMN IF NOT EXISTS a INT");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->after.columns.size(), 5u);
+}
+
+TEST(DdlApply, RenameToMovesTheTable) {
+  auto a = Alter(Base(), "ALTER TABLE t RENAME TO e.u");
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->renamed);
+  EXPECT_EQ(a->after.QualifiedName(), "e.u");
+}
+
+}  // namespace
+}  // namespace sluice::ddl

@@ -1,0 +1,234 @@
+// Schema changes in the stream (docs/schema-changes.md): rows are decoded with the
+// definition they were written under (the schema history kept in the checkpoint), the
+// followed DDL kinds reach the SQLite replica and the JSON lines stream in order, and what
+// cannot be followed exactly stops the run with the statement, table and position.
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace sluice::testing {
+namespace {
+
+// Sets binlog_row_metadata for the test and puts FULL (the test server's setting) back.
+class RowMetadata {
+ public:
+  explicit RowMetadata(const std::string& mode) {
+    EXPECT_EQ(RunSqlText("SET GLOBAL binlog_row_metadata = '" + mode + "';"), 0);
+  }
+  ~RowMetadata() { (void)RunSqlText("SET GLOBAL binlog_row_metadata = 'FULL';"); }
+};
+
+// Rows of one table in an SQLite replica (-1 when it cannot be read).
+int ReplicaRows(const std::string& path, const std::string& table) {
+  sqlite3* db = nullptr;
+  int n = -1;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* s = nullptr;
+    std::string sql = "SELECT COUNT(*) FROM \"" + table + "\"";
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+      n = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+  }
+  sqlite3_close_v2(db);
+  return n;
+}
+
+size_t Count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The DDL sequence both modes run: every kind the sinks follow in place, with rows written
+// before and after each statement. Under NO_LOG only the history can decode the rows before
+// an ALTER (4294967295 in an INT UNSIGNED later made BIGINT; a row one column shorter).
+const char* kFollowed =
+    "INSERT INTO it_sc.t VALUES (2, 'b', 4294967295, 'two');"
+    "UPDATE it_sc.t SET u = 4294967294 WHERE id = 1;"
+    "ALTER TABLE it_sc.t MODIFY u BIGINT, ADD COLUMN n INT DEFAULT 7 AFTER id, MODIFY e ENUM('a','b','c','d');"
+    "INSERT INTO it_sc.t VALUES (3, 8, 'd', 5000000000, 'three');"
+    "UPDATE it_sc.t SET u = u + 1 WHERE id = 2;"
+    "ALTER TABLE it_sc.t DROP COLUMN s, RENAME COLUMN e TO label, ADD COLUMN note VARCHAR(20) NOT NULL DEFAULT 'n/a';"
+    "INSERT INTO it_sc.t (id, n, label, u) VALUES (4, 9, 'c', -5);"
+    "ALTER TABLE it_sc.t CHANGE n num BIGINT DEFAULT 7, ADD INDEX (u);"
+    "UPDATE it_sc.t SET num = num * 1000000000000 WHERE id = 3;"
+    "CREATE TABLE it_sc.born (k VARCHAR(10) PRIMARY KEY, x DECIMAL(6,2), c TEXT) DEFAULT CHARSET=latin1;"
+    "INSERT INTO it_sc.born VALUES ('a', 1.50, 'ñ'), ('b', -2.25, NULL);"
+    "RENAME TABLE it_sc.r1 TO it_sc.r2;"
+    "INSERT INTO it_sc.r2 VALUES (2, 'after rename');"
+    "CREATE TABLE it_sc.gone (id INT PRIMARY KEY); INSERT INTO it_sc.gone VALUES (1);"
+    "DROP TABLE it_sc.gone; CREATE TABLE it_sc.gone (id INT PRIMARY KEY, w INT); INSERT INTO it_sc.gone VALUES (5, 5);"
+    "TRUNCATE it_sc.trunc; INSERT INTO it_sc.trunc VALUES (9);";
+
+void CreateSource() {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_sc; CREATE DATABASE it_sc;"
+                       "CREATE TABLE it_sc.t (id INT PRIMARY KEY, e ENUM('a','b','c'), u INT UNSIGNED, s VARCHAR(10));"
+                       "INSERT INTO it_sc.t VALUES (1, 'a', 1, 'one');"
+                       "CREATE TABLE it_sc.r1 (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO it_sc.r1 VALUES (1, 'x');"
+                       "CREATE TABLE it_sc.trunc (id INT PRIMARY KEY); INSERT INTO it_sc.trunc VALUES (1), (2);"),
+            0);
+}
+
+class SchemaChangeCatchUp : public ::testing::TestWithParam<const char*> {};
+
+// Applied while sluice is stopped: the next run catches up through every statement.
+TEST_P(SchemaChangeCatchUp, RowsBeforeAndAfterEachDdlDecodeWithTheirVersion) {
+  CreateSource();
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_sc.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  SluiceConfigSpec jspec = spec;
+  jspec.sink_type = "jsonl";
+  jspec.sink_path = dir.File("out.jsonl");
+  jspec.server_id = 5402;
+  TempDir jdir;
+  std::string jconfig = WriteConfig(jdir, jspec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunSluice({"run", "--config", jconfig, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  {
+    RowMetadata mode(GetParam());
+    ASSERT_EQ(RunSqlText(kFollowed), 0);
+  }
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_sc.*"}, spec.sink_path);
+
+  // A restart reads nothing again and changes nothing.
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_sc.*"}, spec.sink_path);
+
+  // JSON lines: one schema-change record per followed table change, in order with the rows.
+  r = RunSluice({"run", "--config", jconfig, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string out = ReadFile(jspec.sink_path);
+  size_t before = out.find("\"u\":4294967295");
+  size_t alter1 = out.find("\"ddl\":\"ALTER TABLE it_sc.t MODIFY u BIGINT");
+  size_t after = out.find("\"u\":5000000000");
+  size_t rename = out.find("\"previousId\":\"it_sc.r1\"");
+  size_t renamed_row = out.find("after rename");
+  ASSERT_NE(before, std::string::npos) << out;
+  ASSERT_NE(alter1, std::string::npos) << out;
+  ASSERT_NE(after, std::string::npos) << out;
+  ASSERT_NE(rename, std::string::npos) << out;
+  ASSERT_NE(renamed_row, std::string::npos) << out;
+  EXPECT_LT(before, alter1);
+  EXPECT_LT(alter1, after);
+  EXPECT_LT(rename, renamed_row);
+  EXPECT_NE(out.find("\"columns\":[{\"name\":\"id\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"type\":\"DROP\",\"id\":\"it_sc.gone\""), std::string::npos) << out;
+  EXPECT_EQ(Count(out, "\"tableChanges\""), 8u) << out;  // 3 ALTER t, CREATE born, RENAME, CREATE+DROP+CREATE gone
+}
+
+INSTANTIATE_TEST_SUITE_P(Metadata, SchemaChangeCatchUp, ::testing::Values("FULL", "MINIMAL", "NO_LOG"));
+
+// Applied while sluice streams.
+TEST(SchemaChange, FollowedWhileStreaming) {
+  CreateSource();
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_sc.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(RunSqlText(kFollowed), 0);
+  bool equal = WaitForReplicaToMatch({"it_sc.*"}, spec.sink_path, /*expected_tables=*/5);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << ReadFile(dir.File("log"));
+  EXPECT_TRUE(equal) << ReadFile(dir.File("log"));
+  ExpectReplicaEqualsSource({"it_sc.*"}, spec.sink_path);
+}
+
+// A DDL hidden from the binlog (sql_log_bin=0) under NO_LOG metadata: the TABLE_MAP no
+// longer fits the recorded definition, and the run stops before writing any shifted value.
+TEST(SchemaChange, HiddenDdlStopsInsteadOfShiftingValues) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_sch; CREATE DATABASE it_sch;"
+                       "CREATE TABLE it_sch.t (id INT PRIMARY KEY, a INT, b VARCHAR(10));"
+                       "INSERT INTO it_sch.t VALUES (1, 1, 'one');"
+                       "CREATE TABLE it_sch.w (id INT PRIMARY KEY, a INT, b INT);"
+                       "INSERT INTO it_sch.w VALUES (1, 1, 1);"), 0);
+  RowMetadata mode("NO_LOG");
+  for (const char* table : {"t", "w"}) {
+    SCOPED_TRACE(table);
+    TempDir dir;
+    SluiceConfigSpec spec;
+    spec.tables = {std::string("it_sch.") + table};
+    spec.sink_path = dir.File("replica.db");
+    std::string config = WriteConfig(dir, spec);
+    auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    // t: a column added in the middle (the row is one longer); w: a type widened within
+    // the integer family (same column count, INT -> BIGINT).
+    std::string hidden = std::string(table) == "t"
+                             ? "ALTER TABLE it_sch.t ADD COLUMN m INT AFTER id; INSERT INTO it_sch.t VALUES (2, 2, 2, 'two');"
+                             : "ALTER TABLE it_sch.w MODIFY a BIGINT; INSERT INTO it_sch.w VALUES (2, 5000000000, 2);";
+    ASSERT_EQ(RunSqlText("SET SESSION sql_log_bin = 0; " + hidden.substr(0, hidden.find(';') + 1) +
+                         " SET SESSION sql_log_bin = 1;" + hidden.substr(hidden.find(';') + 1)),
+              0);
+    r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(std::string("it_sch.") + table + " at binlog"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("sql_log_bin"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(std::string(table) == "t" ? "columns" : "column 2 (`a`)"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(ReplicaRows(spec.sink_path, std::string("it_sch.") + table), 1) << "row 2 was written";
+  }
+}
+
+// DDL whose effect on existing rows the replica cannot reproduce stops the run, naming the
+// statement, the table, the position and the remedy; the replica stays at the state before.
+TEST(SchemaChange, NotExactDdlStopsWithStatementTableAndPosition) {
+  struct Case {
+    const char* ddl;
+    const char* says;
+  };
+  for (const Case& c : {Case{"ALTER TABLE it_scx.t ADD COLUMN z INT NOT NULL", "implicit default"},
+                        Case{"ALTER TABLE it_scx.t MODIFY a TINYINT", "not a widening"},
+                        Case{"ALTER TABLE it_scx.t MODIFY p DECIMAL(6,0)", "scale changes"},
+                        Case{"ALTER TABLE it_scx.t ADD COLUMN ts TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP",
+                             "existing rows take the value"},
+                        Case{"ALTER TABLE it_scx.t CONVERT TO CHARACTER SET latin1", "converts the stored text"},
+                        Case{"RENAME TABLE it_scx.t TO it_other.t", "renamed out of the captured set"}}) {
+    SCOPED_TRACE(c.ddl);
+    ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_scx; CREATE DATABASE it_scx; CREATE DATABASE IF NOT EXISTS it_other;"
+                         "DROP TABLE IF EXISTS it_other.t;"
+                         "CREATE TABLE it_scx.t (id INT PRIMARY KEY, a INT, p DECIMAL(6,2), s VARCHAR(5)) "
+                         "DEFAULT CHARSET=utf8mb4;"
+                         "INSERT INTO it_scx.t VALUES (1, 1000, 3.75, 'ñ');"
+                         "CREATE TABLE it_scx.keep (id INT PRIMARY KEY);"), 0);
+    TempDir dir;
+    SluiceConfigSpec spec;
+    spec.tables = {"it_scx.*"};
+    spec.sink_path = dir.File("replica.db");
+    std::string config = WriteConfig(dir, spec);
+    auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_EQ(RunSqlText("SET SESSION sql_mode = ''; " + std::string(c.ddl) + ";"), 0);
+    r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("it_scx.t"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(std::string(c.ddl).substr(0, 20)), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(" offset "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("docs/schema-changes.md"), std::string::npos) << r.output;
+  }
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_other;");
+}
+
+}  // namespace
+}  // namespace sluice::testing
