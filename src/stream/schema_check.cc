@@ -215,8 +215,22 @@ Status CheckTableMap(const binlog::TableMap& map, const TableSchema& schema, std
                                     col, cs, c.charset));
       }
     }
+    // Labels come in the column's character set; compared where that cannot matter (ASCII).
+    auto ascii = [](const std::string& x) {
+      for (unsigned char ch : x)
+        if (ch >= 0x80) return false;
+      return true;
+    };
+    bool labels_differ = false;
     if (map.has_labels && i < map.labels.size() && !map.labels[i].empty() &&
-        (c.type == SqlType::kEnum || c.type == SqlType::kSet) && map.labels[i] != c.labels) {
+        (c.type == SqlType::kEnum || c.type == SqlType::kSet)) {
+      labels_differ = map.labels[i].size() != c.labels.size();
+      const bool ascii_compatible = c.charset == "utf8mb4" || c.charset == "utf8mb3" || c.charset == "utf8" ||
+                                    c.charset == "latin1" || c.charset == "ascii";
+      for (size_t k = 0; ascii_compatible && !labels_differ && k < c.labels.size(); ++k)
+        labels_differ = ascii(map.labels[i][k]) && ascii(c.labels[k]) && map.labels[i][k] != c.labels[k];
+    }
+    if (labels_differ) {
       return mismatch(fmt::format("{} has other ENUM/SET members in the binlog row than in the recorded definition",
                                   col));
     }

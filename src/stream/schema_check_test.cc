@@ -81,5 +81,43 @@ TEST(ParseTruncateTest, FindsTheTable) {
   EXPECT_EQ(ParseTruncate("shop", "DELETE FROM t"), std::nullopt);
 }
 
+// The recorded version must fit the TABLE_MAP exactly: an INT made BIGINT, a DECIMAL's
+// scale, fractional seconds, signedness (FULL) and the count are all told apart.
+TEST(CheckTableMapTest, NamesTableColumnAndPosition) {
+  auto s = Schema({{"id", "int"}, {"a", "int"}, {"p", "decimal"}, {"t", "datetime"}});
+  s.columns[2].numeric_precision = 6;
+  s.columns[2].numeric_scale = 2;
+  s.columns[3].fsp = 3;
+  auto map = Map({ColumnType::MYSQL_TYPE_LONG, ColumnType::MYSQL_TYPE_LONG, ColumnType::MYSQL_TYPE_NEWDECIMAL,
+                  ColumnType::MYSQL_TYPE_DATETIME2});
+  map.column_meta = {0, 0, (6 << 8) | 2, 3};
+  EXPECT_TRUE(CheckTableMap(map, s, "binlog b.000001 offset 4").ok());
+
+  auto wider = map;
+  wider.column_types[1] = ColumnType::MYSQL_TYPE_LONGLONG;
+  Status st = CheckTableMap(wider, s, "binlog b.000001 offset 4");
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("shop.t at binlog b.000001 offset 4"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("column 2 (`a`)"), std::string::npos) << st.message();
+
+  auto scale = map;
+  scale.column_meta[2] = (6 << 8) | 0;
+  EXPECT_NE(CheckTableMap(scale, s, "x").message().find("DECIMAL(6,0)"), std::string::npos);
+  auto fsp = map;
+  fsp.column_meta[3] = 0;
+  EXPECT_FALSE(CheckTableMap(fsp, s, "x").ok());
+  auto sign = map;
+  sign.has_signedness = true;
+  sign.is_unsigned = {false, true, false, false};
+  EXPECT_NE(CheckTableMap(sign, s, "x").message().find("unsigned"), std::string::npos);
+  auto shorter = map;
+  shorter.column_types.pop_back();
+  shorter.column_meta.pop_back();
+  EXPECT_NE(CheckTableMap(shorter, s, "x").message().find("3 columns"), std::string::npos);
+  auto renamed = map;
+  renamed.column_names = {"id", "b", "p", "t"};
+  EXPECT_NE(CheckTableMap(renamed, s, "x").message().find("`b`"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sluice

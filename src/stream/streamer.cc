@@ -95,6 +95,8 @@ class SchemaRegistry {
   // a restart would read from after this statement (versions before it are pruned).
   Status OnDdl(const CommittedTransaction& txn, const binlog::Event& ev, const BinlogPosition& resume,
                std::vector<SchemaChange>* changes, TableSchemaPtr* reset) {
+    if (ev.file.empty() || ev.end_pos == 0)
+      return Status::Internal(fmt::format("DDL \"{}\" read at an unknown binlog position", Shorten(txn.ddl_query)));
     const BinlogPosition since{ev.file, ev.end_pos};
     const std::string where = fmt::format("binlog {} offset {}{}", ev.file, ev.pos,
                                           txn.gtid.empty() ? "" : " (GTID " + txn.gtid + ")");
