@@ -15,11 +15,12 @@ build: setup
 	@cmake --build $(BUILD) -j$(JOBS)
 
 build-asan: setup
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON >/dev/null
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_INTEGRATION_TESTS=OFF >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 
-# The whole suite: unit tests, integration tests against a throwaway MariaDB, the unit
-# and integration tests again under ASan+UBSan, then 90 s of fuzzing (docs/testing.md).
+# The whole suite: unit tests, integration tests against a throwaway MariaDB, the unit tests
+# again under ASan+UBSan and the integration tests against the ASan+UBSan sluice binary, then
+# 90 s of fuzzing (docs/testing.md).
 test: build build-asan
 	@bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD)
 	@bash scripts/fuzz.sh 90

@@ -88,6 +88,23 @@ std::string WriteConfig(const TempDir& dir, const SluiceConfigSpec& spec) {
   return path;
 }
 
+const std::string& SluiceBinary() {
+  static const std::string bin = [] {
+    const char* env = std::getenv("SLUICE_TEST_BINARY");
+    return std::string(env && *env ? env : SLUICE_BINARY);
+  }();
+  return bin;
+}
+
+bool SluiceSanitized() {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#else
+  const char* env = std::getenv("SLUICE_TEST_SANITIZED");
+  return env && std::string(env) == "1";
+#endif
+}
+
 namespace {
 pid_t Spawn(const std::vector<std::string>& args, int out_fd) {
   pid_t pid = fork();
@@ -95,7 +112,7 @@ pid_t Spawn(const std::vector<std::string>& args, int out_fd) {
     dup2(out_fd, 1);
     dup2(out_fd, 2);
     std::vector<char*> argv;
-    std::string bin = SLUICE_BINARY;
+    std::string bin = SluiceBinary();
     argv.push_back(bin.data());
     std::vector<std::string> copy = args;
     for (auto& a : copy) argv.push_back(a.data());

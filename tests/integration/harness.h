@@ -53,6 +53,13 @@ struct SluiceConfigSpec {
 // Writes a TOML config for the test server and returns its path.
 std::string WriteConfig(const TempDir& dir, const SluiceConfigSpec& spec);
 
+// The sluice binary the tests run: SLUICE_TEST_BINARY when set (make test points the gcc-built
+// tests at the ASan+UBSan build's binary, scripts/run-tests.sh), else the one built beside them.
+const std::string& SluiceBinary();
+// True when that binary runs under ASan (built so, or SLUICE_TEST_SANITIZED=1): such runs are
+// 2-4x slower, and the heaviest tests use smaller loads.
+bool SluiceSanitized();
+
 struct ProcessResult {
   int exit_code = -1;  // -signal when killed
   std::string output;  // stdout + stderr

@@ -39,11 +39,7 @@ const std::string kFixtures = std::string(SLUICE_SOURCE_DIR) + "/../shared/fixtu
 
 int Kills() {
   const char* s = std::getenv("SLUICE_PUBLISH_KILLS");
-#if defined(__SANITIZE_ADDRESS__)
-  return s ? std::atoi(s) : 1;
-#else
-  return s ? std::atoi(s) : 2;
-#endif
+  return s ? std::atoi(s) : SluiceSanitized() ? 1 : 2;
 }
 
 bool FullSakila() {
