@@ -245,6 +245,8 @@ Result<Checkpoint> FromParsed(const Json& doc) {
     if (schemas == doc.end() || !schemas->is_object()) return Missing("schemas", "an object");
     auto h = SchemaHistory::FromJson(schemas->dump());
     if (!h.ok()) return h.status().WithContext("checkpoint");
+    // Every checkpoint written after this one repeats the history: format it once.
+    h->CacheJson();
     cp.schemas = std::make_shared<const SchemaHistory>(std::move(h).value());
   }
   return cp;
