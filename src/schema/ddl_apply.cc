@@ -103,7 +103,7 @@ void NotExact(Applied& a, std::string why) {
 
 }  // namespace
 
-bool WideningOrSame(const ColumnDesc& from, const ColumnDesc& to, std::string* why) {
+bool WideningOrSame(const ColumnDesc& from, const ColumnDesc& to, std::string* why, bool strict) {
   auto no = [&](std::string reason) {
     if (why) *why = std::move(reason);
     return false;
@@ -113,8 +113,8 @@ bool WideningOrSame(const ColumnDesc& from, const ColumnDesc& to, std::string* w
     return no(fmt::format("{}: a generated column changes", change));
   if (to.auto_increment && !from.auto_increment)
     return no(fmt::format("{}: AUTO_INCREMENT may renumber existing zero values", change));
-  if (from.nullable && !to.nullable)
-    return no(fmt::format("{}: NOT NULL may have turned NULLs into implicit defaults", change));
+  if (from.nullable && !to.nullable && !strict)
+    return no(fmt::format("{}: NOT NULL under a non-strict sql_mode may have turned NULLs into implicit defaults", change));
   if (from.versioning != to.versioning) return no(fmt::format("{}: system versioning changes", change));
   if (HasCharset(from.type) && HasCharset(to.type) && from.charset != to.charset)
     return no(fmt::format("{}: the character set changes (the server converts the stored text)", change));
@@ -178,7 +178,7 @@ void FillDefaultCharsets(TableSchema& t, const std::string& db_default_collation
   }
 }
 
-Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt) {
+Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, const ApplyOptions& options) {
   Applied a;
   a.after = before;
   const std::string table = before.QualifiedName();
@@ -254,7 +254,7 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt) {
           if (c.collation.empty()) c.collation = t.collation;
         }
         std::string why;
-        if (!WideningOrSame(t.columns[idx], c, &why)) NotExact(a, why);
+        if (!WideningOrSame(t.columns[idx], c, &why, options.strict)) NotExact(a, why);
         t.columns[idx] = std::move(c);
         RETURN_IF_ERROR(Placed(a, static_cast<size_t>(idx), op, table));
         break;

@@ -35,13 +35,20 @@ struct Applied {
   bool renamed = false;        // ALTER ... RENAME TO: after.db/after.table are the new name
 };
 
+struct ApplyOptions {
+  // The statement ran under a strict sql_mode (STRICT_TRANS_TABLES / STRICT_ALL_TABLES, from
+  // the QUERY event): making a column NOT NULL would have failed on a NULL, so a logged
+  // statement converted none.
+  bool strict = false;
+};
+
 // `stmt.kind` must be kAlterTable.
-Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt);
+Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, const ApplyOptions& options = {});
 
 // Whether values stored under column `from` read the same under `to` (the same stored
 // value, the same canonical text): a widening of the same kind, or no type change at all.
 // `why` gets the reason when not.
-bool WideningOrSame(const ColumnDesc& from, const ColumnDesc& to, std::string* why);
+bool WideningOrSame(const ColumnDesc& from, const ColumnDesc& to, std::string* why, bool strict = false);
 
 // Fills charset (and collation) of character columns that the statement left without one,
 // from the table's default collation, or `db_default_collation` when the table has none.

@@ -75,6 +75,17 @@ TEST(DdlApply, ChangesTheReplicaCannotReproduceAreNotExact) {
   }
 }
 
+TEST(DdlApply, NotNullIsExactUnderAStrictSqlMode) {
+  auto st = Parse("ALTER TABLE t MODIFY s VARCHAR(10) NOT NULL", "d");
+  ASSERT_TRUE(st.ok());
+  auto lax = ApplyAlter(Base(), *st);
+  auto strict = ApplyAlter(Base(), *st, {.strict = true});
+  ASSERT_TRUE(lax.ok() && strict.ok());
+  EXPECT_FALSE(lax->exact);
+  EXPECT_TRUE(strict->exact) << strict->why_not_exact;
+  EXPECT_FALSE(strict->after.columns[3].nullable);
+}
+
 TEST(DdlApply, WideningsAndNoOpsAreExact) {
   for (const char* sql : {"ALTER TABLE t MODIFY a BIGINT", "ALTER TABLE t MODIFY a INT UNSIGNED DEFAULT 3",
                           "ALTER TABLE t MODIFY s TEXT", "ALTER TABLE t MODIFY p DECIMAL(9,2)",

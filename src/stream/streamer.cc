@@ -24,6 +24,31 @@ using Clock = std::chrono::steady_clock;
 
 bool Stopping(const std::atomic<bool>* stop) { return stop && stop->load(); }
 
+// Whether a QUERY event ran under a strict sql_mode. Its status variables start with
+// Q_FLAGS2_CODE (0, 4 bytes) and Q_SQL_MODE_CODE (1, 8 bytes) as both servers write them
+// (MySQL/MariaDB Query_log_event::write); anything else first means "not known".
+bool StrictSqlMode(const binlog::Event& ev) {
+  const auto* q = std::get_if<binlog::QueryEvent>(&ev.body);
+  if (!q) return false;
+  const std::string& v = q->status_vars;
+  size_t i = 0;
+  while (i < v.size()) {
+    const uint8_t code = static_cast<uint8_t>(v[i]);
+    if (code == 0) {
+      i += 1 + 4;
+    } else if (code == 1) {
+      if (i + 9 > v.size()) return false;
+      uint64_t mode = 0;
+      for (int b = 7; b >= 0; --b) mode = (mode << 8) | static_cast<uint8_t>(v[i + 1 + b]);
+      constexpr uint64_t kStrictTransTables = 1ull << 21, kStrictAllTables = 1ull << 22;
+      return (mode & (kStrictTransTables | kStrictAllTables)) != 0;
+    } else {
+      return false;
+    }
+  }
+  return false;
+}
+
 std::string Shorten(std::string_view q) {
   std::string out;
   for (char c : q.substr(0, 200)) out.push_back(c == '\n' || c == '\r' || c == '\t' ? ' ' : c);
@@ -223,7 +248,7 @@ class SchemaRegistry {
         if (recorded(t)) return Status::Ok();
         ASSIGN_OR_RETURN(TableSchemaPtr base, current(t));
         if (!base) return stop(t.ToString(), "the recorded definition says the table does not exist");
-        auto applied = ddl::ApplyAlter(*base, st);
+        auto applied = ddl::ApplyAlter(*base, st, {.strict = StrictSqlMode(ev)});
         if (!applied.ok()) return stop(t.ToString(), std::string(applied.status().message()));
         if (!applied->exact) {
           return stop(t.ToString(), applied->why_not_exact +

@@ -58,6 +58,7 @@ const char* kFollowed =
     "ALTER TABLE it_sc.t DROP COLUMN s, RENAME COLUMN e TO label, ADD COLUMN note VARCHAR(20) NOT NULL DEFAULT 'n/a';"
     "INSERT INTO it_sc.t (id, n, label, u) VALUES (4, 9, 'c', -5);"
     "ALTER TABLE it_sc.t CHANGE n num BIGINT DEFAULT 7, ADD INDEX (u);"
+    "SET SESSION sql_mode = 'STRICT_TRANS_TABLES'; ALTER TABLE it_sc.t MODIFY num BIGINT NOT NULL DEFAULT 7;"
     "UPDATE it_sc.t SET num = num * 1000000000000 WHERE id = 3;"
     "CREATE TABLE it_sc.born (k VARCHAR(10) PRIMARY KEY, x DECIMAL(6,2), c TEXT) DEFAULT CHARSET=latin1;"
     "INSERT INTO it_sc.born VALUES ('a', 1.50, 'ñ'), ('b', -2.25, NULL);"
@@ -129,7 +130,7 @@ TEST_P(SchemaChangeCatchUp, RowsBeforeAndAfterEachDdlDecodeWithTheirVersion) {
   EXPECT_LT(rename, renamed_row);
   EXPECT_NE(out.find("\"columns\":[{\"name\":\"id\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"type\":\"DROP\",\"id\":\"it_sc.gone\""), std::string::npos) << out;
-  EXPECT_EQ(Count(out, "\"tableChanges\""), 8u) << out;  // 3 ALTER t, CREATE born, RENAME, CREATE+DROP+CREATE gone
+  EXPECT_EQ(Count(out, "\"tableChanges\""), 9u) << out;  // 4 ALTER t, CREATE born, RENAME, CREATE+DROP+CREATE gone
 }
 
 INSTANTIATE_TEST_SUITE_P(Metadata, SchemaChangeCatchUp, ::testing::Values("FULL", "MINIMAL", "NO_LOG"));
@@ -199,6 +200,7 @@ TEST(SchemaChange, NotExactDdlStopsWithStatementTableAndPosition) {
   };
   for (const Case& c : {Case{"ALTER TABLE it_scx.t ADD COLUMN z INT NOT NULL", "implicit default"},
                         Case{"ALTER TABLE it_scx.t MODIFY a TINYINT", "not a widening"},
+                        Case{"ALTER TABLE it_scx.t MODIFY s VARCHAR(5) NOT NULL", "non-strict sql_mode"},
                         Case{"ALTER TABLE it_scx.t MODIFY p DECIMAL(6,0)", "scale changes"},
                         Case{"ALTER TABLE it_scx.t ADD COLUMN ts TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP",
                              "existing rows take the value"},
