@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   sysbench openssl
   librdkafka-dev libnats-dev nats-server
+  libcpp-httplib-dev tmux curl
 )
 
 # Extra packages for one target only (e.g. SETUP_EXTRA=mydumper for the snapshot benchmark).

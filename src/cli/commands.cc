@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/check.h"
 #include "cli/compare.h"
 #include "cli/config.h"
 #include "cli/decode.h"
@@ -69,6 +70,12 @@ int RunCommand(int argc, char** argv) {
   run->add_flag("--allow-core-dumps", allow_core_dumps,
                 "Keep core dumps enabled (they can contain the source password)");
 
+  auto* check = app.add_subcommand("check", "Check the server, the user and the sink against every requirement, "
+                                               "one PASS/WARN/FAIL line each (exit 0: all pass)");
+  check->add_option("--config", config_path, "TOML config file")->required();
+  check->add_flag("--allow-core-dumps", allow_core_dumps,
+                  "Keep core dumps enabled (they can contain the source password)");
+
   auto* compare = app.add_subcommand("compare", "Compare the SQLite replica with the source, table by table");
   compare->add_option("--config", config_path, "TOML config file")->required();
   compare->add_flag("--allow-core-dumps", allow_core_dumps,
@@ -117,7 +124,7 @@ int RunCommand(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (quiet) SetLogLevel(LogLevel::kWarning);
-  if ((*run || *compare || *verify) && !allow_core_dumps) {
+  if ((*run || *compare || *verify || *check) && !allow_core_dumps) {
     // The password is in memory from here on: no core file may carry it.
     Status st = DisableCoreDumps();
     if (!st.ok()) return Fail(st);
@@ -127,12 +134,18 @@ int RunCommand(int argc, char** argv) {
     auto config = LoadConfigFile(config_path);
     if (!config.ok()) return Fail(config.status());
     RestrictFileMode(static_cast<mode_t>(config->sink.file_mode));
+    SetLogJson(config->log.json);
     InstallStopHandlers();
     RunOptions opts;
     opts.until_caught_up = until_caught_up;
     opts.stop = &g_stop;
     Status st = RunPipeline(*config, opts);
     return st.ok() ? 0 : Fail(st);
+  }
+  if (*check) {
+    auto config = LoadConfigFile(config_path);
+    if (!config.ok()) return Fail(config.status());
+    return RunCheckCommand(*config, stdout);
   }
   if (*compare) {
     auto config = LoadConfigFile(config_path);

@@ -141,7 +141,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", origin, e.source().begin.line,
                                                e.source().begin.column, e.description()));
   }
-  RETURN_IF_ERROR(CheckKeys(root, "", {"source", "snapshot", "sink"}, origin));
+  RETURN_IF_ERROR(CheckKeys(root, "", {"source", "snapshot", "sink", "metrics", "log"}, origin));
   Config c;
 
   const toml::table* src = root.get_as<toml::table>("source");
@@ -190,7 +190,8 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     if (!snap) return KeyError(origin, "snapshot", "expected a section");
     RETURN_IF_ERROR(CheckKeys(*snap, "snapshot",
                               {"mode", "workers", "chunk_rows", "fetch_rows", "max_ranges_per_table",
-                               "exact_count_max_rows", "parallel", "consistency"},
+                               "exact_count_max_rows", "parallel", "consistency",
+                               "expected_rows_per_second"},
                               origin));
     std::string mode = "initial";
     RETURN_IF_ERROR(GetString(*snap, "snapshot", "mode", &mode, origin));
@@ -204,6 +205,8 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
                            1, 100000, origin));
     RETURN_IF_ERROR(GetInt(*snap, "snapshot", "exact_count_max_rows", &c.snapshot.exact_count_max_rows,
                            0, int64_t{1} << 62, origin));
+    RETURN_IF_ERROR(GetInt(*snap, "snapshot", "expected_rows_per_second",
+                           &c.snapshot.expected_rows_per_second, 1, 1000000000, origin));
     if (const toml::node* p = snap->get("parallel")) {
       if (!p->is_boolean()) return KeyError(origin, "snapshot.parallel", "expected true or false");
       c.snapshot.parallel = p->as_boolean()->get();
@@ -261,6 +264,45 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     RETURN_IF_ERROR(GetInt(*sink, "sink", "busy_timeout_ms", &c.sink.busy_timeout_ms, 0, 3600000, origin));
     RETURN_IF_ERROR(GetInt(*sink, "sink", "group_max_bytes", &c.sink.group_max_bytes, 1, 1LL << 32, origin));
     RETURN_IF_ERROR(GetInt(*sink, "sink", "group_max_ms", &c.sink.group_max_ms, 0, 60000, origin));
+  }
+  if (const toml::node* n = root.get("metrics")) {
+    const toml::table* m = n->as_table();
+    if (!m) return KeyError(origin, "metrics", "expected a section");
+    RETURN_IF_ERROR(CheckKeys(*m, "metrics", {"listen"}, origin));
+    RETURN_IF_ERROR(GetString(*m, "metrics", "listen", &c.metrics.listen, origin));
+    if (!c.metrics.listen.empty()) {
+      auto colon = c.metrics.listen.rfind(':');
+      uint32_t port = 0;
+      bool ok = colon != std::string::npos && colon > 0 && colon + 1 < c.metrics.listen.size();
+      for (size_t i = colon + 1; ok && i < c.metrics.listen.size(); ++i) {
+        char ch = c.metrics.listen[i];
+        if (ch < '0' || ch > '9' || port > 65535) ok = false;
+        else port = port * 10 + static_cast<uint32_t>(ch - '0');
+      }
+      if (!ok || port > 65535)
+        return KeyError(origin, "metrics.listen",
+                        fmt::format("'{}' is not host:port (e.g. \"127.0.0.1:9400\")", c.metrics.listen));
+      c.metrics.host = c.metrics.listen.substr(0, colon);
+      if (c.metrics.host.size() > 2 && c.metrics.host.front() == '[' && c.metrics.host.back() == ']')
+        c.metrics.host = c.metrics.host.substr(1, c.metrics.host.size() - 2);
+      c.metrics.port = static_cast<uint16_t>(port);
+    }
+  }
+  if (const toml::node* n = root.get("log")) {
+    const toml::table* l = n->as_table();
+    if (!l) return KeyError(origin, "log", "expected a section");
+    RETURN_IF_ERROR(CheckKeys(*l, "log", {"format", "progress"}, origin));
+    std::string format = "text";
+    RETURN_IF_ERROR(GetString(*l, "log", "format", &format, origin));
+    if (format == "text") c.log.json = false;
+    else if (format == "json") c.log.json = true;
+    else return KeyError(origin, "log.format", fmt::format("'{}' is not one of: text, json", format));
+    std::string progress = "auto";
+    RETURN_IF_ERROR(GetString(*l, "log", "progress", &progress, origin));
+    if (progress == "auto") c.log.progress = LogConfig::Progress::kAuto;
+    else if (progress == "display") c.log.progress = LogConfig::Progress::kDisplay;
+    else if (progress == "lines") c.log.progress = LogConfig::Progress::kLines;
+    else return KeyError(origin, "log.progress", fmt::format("'{}' is not one of: auto, display, lines", progress));
   }
   if (c.sink.path.empty()) return KeyError(origin, "sink.path", "must not be empty");
   if (c.sink.type == SinkType::kSqlite && c.sink.path == "-")

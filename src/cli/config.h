@@ -14,6 +14,8 @@
 //              busy_timeout_ms (sqlite: wait this long for another connection's lock
 //              before retrying the transaction; default 10000), group_max_bytes (default
 //              33554432), group_max_ms (default 200): group commit budgets
+//   [metrics]  listen = "host:port" (Prometheus endpoint; absent: none)
+//   [log]      format = "text" | "json", progress = "auto" | "display" | "lines"
 // Unknown sections or keys, wrong types, and out-of-range values are kInvalidArgument
 // naming the key ("source.port: expected an integer in 1..65535"). The password is read
 // from the environment variable named by password_env, never from the file, and is never
@@ -61,6 +63,8 @@ struct SnapshotConfig {
   uint32_t max_ranges_per_table = 64;
   uint64_t exact_count_max_rows = 1000000;  // COUNT(*) below this optimizer estimate
   bool parallel = true;                 // false: every table in one pass by one worker
+  // Assumed copy rate, only to estimate how long a snapshot takes (binlog retention check).
+  uint32_t expected_rows_per_second = 20000;
 };
 
 struct SinkConfig {
@@ -77,10 +81,27 @@ struct SinkConfig {
   uint32_t group_max_ms = 200;
 };
 
+// [metrics]: an optional Prometheus endpoint. Empty listen: none.
+struct MetricsConfig {
+  std::string listen;  // "host:port" as written
+  std::string host;    // parsed from listen ("[::1]" loses its brackets)
+  uint16_t port = 0;   // 0 with a listen port of 0: any free port (logged)
+};
+
+// [log]: format = "text" | "json" (one JSON object per line); progress = "auto" (a live
+// display when stderr is a terminal, status lines otherwise) | "display" | "lines".
+struct LogConfig {
+  enum class Progress { kAuto, kDisplay, kLines };
+  bool json = false;
+  Progress progress = Progress::kAuto;
+};
+
 struct Config {
   SourceConfig source;
   SnapshotConfig snapshot;
   SinkConfig sink;
+  MetricsConfig metrics;
+  LogConfig log;
 };
 
 // Parses and validates TOML text. `origin` names the file in error messages.

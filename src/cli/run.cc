@@ -12,6 +12,8 @@
 #include <map>
 
 #include "checkpoint/checkpoint.h"
+#include "cli/check.h"
+#include "cli/observe.h"
 #include "mysql/schema_loader.h"
 #include "mysql/server_probe.h"
 #include "sink/jsonl_sink.h"
@@ -147,19 +149,18 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   if (config.sink.type == SinkType::kJsonl)
     RETURN_IF_ERROR(CheckSinkFilePath(config.sink.checkpoint, "sink.checkpoint"));
   ConnectOptions conn_opts = SourceConnectOptions(config.source);
+  ASSIGN_OR_RETURN(std::unique_ptr<Observer> observer, Observer::Start(config, conn_opts));
   ASSIGN_OR_RETURN(auto meta, Connection::Connect(conn_opts));
-  // Privileges first: a user without REPLICATION SLAVE would otherwise copy every table and
-  // only then fail, and one without SELECT would hear "matches no table".
-  ASSIGN_OR_RETURN(std::vector<ServerCheck> checks, CheckPrivileges(*meta, config.source.tables));
-  RETURN_IF_ERROR(FailedChecks(checks));
-  ASSIGN_OR_RETURN(ServerInfo info, ProbeServer(*meta));
-  std::vector<std::string> warnings;
-  RETURN_IF_ERROR(CheckReplicationReady(info, &warnings));
-  for (const auto& w : warnings) LogWarning("{}", w);
-  if (info.server_id == config.source.server_id) {
-    return Status::InvalidArgument(fmt::format(
-        "source.server_id {} is the server's own server_id; pick another replica id",
-        config.source.server_id));
+  // The preflight checks of `sluice check` (cli/check.h) first: a user without REPLICATION
+  // SLAVE would otherwise copy every table and only then fail, one without SELECT would hear
+  // "matches no table". Fatal lines stop the run here; the rest are logged as warnings. The
+  // retention lines need the checkpoint and come after the sink is opened.
+  ASSIGN_OR_RETURN(SourceFacts facts, GatherSourceFacts(*meta, config));
+  const ServerInfo& info = facts.info;
+  {
+    std::vector<CheckLine> lines = EvaluateServer(facts, config);
+    std::erase_if(lines, [](const CheckLine& l) { return l.name == "TLS"; });  // logged below
+    RETURN_IF_ERROR(RefuseOnFatal(lines));
   }
   LogInfo("connected to {} {} (server_id {}), binlog at {}", FlavorName(info.flavor), info.version,
           info.server_id, info.position.ToString());
@@ -204,6 +205,10 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     ckpt.source = server_state.identity;
     resume.by_gtid = server_state.gtids_on;  // once the snapshot has set ckpt.gtid
   }
+  // Retention: a purged resume position stops here (exit 3) before a snapshot is resumed
+  // for nothing; a snapshot expected to outlast the binlog retention is warned about.
+  RETURN_IF_ERROR(RefuseOnFatal(EvaluateRetention(
+      facts, config, stored ? std::optional<Checkpoint>(ckpt) : std::nullopt, std::nullopt)));
 
   BinlogPosition target;
   if (options.until_caught_up) {
@@ -300,7 +305,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     uint64_t txns = streamer_ptr->applied_transactions(), rows = streamer_ptr->applied_rows(),
              groups = streamer_ptr->applied_groups();
     long lag = static_cast<long>(std::time(nullptr)) - static_cast<long>(streamer_ptr->last_source_timestamp());
-    LogInfo("progress: at {}: {:.0f} transactions/s, {:.0f} row changes/s, {:.1f} transactions per commit, lag {} s",
+    LogStatus("progress: at {}: {:.0f} transactions/s, {:.0f} row changes/s, {:.1f} transactions per commit, lag {} s",
             cp.stream_start.ToString(), (txns - progress->txns) / secs, (rows - progress->rows) / secs,
             groups > progress->groups ? double(txns - progress->txns) / double(groups - progress->groups) : 0.0,
             std::max(0L, lag));

@@ -247,6 +247,24 @@ Result<std::vector<ServerCheck>> CheckPrivileges(Connection& conn,
     out.push_back(std::move(c));
   }
 
+  if (!mariadb) {
+    // MySQL pins the snapshot point with a brief LOCK TABLES ... READ (docs/design.md).
+    ServerCheck c;
+    c.name = "LOCK TABLES privilege";
+    if (!grants_known || has_roles) {
+      c.passed = true;
+      c.detail = grants_known ? "not granted directly; may come from a role (not checked)"
+                              : "not checked (SHOW GRANTS failed)";
+    } else if (global.count("ALL PRIVILEGES") || global.count("LOCK TABLES")) {
+      c.passed = true;
+      c.detail = "granted";
+    } else {
+      c.detail = "SHOW GRANTS lists no global LOCK TABLES: the snapshot cannot pin its binlog point";
+      c.fix = fmt::format("GRANT LOCK TABLES ON *.* TO {}", grantee);
+    }
+    out.push_back(std::move(c));
+  }
+
   // SELECT on the selected tables.
   ASSIGN_OR_RETURN(QueryResult visible,
                    conn.Query("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "

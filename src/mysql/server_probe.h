@@ -82,6 +82,8 @@ struct ServerCheck {
 //       grants cannot be read: then passed, and the detail says so.
 //   "REPLICATION CLIENT privilege"  (SHOW MASTER STATUS / SHOW BINARY LOGS; BINLOG MONITOR
 //       on MariaDB 10.5+): SHOW BINARY LOGS must not be refused with an access error.
+//   "LOCK TABLES privilege"         MySQL only (the snapshot's brief LOCK TABLES ... READ),
+//       from SHOW GRANTS like REPLICATION SLAVE.
 //   "SELECT on <pattern>"           one per include pattern: every visible table it matches
 //       must answer `SELECT 1 ... LIMIT 0`; when it matches no visible table, a literal
 //       database is probed with SHOW CREATE DATABASE and a literal table with SELECT, so a user

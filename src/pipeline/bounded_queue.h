@@ -72,6 +72,10 @@ class BoundedQueue {
     std::lock_guard lock(mu_);
     return items_.size();
   }
+  size_t bytes() const {
+    std::lock_guard lock(mu_);
+    return bytes_;
+  }
 
  private:
   const size_t max_items_;

@@ -14,6 +14,7 @@
 #include "pipeline/bounded_queue.h"
 #include "snapshot/snapshot.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 namespace sluice {
 namespace {
@@ -118,6 +119,10 @@ class Worker {
           if (s.ok()) {
             snap_ = std::move(s).value();
             LogInfo("snapshot: worker reconnected; reading at {}", snap_->point().position.ToString());
+            metrics::Registry::Global()
+                .Counter("sluice_reconnects_total", "reconnects to the source after a lost connection",
+                         {{"component", "snapshot"}})
+                .Add(1);
             checked.clear();
           } else {
             st = s.status();
@@ -395,6 +400,18 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
     total_at_start += t.progress->rows;
   }
   total_done = total_at_start;
+  // Per-table progress for the metrics endpoint and the progress display (util/metrics.h).
+  auto& reg = metrics::Registry::Global();
+  std::vector<metrics::Value*> rows_gauge, expected_gauge;
+  for (const TableState& t : tables) {
+    metrics::Labels l{{"table", t.name.QualifiedName()}};
+    rows_gauge.push_back(&reg.Gauge("sluice_snapshot_rows", "rows copied by the snapshot, per table", l));
+    expected_gauge.push_back(&reg.Gauge("sluice_snapshot_expected_rows",
+                                        "rows the snapshot expects to copy (planning: exact count or estimate)", l));
+    rows_gauge.back()->Set(static_cast<double>(t.progress->rows));
+    expected_gauge.back()->Set(static_cast<double>(std::max(t.progress->expected_rows, t.progress->rows)));
+  }
+  reg.Gauge("sluice_snapshot_running", "1 while the initial snapshot runs").Set(1);
   auto last_report = Clock::now();
   auto report = [&](bool final_line) {
     double secs = std::chrono::duration<double>(Clock::now() - started).count();
@@ -407,7 +424,7 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
                                t.progress->rows, t.progress->expected_rows);
     }
     double remaining = total_expected > total_done ? static_cast<double>(total_expected - total_done) : 0;
-    LogInfo("snapshot progress: {} of {} rows, {:.0f} rows/s, ETA {}{}{}", total_done, total_expected,
+    LogStatus("snapshot progress: {} of {} rows, {:.0f} rows/s, ETA {}{}{}", total_done, total_expected,
             rate, Eta(remaining, rate), per_table.empty() ? "" : "; ", per_table);
   };
 
@@ -487,6 +504,7 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
       break;
     }
     total_done += n;
+    rows_gauge[chunk->table]->Set(static_cast<double>(p.rows));
     if (p.done) {
       double secs = std::chrono::duration<double>(Clock::now() - started).count();
       LogInfo("snapshot: {} copied, {} rows in {:.2f} s", t.name.QualifiedName(),
@@ -494,6 +512,7 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
     }
   }
   join_all(result.ok() ? Status::Cancelled("snapshot finished") : result);
+  reg.Gauge("sluice_snapshot_running", "1 while the initial snapshot runs").Set(0);
   if (failed && failed_table != nullptr) *failed_table = std::move(*failed);
   if (result.code() == StatusCode::kCancelled && Stopping(options.stop)) return Status::Ok();
   if (Stopping(options.stop)) return Status::Ok();

@@ -16,6 +16,7 @@
 #include "stream/schema_check.h"
 #include "stream/transaction_assembler.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 namespace sluice {
 namespace {
@@ -443,6 +444,10 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
       return st.WithContext(fmt::format("gave up reconnecting after {} s (source.reconnect_timeout_seconds)",
                                         down_for.count()));
     }
+    metrics::Registry::Global()
+        .Counter("sluice_reconnects_total", "reconnects to the source after a lost connection",
+                 {{"component", "stream"}})
+        .Add(1);
     LogWarning("{}; reconnecting from {} in {} ms (attempt {}, down for {} s)", st.ToString(),
                checkpoint_.stream_start.ToString(), backoff.count(), attempt, down_for.count());
     auto until = Clock::now() + backoff;
@@ -537,7 +542,25 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     return !options_.target.empty() && !assembler.in_transaction() &&
            ComparePositions(assembler.read_position(), options_.target) >= 0;
   };
+  // Metrics (util/metrics.h): looked up once, updated with atomics.
+  auto& reg = metrics::Registry::Global();
+  metrics::Value& m_events = reg.Counter("sluice_binlog_events_total", "binlog events received from the source");
+  metrics::Value& m_bytes = reg.Counter("sluice_binlog_bytes_total", "binlog bytes received from the source");
+  metrics::Value& m_read = reg.Counter("sluice_stream_items_read_total",
+                                       "source transactions (and position-only advances) decoded and queued for the sink");
+  metrics::Value& q_binlog_items = reg.Gauge("sluice_queue_items", "items waiting in a queue", {{"queue", "binlog"}});
+  metrics::Value& q_binlog_bytes = reg.Gauge("sluice_queue_bytes", "bytes waiting in a queue", {{"queue", "binlog"}});
+  metrics::Value& q_sink_items = reg.Gauge("sluice_queue_items", "items waiting in a queue", {{"queue", "sink"}});
+  metrics::Value& q_sink_bytes = reg.Gauge("sluice_queue_bytes", "bytes waiting in a queue", {{"queue", "sink"}});
+  uint64_t since_gauges = 0;
+  auto update_queue_gauges = [&] {
+    q_binlog_items.Set(static_cast<double>(queue.size()));
+    q_binlog_bytes.Set(static_cast<double>(queue.bytes()));
+    q_sink_items.Set(static_cast<double>(to_sink.size()));
+    q_sink_bytes.Set(static_cast<double>(to_sink.bytes()));
+  };
   auto send = [&](SinkItem item) -> Status {
+    m_read.Add(1);
     size_t bytes = std::max<size_t>(txn_bytes, 64);
     txn_bytes = 0;
     Status st = to_sink.Push(std::move(item), bytes);
@@ -584,8 +607,12 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
         result = qst.ok() ? Status::Unavailable("the server ended the binlog stream") : qst;
         break;
       }
+      update_queue_gauges();
       continue;
     }
+    if (++since_gauges % 256 == 0) update_queue_gauges();
+    m_events.Add(1);
+    m_bytes.Add(static_cast<double>(raw->bytes.size()));
     txn_bytes += raw->bytes.size();
     auto span = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw->bytes.data()),
                                          raw->bytes.size());
@@ -620,6 +647,42 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
   // Tables handed to sink.PrepareTable (a new definition after DDL is a new pointer); the
   // pointers are held so that they are never reused.
   std::unordered_map<const TableSchema*, TableSchemaPtr> prepared;
+  // Metrics: row changes by table and op (series looked up once per table), transactions,
+  // sink commits, and the items applied (lag: read minus applied, see cli/observe.h).
+  auto& reg = metrics::Registry::Global();
+  metrics::Value& m_txns = reg.Counter("sluice_transactions_total", "source transactions applied to the sink");
+  metrics::Value& m_commits = reg.Counter("sluice_sink_commits_total", "sink transactions (group commits)");
+  metrics::Value& m_applied = reg.Counter("sluice_stream_items_applied_total",
+                                          "source transactions (and position-only advances) the sink holds");
+  metrics::Value& m_ts = reg.Gauge("sluice_last_applied_source_timestamp_seconds",
+                                   "source commit time of the last applied transaction (unix seconds)");
+  std::map<std::pair<const TableSchema*, char>, metrics::Value*> row_counters;
+  auto count_rows = [&](const std::vector<Transaction>& txns) {
+    const RowChange* prev = nullptr;
+    metrics::Value* v = nullptr;
+    for (const Transaction& t : txns)
+      for (const RowChange& c : t.changes) {
+        if (!prev || prev->table.get() != c.table.get() || prev->op != c.op) {
+          auto& slot = row_counters[{c.table.get(), static_cast<char>(c.op)}];
+          if (!slot) {
+            const char* op = c.op == Op::kCreate ? "insert" : c.op == Op::kUpdate ? "update" : c.op == Op::kDelete ? "delete" : "read";
+            slot = &reg.Counter("sluice_rows_total", "row changes applied to the sink, by table and op",
+                                {{"op", op}, {"table", c.table ? c.table->QualifiedName() : "?"}});
+          }
+          v = slot;
+          prev = &c;
+        }
+        v->Add(1);
+      }
+  };
+  auto publish_position = [&] {
+    reg.SetText("stream.position", checkpoint_.stream_start.ToString());
+    reg.SetText("stream.file", checkpoint_.stream_start.file);
+    reg.Gauge("sluice_stream_position_bytes", "offset of the applied position in its binlog file")
+        .Set(static_cast<double>(checkpoint_.stream_start.pos));
+  };
+  size_t group_items = 0;
+  publish_position();
   auto prepare = [&](const TableSchemaPtr& t) -> Status {
     if (!t || prepared.count(t.get())) return Status::Ok();
     RETURN_IF_ERROR(CallSink("prepare table", [&] { return sink.PrepareTable(*t); }));
@@ -669,6 +732,8 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       RETURN_IF_ERROR(CallSink("truncate table", [&] { return sink.ResetTable(*schema, text); }));
       checkpoint_ = std::move(first->after);
       unsaved = false;
+      m_applied.Add(1);
+      publish_position();
       continue;
     }
     // Group: this item and whatever is ready behind it, within the byte and time budgets.
@@ -679,7 +744,9 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     const auto started = Clock::now();
     Checkpoint last;
     BinlogPosition group_last_data_pos;
+    group_items = 0;
     auto add = [&](SinkItem& item) {
+      ++group_items;
       for (const auto& c : item.txn.changes) bytes += 64 + c.after.size() * 16 + c.before.size() * 16;
       if (!item.txn.changes.empty()) {
         group_last_data_pos = item.after.stream_start;
@@ -707,6 +774,8 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     if (group.empty()) {
       checkpoint_ = std::move(last);  // nothing to deliver (filtered tables, DDL)
       unsaved = true;
+      m_applied.Add(static_cast<double>(group_items));
+      publish_position();
       RETURN_IF_ERROR(save_pending(false));
       continue;
     }
@@ -727,6 +796,12 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     applied_rows_ += group_rows;
     ++applied_groups_;
     last_source_ts_ = group_source_ts;
+    count_rows(group);
+    m_txns.Add(static_cast<double>(group_txns));
+    m_commits.Add(1);
+    m_ts.Set(group_source_ts);
+    m_applied.Add(static_cast<double>(group_items));
+    publish_position();
     if (options_.on_applied) options_.on_applied(checkpoint_, group_rows);
   }
 }

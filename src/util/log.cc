@@ -1,13 +1,67 @@
 #include "util/log.h"
 
 #include <atomic>
+#include <chrono>
+#include <ctime>
+#include <mutex>
 
 namespace sluice {
 namespace {
 std::atomic<LogLevel> g_level{LogLevel::kInfo};
+std::atomic<bool> g_json{false};
+std::mutex g_mu;
+std::string g_display;  // guarded by g_mu: the block on screen, "" when none
+std::atomic<bool> g_display_active{false};
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
+        else out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
+std::string NowUtc() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+}
+
+// The escape sequences that take the cursor from the end of the block on screen back to the
+// start of its first line, erasing it.
+std::string EraseDisplay(const std::string& block) {
+  if (block.empty()) return "";
+  std::string out = "\r\033[K";
+  for (char c : block)
+    if (c == '\n') out += "\033[A\033[K";
+  return out;
+}
+
+void Write(const std::string& line) {
+  std::lock_guard lock(g_mu);
+  std::string out = EraseDisplay(g_display) + line + g_display;
+  std::fputs(out.c_str(), stderr);
+  if (!g_display.empty()) std::fflush(stderr);
+}
+
+}  // namespace
+
 void SetLogLevel(LogLevel level) { g_level = level; }
+void SetLogJson(bool json) { g_json = json; }
 
 void LogLine(LogLevel level, const std::string& text) {
   if (level < g_level.load()) return;
@@ -15,8 +69,27 @@ void LogLine(LogLevel level, const std::string& text) {
                      : level == LogLevel::kInfo    ? "info"
                      : level == LogLevel::kWarning ? "warning"
                                                    : "error";
-  std::string line = fmt::format("sluice: {}: {}\n", name, text);
-  std::fputs(line.c_str(), stderr);
+  if (g_json.load()) {
+    Write(fmt::format("{{\"time\":\"{}\",\"level\":\"{}\",\"msg\":\"{}\"}}\n", NowUtc(), name, JsonEscape(text)));
+  } else {
+    Write(fmt::format("sluice: {}: {}\n", name, text));
+  }
 }
+
+void LogStatusLine(const std::string& text) {
+  if (g_display_active.load()) return;
+  LogLine(LogLevel::kInfo, text);
+}
+
+void SetStatusDisplay(const std::string& block) {
+  std::lock_guard lock(g_mu);
+  std::string out = EraseDisplay(g_display) + block;
+  g_display = block;
+  g_display_active = !block.empty();
+  std::fputs(out.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+bool StatusDisplayActive() { return g_display_active.load(); }
 
 }  // namespace sluice

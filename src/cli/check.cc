@@ -1,0 +1,717 @@
+#include "cli/check.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include "checkpoint/checkpoint_file.h"
+#include "cli/run.h"
+#include "schema/text_value.h"
+#include "util/log.h"
+
+namespace sluice::cli {
+namespace {
+
+uint64_t ToU64(const std::optional<std::string>& s) {
+  uint64_t v = 0;
+  if (!s) return 0;
+  std::from_chars(s->data(), s->data() + s->size(), v);
+  return v;
+}
+
+std::string Duration(double s) {
+  if (s < 120) return fmt::format("{:.0f} s", s);
+  if (s < 7200) return fmt::format("{:.0f} min", s / 60);
+  if (s < 172800) return fmt::format("{:.1f} h", s / 3600);
+  return fmt::format("{:.1f} days", s / 86400);
+}
+
+std::string Bytes(uint64_t b) {
+  if (b < 10 * 1024) return fmt::format("{} bytes", b);
+  if (b < 10 * 1024 * 1024) return fmt::format("{} KiB", b / 1024);
+  return fmt::format("{} MiB", b / (1024 * 1024));
+}
+
+// Largest bytes a value of a non-LOB column can take (declared), for the packet estimate.
+uint64_t DeclaredBytes(const std::string& type, uint64_t octets, uint64_t precision) {
+  static const std::map<std::string, uint64_t> fixed = {
+      {"tinyint", 1}, {"smallint", 2}, {"mediumint", 3}, {"int", 4},      {"bigint", 8},
+      {"float", 4},   {"double", 8},   {"date", 3},      {"time", 6},     {"datetime", 8},
+      {"timestamp", 7}, {"year", 1},   {"bit", 8},       {"enum", 2},     {"set", 8},
+      {"inet4", 4},   {"inet6", 16},   {"uuid", 16}};
+  if (auto it = fixed.find(type); it != fixed.end()) return it->second;
+  if (type == "decimal") return precision / 2 + 2;
+  return octets > 0 ? octets : 8;
+}
+
+// Columns whose declared maximum (16 MiB and more) says nothing about real rows: measured.
+bool IsLargeObject(const std::string& type) {
+  static const std::set<std::string> lob = {
+      "mediumtext", "longtext", "mediumblob", "longblob", "json", "geometry", "point",
+      "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection"};
+  return lob.count(type) > 0;
+}
+
+// LOB columns are measured (MAX(LENGTH)) only in tables up to this many rows: the check must
+// stay quick at every run start.
+constexpr uint64_t kMeasureLobMaxRows = 200000;
+
+CheckLine Line(std::string name, CheckOutcome o, std::string detail, std::string fix = "",
+               bool fatal = false) {
+  CheckLine l;
+  l.name = std::move(name);
+  l.outcome = o;
+  l.detail = std::move(detail);
+  l.fix = std::move(fix);
+  l.fatal = fatal && o == CheckOutcome::kFail;
+  return l;
+}
+
+std::optional<double> FileAgeSeconds(const std::vector<std::string>& paths) {
+  std::optional<time_t> newest;
+  for (const auto& p : paths) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) continue;
+    if (!newest || st.st_mtime > *newest) newest = st.st_mtime;
+  }
+  if (!newest) return std::nullopt;
+  return std::max(0.0, std::difftime(std::time(nullptr), *newest));
+}
+
+// TCP reachability of the first "host:port" of a list, within 3 s.
+Status TcpReachable(std::string endpoint, const char* default_port) {
+  if (auto comma = endpoint.find(','); comma != std::string::npos) endpoint.resize(comma);
+  if (auto scheme = endpoint.find("://"); scheme != std::string::npos) endpoint.erase(0, scheme + 3);
+  if (auto at = endpoint.rfind('@'); at != std::string::npos) endpoint.erase(0, at + 1);
+  std::string host = endpoint, port = default_port;
+  if (auto colon = endpoint.rfind(':'); colon != std::string::npos) {
+    host = endpoint.substr(0, colon);
+    port = endpoint.substr(colon + 1);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0)
+    return Status::Unavailable(fmt::format("cannot resolve {}: {}", host, gai_strerror(rc)));
+  Status result = Status::Unavailable(fmt::format("cannot connect to {}:{}", host, port));
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      if (::poll(&p, 1, 3000) == 1) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        rc = err == 0 ? 0 : -1;
+        if (err) errno = err;
+      } else {
+        errno = ETIMEDOUT;
+      }
+    }
+    if (rc == 0) result = Status::Ok();
+    else result = Status::Unavailable(fmt::format("cannot connect to {}:{}: {}", host, port, std::strerror(errno)));
+    ::close(fd);
+    if (rc == 0) break;
+  }
+  ::freeaddrinfo(res);
+  return result;
+}
+
+// The SQLite replica's stored checkpoint, read through a read-only connection.
+Result<std::optional<std::string>> ReadSqliteCheckpoint(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  std::optional<std::string> out;
+  Status st;
+  if (rc != SQLITE_OK) {
+    st = Status::Unavailable(fmt::format("cannot open {}: {}", path, db ? sqlite3_errmsg(db) : "out of memory"));
+  } else {
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT state FROM _sluice_checkpoint WHERE id = 1", -1, &s, nullptr) == SQLITE_OK) {
+      if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+        out = std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)),
+                          static_cast<size_t>(sqlite3_column_bytes(s, 0)));
+    } else if (std::string(sqlite3_errmsg(db)).find("no such table") == std::string::npos) {
+      st = Status::Unavailable(fmt::format("cannot read the checkpoint of {}: {}", path, sqlite3_errmsg(db)));
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  if (!st.ok()) return st;
+  return out;
+}
+
+// A file sluice will write: its directory must exist and be writable, the file (if there) too.
+std::string FileProblem(const std::string& path, const char* key) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return fmt::format("{} {} is a directory; name a file", key, path);
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::exists(parent, ec)) return fmt::format("{} {}: directory {} does not exist", key, path, parent.string());
+  if (!fs::is_directory(parent, ec)) return fmt::format("{} {}: {} is not a directory", key, path, parent.string());
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    return fmt::format("{} {}: directory {} is not writable: {}", key, path, parent.string(), std::strerror(errno));
+  if (fs::exists(path, ec) && ::access(path.c_str(), W_OK) != 0)
+    return fmt::format("{} {} is not writable: {}", key, path, std::strerror(errno));
+  return "";
+}
+
+// Whether another run holds "<path>.lock" (run.cc SinkLock). Never creates the lock file.
+bool LockHeld(const std::string& lock_path) {
+  int fd = ::open(lock_path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+  ::close(fd);  // releases our lock if we got it
+  return held;
+}
+
+}  // namespace
+
+const char* OutcomeName(CheckOutcome o) {
+  switch (o) {
+    case CheckOutcome::kPass: return "PASS";
+    case CheckOutcome::kWarn: return "WARN";
+    case CheckOutcome::kFail: return "FAIL";
+  }
+  return "?";
+}
+
+Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config) {
+  SourceFacts f;
+  f.endpoint = fmt::format("{}:{}", config.source.host, config.source.port);
+  ASSIGN_OR_RETURN(f.info, ProbeServer(conn));
+  {
+    ASSIGN_OR_RETURN(QueryResult v, conn.Query("SHOW GLOBAL VARIABLES WHERE Variable_name IN "
+                                               "('max_allowed_packet', 'binlog_expire_logs_seconds', "
+                                               "'expire_logs_days')"));
+    double seconds = 0, days = 0;
+    for (const TextRow& row : v.rows) {
+      if (row.size() < 2 || !row[0] || !row[1]) continue;
+      if (*row[0] == "max_allowed_packet") f.max_allowed_packet = ToU64(row[1]);
+      else if (*row[0] == "binlog_expire_logs_seconds") seconds = std::atof(row[1]->c_str());
+      else if (*row[0] == "expire_logs_days") days = std::atof(row[1]->c_str());
+    }
+    f.expire_seconds = seconds > 0 ? seconds : days * 86400;
+  }
+  ASSIGN_OR_RETURN(f.privileges, CheckPrivileges(conn, config.source.tables));
+  if (!conn.tls_cipher().empty()) f.tls_description = conn.DescribeTls();
+
+  if (auto logs = ListBinaryLogs(conn); logs.ok()) {
+    f.binlogs = std::move(logs).value();
+    f.binlogs_known = true;
+  } else if (logs.status().code() == StatusCode::kUnavailable) {
+    return logs.status();
+  }
+
+  if (auto hosts = conn.Query("SHOW SLAVE HOSTS"); hosts.ok()) {
+    f.replica_hosts_known = true;
+    int id = hosts->ColumnIndex("Server_id"), host = hosts->ColumnIndex("Host");
+    for (const TextRow& row : hosts->rows)
+      if (id >= 0 && row[id])
+        f.replica_hosts.emplace_back(static_cast<uint32_t>(ToU64(row[id])),
+                                     host >= 0 && row[host] ? *row[host] : "");
+  } else if (hosts.status().code() == StatusCode::kUnavailable) {
+    return hosts.status();
+  } else {
+    f.replica_hosts_error = hosts.status().message();
+  }
+
+  // Tables: engines, row counts, and the largest row from the declared column sizes.
+  auto listed = ListTables(conn, TableFilter{config.source.tables, config.source.exclude});
+  if (!listed.ok()) {
+    if (listed.status().code() == StatusCode::kUnavailable) return listed.status();
+    return f;  // EvaluateServer reports the missing tables through the privilege lines
+  }
+  std::map<std::string, size_t> index;
+  std::set<std::string> dbs;
+  for (const TableName& t : *listed) {
+    index[t.db + '\0' + t.table] = f.tables.size();
+    dbs.insert(t.db);
+    TableFacts tf;
+    tf.name = t;
+    f.tables.push_back(std::move(tf));
+  }
+  if (f.tables.empty()) return f;
+  std::string in;
+  for (const auto& db : dbs) in += (in.empty() ? "" : ", ") + conn.Quote(db);
+  ASSIGN_OR_RETURN(QueryResult tables,
+                   conn.Query("SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE, TABLE_ROWS FROM "
+                              "information_schema.TABLES WHERE TABLE_SCHEMA IN (" + in + ")"));
+  for (const TextRow& row : tables.rows) {
+    if (row.size() < 4 || !row[0] || !row[1]) continue;
+    auto it = index.find(*row[0] + '\0' + *row[1]);
+    if (it == index.end()) continue;
+    f.tables[it->second].engine = row[2].value_or("");
+    f.tables[it->second].rows = ToU64(row[3]);
+  }
+  ASSIGN_OR_RETURN(QueryResult cols,
+                   conn.Query("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, "
+                              "CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION FROM information_schema.COLUMNS "
+                              "WHERE TABLE_SCHEMA IN (" + in + ")"));
+  std::map<size_t, std::vector<std::string>> lob_columns;
+  for (const TextRow& row : cols.rows) {
+    if (row.size() < 6 || !row[0] || !row[1] || !row[2] || !row[3]) continue;
+    auto it = index.find(*row[0] + '\0' + *row[1]);
+    if (it == index.end()) continue;
+    std::string type = *row[3];
+    for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (IsLargeObject(type)) lob_columns[it->second].push_back(*row[2]);
+    else f.tables[it->second].largest_row += DeclaredBytes(type, ToU64(row[4]), ToU64(row[5]));
+  }
+  for (TableFacts& t : f.tables) {
+    const std::string q = QuoteIdentifier(t.name.db) + "." + QuoteIdentifier(t.name.table);
+    if (t.rows < config.snapshot.exact_count_max_rows) {
+      // The estimate of a small table can be far off (InnoDB statistics); the planner counts.
+      auto r = conn.Query("SELECT COUNT(*) FROM " + q);
+      if (r.ok() && !r->rows.empty()) t.rows = ToU64(r->rows[0][0]);
+      else if (!r.ok() && r.status().code() == StatusCode::kUnavailable) return r.status();
+    }
+  }
+  for (auto& [i, names] : lob_columns) {
+    TableFacts& t = f.tables[i];
+    if (t.rows > kMeasureLobMaxRows) {
+      t.lob_unmeasured = true;
+      continue;
+    }
+    std::string sum;
+    for (const auto& c : names) sum += (sum.empty() ? "" : " + ") + fmt::format("COALESCE(LENGTH({}), 0)", QuoteIdentifier(c));
+    auto r = conn.Query(fmt::format("SELECT MAX({}) FROM {}.{}", sum, QuoteIdentifier(t.name.db),
+                                    QuoteIdentifier(t.name.table)));
+    if (r.ok() && !r->rows.empty()) t.largest_row += ToU64(r->rows[0][0]);
+    else if (!r.ok() && r.status().code() == StatusCode::kUnavailable) return r.status();
+    else t.lob_unmeasured = true;
+  }
+  return f;
+}
+
+std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config) {
+  std::vector<CheckLine> out;
+  const ServerInfo& info = f.info;
+  const bool mariadb = info.flavor == Flavor::kMariaDB;
+
+  out.push_back(Line("TCP connection", CheckOutcome::kPass, fmt::format("connected to {}", f.endpoint)));
+  {
+    bool supported = mariadb ? info.version_major >= 10 : info.version_major >= 8;
+    out.push_back(Line("server version",
+                       supported ? CheckOutcome::kPass : CheckOutcome::kWarn,
+                       fmt::format("{} {}{}", FlavorName(info.flavor), info.version,
+                                   supported ? "" : ": sluice supports MySQL 8.0+ and MariaDB 10.x+"),
+                       supported ? "" : "upgrade the server, or expect untested behaviour"));
+  }
+  out.push_back(info.log_bin
+                    ? Line("log_bin", CheckOutcome::kPass, "ON")
+                    : Line("log_bin", CheckOutcome::kFail, "OFF: the server writes no binlog, there is nothing to stream",
+                           "restart the server with log_bin (e.g. --log-bin=mysql-bin) and binlog_format=ROW", true));
+  if (info.binlog_format == "ROW") {
+    out.push_back(Line("binlog_format", CheckOutcome::kPass, "ROW"));
+  } else {
+    out.push_back(Line("binlog_format", CheckOutcome::kFail,
+                       fmt::format("{}: sluice reads row changes and needs ROW (a statement cannot be replayed as rows)",
+                                   info.binlog_format.empty() ? "unknown" : info.binlog_format),
+                       "SET GLOBAL binlog_format = 'ROW' and binlog_format=ROW in the server config; existing "
+                       "sessions keep their old format until they reconnect",
+                       true));
+  }
+  {
+    const std::string& img = info.binlog_row_image;
+    const bool sqlite = config.sink.type == SinkType::kSqlite;
+    if (img.empty() || img == "FULL") {
+      out.push_back(Line("binlog_row_image", CheckOutcome::kPass, img.empty() ? "not reported (FULL assumed)" : "FULL"));
+    } else {
+      std::string means =
+          sqlite ? "updates carry only some columns: the replica leaves the others as they were and new rows "
+                   "get column defaults; a snapshot resumed across two runs is exact only with FULL"
+                 : "change records carry only the logged columns (the others are absent from 'before' and "
+                   "'after'); consumers must merge them by key";
+      if (img == "NOBLOB")
+        means = sqlite ? "unchanged BLOB/TEXT columns are missing from updates: the replica keeps its old value; a "
+                         "snapshot resumed across two runs is exact only with FULL"
+                       : "unchanged BLOB/TEXT columns are absent from change records";
+      out.push_back(Line("binlog_row_image", CheckOutcome::kWarn, fmt::format("{}: {}", img, means),
+                         "SET GLOBAL binlog_row_image = 'FULL' (and in the server config)"));
+    }
+  }
+  {
+    const std::string& md = info.binlog_row_metadata;
+    if (md == "FULL") {
+      out.push_back(Line("binlog_row_metadata", CheckOutcome::kPass, "FULL"));
+    } else {
+      out.push_back(Line(
+          "binlog_row_metadata", CheckOutcome::kWarn,
+          md.empty() ? "not supported by this server: column names, signedness and ENUM/SET labels come from "
+                       "information_schema, so a binlog written before a DDL is read with the current definition"
+                     : fmt::format("{}: column names, signedness and ENUM/SET labels are not in the binlog and come "
+                                   "from information_schema, so a binlog written before a DDL is read with the "
+                                   "current definition (a reordered column would stop the run)",
+                                   md),
+          md.empty() ? "MySQL 8.0.1+ / MariaDB 10.5+ log it" : "SET GLOBAL binlog_row_metadata = 'FULL'"));
+    }
+  }
+  if (mariadb) {
+    out.push_back(Line("GTID", CheckOutcome::kPass,
+                       fmt::format("MariaDB GTIDs (gtid_binlog_pos {}, gtid_domain_id {}, gtid_strict_mode {})",
+                                   info.gtid_binlog_pos.empty() ? "empty" : info.gtid_binlog_pos,
+                                   info.gtid_domain_id, info.gtid_strict_mode ? "ON" : "OFF")));
+  } else if (info.gtid_mode == "ON") {
+    out.push_back(Line("GTID", CheckOutcome::kPass, "gtid_mode ON"));
+  } else {
+    out.push_back(Line("GTID", CheckOutcome::kWarn,
+                       fmt::format("gtid_mode {}: positions are file/offset only, so a failover to another "
+                                   "server cannot be followed",
+                                   info.gtid_mode.empty() ? "unknown" : info.gtid_mode),
+                       "enable GTIDs: enforce_gtid_consistency=ON, then gtid_mode OFF_PERMISSIVE -> ON_PERMISSIVE -> ON"));
+  }
+  for (const ServerCheck& c : f.privileges)
+    out.push_back(Line(c.name, c.passed ? CheckOutcome::kPass : CheckOutcome::kFail, c.detail, c.fix, true));
+  {
+    static const std::set<std::string> transactional = {"InnoDB", "XtraDB", "ROCKSDB", "RocksDB", "TokuDB"};
+    std::vector<std::string> bad;
+    std::map<std::string, size_t> engines;
+    for (const TableFacts& t : f.tables) {
+      ++engines[t.engine.empty() ? "unknown" : t.engine];
+      if (!transactional.count(t.engine)) bad.push_back(fmt::format("{} ({})", t.name.QualifiedName(), t.engine.empty() ? "unknown" : t.engine));
+    }
+    std::string summary;
+    for (const auto& [e, n] : engines) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, e);
+    if (f.tables.empty()) {
+      out.push_back(Line("table engines", CheckOutcome::kWarn, "no table matches source.tables (or none is visible to the user)",
+                         "check source.tables and the user's SELECT privilege"));
+    } else if (bad.empty()) {
+      out.push_back(Line("table engines", CheckOutcome::kPass, fmt::format("{} table(s): {}", f.tables.size(), summary)));
+    } else {
+      std::string list;
+      for (size_t i = 0; i < bad.size() && i < 10; ++i) list += (i ? ", " : "") + bad[i];
+      if (bad.size() > 10) list += fmt::format(" and {} more", bad.size() - 10);
+      out.push_back(Line("table engines", CheckOutcome::kFail,
+                         fmt::format("not transactional: {}: their copy is not one consistent read (rows change "
+                                     "while they are read; the stream repairs them only with FULL row images)",
+                                     list),
+                         "ALTER TABLE ... ENGINE=InnoDB, or leave them out (source.exclude)"));
+    }
+  }
+  {
+    const uint32_t id = config.source.server_id;
+    std::string users;
+    for (const auto& [sid, host] : f.replica_hosts)
+      if (sid == id) users += (users.empty() ? "" : ", ") + (host.empty() ? std::string("a replica") : host);
+    if (id == info.server_id) {
+      out.push_back(Line("server_id", CheckOutcome::kFail,
+                         fmt::format("source.server_id {} is the server's own server_id", id),
+                         "pick another source.server_id, unique among the server's replicas", true));
+    } else if (!users.empty()) {
+      out.push_back(Line("server_id", CheckOutcome::kFail,
+                         fmt::format("source.server_id {} is in use by a connected replica ({}): the server drops "
+                                     "one of two replicas with the same id",
+                                     id, users),
+                         "pick another source.server_id (SHOW SLAVE HOSTS lists the ids in use)"));
+    } else if (!f.replica_hosts_known) {
+      out.push_back(Line("server_id", CheckOutcome::kPass,
+                         fmt::format("{} differs from the server's ({}); other replicas not checked (SHOW SLAVE "
+                                     "HOSTS refused: {})",
+                                     id, info.server_id, f.replica_hosts_error)));
+    } else {
+      out.push_back(Line("server_id", CheckOutcome::kPass,
+                         fmt::format("{}: not the server's ({}), not used by any of {} connected replica(s)", id,
+                                     info.server_id, f.replica_hosts.size())));
+    }
+  }
+  if (!f.tls_description.empty()) {
+    out.push_back(Line("TLS", CheckOutcome::kPass,
+                       fmt::format("{} (source.tls = \"{}\", server certificate {})", f.tls_description,
+                                   TlsModeName(config.source.tls),
+                                   TlsVerifiesServer(config.source.tls) ? "verified" : "not verified")));
+  } else if (config.source.tls == TlsMode::kDisabled) {
+    out.push_back(Line("TLS", CheckOutcome::kPass, "off, as configured (source.tls = \"disabled\")"));
+  } else {
+    out.push_back(Line("TLS", CheckOutcome::kWarn,
+                       "the server offers no TLS: queries, row data and the binlog travel in plain text "
+                       "(source.tls = \"preferred\")",
+                       "configure ssl_cert/ssl_key on the server and set source.tls = \"verify_identity\", or "
+                       "source.tls = \"disabled\" to accept plain text"));
+  }
+  {
+    const TableFacts* widest = nullptr;
+    std::vector<std::string> unmeasured;
+    for (const TableFacts& t : f.tables) {
+      if (!widest || t.largest_row > widest->largest_row) widest = &t;
+      if (t.lob_unmeasured) unmeasured.push_back(t.name.QualifiedName());
+    }
+    std::string note = unmeasured.empty() ? ""
+                                          : fmt::format("; large-object columns of {} table(s) with more than {} rows "
+                                                        "not measured (e.g. {})",
+                                                        unmeasured.size(), kMeasureLobMaxRows, unmeasured.front());
+    if (!widest) {
+      out.push_back(Line("max_allowed_packet", CheckOutcome::kPass, fmt::format("{} (no table to compare with)", Bytes(f.max_allowed_packet))));
+    } else {
+      // An update event carries the row twice (before and after image), plus headers.
+      const uint64_t need = 2 * widest->largest_row + 1024;
+      if (f.max_allowed_packet >= need) {
+        out.push_back(Line("max_allowed_packet", CheckOutcome::kPass,
+                           fmt::format("{}; the largest row is about {} ({}), an update event of it about {}{}",
+                                       Bytes(f.max_allowed_packet), Bytes(widest->largest_row),
+                                       widest->name.QualifiedName(), Bytes(need), note)));
+      } else {
+        uint64_t suggest = 1024;
+        while (suggest < need) suggest *= 2;
+        out.push_back(Line("max_allowed_packet", CheckOutcome::kFail,
+                           fmt::format("{} is smaller than an update event of the largest row: {} can hold rows of "
+                                       "about {} (declared column sizes, large objects measured), so its event "
+                                       "needs about {}; the server cannot send it and the stream stops{}",
+                                       Bytes(f.max_allowed_packet), widest->name.QualifiedName(),
+                                       Bytes(widest->largest_row), Bytes(need), note),
+                           fmt::format("SET GLOBAL max_allowed_packet = {} (and in the server config)", suggest)));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<CheckLine> EvaluateRetention(const SourceFacts& f, const Config& config,
+                                         const std::optional<Checkpoint>& checkpoint,
+                                         std::optional<double> age) {
+  std::vector<CheckLine> out;
+  const std::string retention = f.expire_seconds > 0
+                                    ? fmt::format("binlogs expire after {} (binlog_expire_logs_seconds)", Duration(f.expire_seconds))
+                                    : "binlogs never expire (binlog_expire_logs_seconds = 0)";
+  // The resume position against what the server still has.
+  if (!checkpoint) {
+    out.push_back(Line("binlog retention: resume position", CheckOutcome::kPass,
+                       "no checkpoint yet: a new destination starts from a new snapshot"));
+  } else if (checkpoint->stream_start.file.empty() || !f.binlogs_known || !f.info.log_bin) {
+    out.push_back(Line("binlog retention: resume position", CheckOutcome::kPass,
+                       fmt::format("resume position {} not checked (the server's binlog list is unknown)",
+                                   checkpoint->stream_start.ToString())));
+  } else {
+    bool present = false;
+    for (const auto& [name, size] : f.binlogs)
+      if (name == checkpoint->stream_start.file) present = true;
+    // Missing and older than the oldest binlog of the same series: purged. Otherwise it is
+    // another server's file (a failover or restore): the stream decides by GTID.
+    auto split = [](const std::string& file) {
+      auto dot = file.rfind('.');
+      uint64_t n = 0;
+      if (dot == std::string::npos) return std::make_pair(file, n);
+      std::from_chars(file.data() + dot + 1, file.data() + file.size(), n);
+      return std::make_pair(file.substr(0, dot), n);
+    };
+    const bool purged = !present && !f.binlogs.empty() &&
+                        split(checkpoint->stream_start.file).first == split(f.binlogs.front().first).first &&
+                        split(checkpoint->stream_start.file).second < split(f.binlogs.front().first).second;
+    if (!present && !purged) {
+      out.push_back(Line("binlog retention: resume position", CheckOutcome::kWarn,
+                         fmt::format("the resume file {} is not one of this server's binlogs ({} .. {}): another "
+                                     "server wrote it (failover, restore?); the stream resumes only if this "
+                                     "server's GTID history holds the checkpoint's GTID position",
+                                     checkpoint->stream_start.file,
+                                     f.binlogs.empty() ? "none" : f.binlogs.front().first,
+                                     f.binlogs.empty() ? "none" : f.binlogs.back().first),
+                         "point source.host at the server the destination was copied from, or resnapshot"));
+    } else if (!present) {
+      CheckLine l = Line(
+          "binlog retention: resume position", CheckOutcome::kFail,
+          fmt::format("the resume position {} is no longer on the server (its binlogs were purged); the oldest "
+                      "binlog it has is {}. The changes in between are lost to this destination",
+                      checkpoint->stream_start.ToString(), f.binlogs.empty() ? "none" : f.binlogs.front().first),
+          "take a new snapshot into a new destination (a new sink.path, snapshot.mode = \"initial\"), and keep "
+          "binlogs longer than sluice may be stopped (binlog_expire_logs_seconds)",
+          true);
+      l.code = StatusCode::kDataLoss;
+      out.push_back(std::move(l));
+    } else if (f.expire_seconds > 0 && age && *age > f.expire_seconds / 2) {
+      out.push_back(Line("binlog retention: resume position", CheckOutcome::kWarn,
+                         fmt::format("the resume position {} is still on the server, but the destination was last "
+                                     "written {} ago and {}: it will be purged in about {} unless sluice runs",
+                                     checkpoint->stream_start.ToString(), Duration(*age), retention,
+                                     Duration(std::max(0.0, f.expire_seconds - *age))),
+                         "start sluice now, or raise binlog_expire_logs_seconds"));
+    } else {
+      out.push_back(Line("binlog retention: resume position", CheckOutcome::kPass,
+                         fmt::format("{} is on the server (oldest binlog {}){}; {}", checkpoint->stream_start.ToString(),
+                                     f.binlogs.empty() ? "none" : f.binlogs.front().first,
+                                     age ? fmt::format(", destination last written {} ago", Duration(*age)) : "",
+                                     retention)));
+    }
+  }
+  // The snapshot still to do against the retention: the stream starts at the snapshot's
+  // first point, so that binlog must outlive the whole copy.
+  if (config.snapshot.mode == SnapshotMode::kInitial) {
+    uint64_t rows = 0;
+    size_t tables = 0;
+    for (const TableFacts& t : f.tables) {
+      uint64_t done = 0;
+      if (checkpoint) {
+        auto it = checkpoint->tables.find(t.name.QualifiedName());
+        if (it != checkpoint->tables.end()) {
+          if (it->second.done) continue;
+          done = it->second.rows;
+        }
+      }
+      ++tables;
+      rows += t.rows > done ? t.rows - done : 0;
+    }
+    const double rate = std::max<double>(1, config.snapshot.expected_rows_per_second);
+    const double secs = static_cast<double>(rows) / rate;
+    if (tables == 0) {
+      out.push_back(Line("binlog retention: snapshot time", CheckOutcome::kPass, "no snapshot to take"));
+    } else if (f.expire_seconds > 0 && secs > f.expire_seconds / 2) {
+      out.push_back(Line(
+          "binlog retention: snapshot time", CheckOutcome::kWarn,
+          fmt::format("{} rows in {} table(s) to copy take about {} at {} rows/s (snapshot.expected_rows_per_second), "
+                      "and {}: if the snapshot outlasts it, its start position is purged before streaming "
+                      "begins and the run ends with exit code 3",
+                      rows, tables, Duration(secs), config.snapshot.expected_rows_per_second, retention),
+          fmt::format("SET GLOBAL binlog_expire_logs_seconds = {} (at least twice the expected snapshot time) "
+                      "for the snapshot, or snapshot fewer tables at a time",
+                      static_cast<uint64_t>(std::ceil(secs * 2)))));
+    } else {
+      out.push_back(Line("binlog retention: snapshot time", CheckOutcome::kPass,
+                         fmt::format("{} rows in {} table(s) to copy, about {} at {} rows/s; {}", rows, tables,
+                                     Duration(secs), config.snapshot.expected_rows_per_second, retention)));
+    }
+  }
+  return out;
+}
+
+SinkFacts CheckSink(const Config& config) {
+  SinkFacts s;
+  const SinkConfig& k = config.sink;
+  const char* name = "sink reachable and writable";
+  if (k.type == SinkType::kKafka || k.type == SinkType::kNats) {
+    const std::string& ep = k.type == SinkType::kKafka ? k.kafka.bootstrap_servers : k.nats.url;
+    Status st = TcpReachable(ep, k.type == SinkType::kKafka ? "9092" : "4222");
+    s.line = st.ok() ? Line(name, CheckOutcome::kPass,
+                            fmt::format("{} broker {} accepts TCP connections (topics and permissions are "
+                                        "checked when the run starts)",
+                                        k.type == SinkType::kKafka ? "Kafka" : "NATS", ep))
+                     : Line(name, CheckOutcome::kFail, st.message(),
+                            k.type == SinkType::kKafka ? "check sink.kafka.bootstrap_servers and that the brokers run"
+                                                       : "check sink.nats.url and that the server runs",
+                            true);
+    return s;
+  }
+  std::string problem = k.path == "-" ? "" : FileProblem(k.path, "sink.path");
+  if (problem.empty() && k.type == SinkType::kJsonl) problem = FileProblem(k.checkpoint, "sink.checkpoint");
+  if (!problem.empty()) {
+    s.line = Line(name, CheckOutcome::kFail, problem, "point sink.path at a file in an existing, writable directory", true);
+    return s;
+  }
+  const std::string lock = (k.path == "-" ? k.checkpoint : k.path) + ".lock";
+  if (LockHeld(lock)) {
+    s.line = Line(name, CheckOutcome::kFail,
+                  fmt::format("sink {} is in use by another sluice run (lock {} is held)", k.path, lock),
+                  "stop the other run, or give this one its own sink.path", true);
+    return s;
+  }
+  Result<std::optional<std::string>> stored = std::optional<std::string>();
+  if (k.type == SinkType::kSqlite) {
+    if (std::filesystem::exists(k.path)) {
+      // Before reading: a read-only connection may create the -wal file.
+      s.checkpoint_age_seconds = FileAgeSeconds({k.path, k.path + "-wal"});
+      stored = ReadSqliteCheckpoint(k.path);
+    }
+  } else {
+    auto text = ReadSmallFile(k.checkpoint);
+    if (!text.ok()) {
+      stored = text.status();
+    } else if (*text) {
+      try {
+        auto j = nlohmann::json::parse(**text);
+        if (j.contains("checkpoint") && j["checkpoint"].is_string())
+          stored = std::optional<std::string>(j["checkpoint"].get<std::string>());
+      } catch (const std::exception& e) {
+        stored = Status::Corruption(fmt::format("{} is not a sluice state file: {}", k.checkpoint, e.what()));
+      }
+      s.checkpoint_age_seconds = FileAgeSeconds({k.checkpoint});
+    }
+  }
+  if (!stored.ok()) {
+    s.line = Line(name, CheckOutcome::kFail, stored.status().message(), "check the destination file", true);
+    return s;
+  }
+  if (*stored) {
+    auto cp = Checkpoint::FromJson(**stored);
+    if (!cp.ok()) {
+      s.line = Line(name, CheckOutcome::kFail, cp.status().message(), "check the destination file", true);
+      return s;
+    }
+    s.checkpoint = std::move(cp).value();
+  }
+  s.line = Line(name, CheckOutcome::kPass,
+                fmt::format("{} {} writable{}", k.type == SinkType::kSqlite ? "SQLite replica" : "JSON lines output",
+                            k.path, s.checkpoint ? fmt::format(", checkpoint at {}", s.checkpoint->stream_start.ToString())
+                                                 : ", no checkpoint yet"));
+  return s;
+}
+
+Status RefuseOnFatal(const std::vector<CheckLine>& lines) {
+  std::string msg;
+  StatusCode code = StatusCode::kFailedPrecondition;
+  for (const CheckLine& l : lines) {
+    if (l.outcome == CheckOutcome::kPass) continue;
+    if (!l.fatal) {
+      LogWarning("check: {}: {}{}", l.name, l.detail, l.fix.empty() ? "" : " (fix: " + l.fix + ")");
+      continue;
+    }
+    if (msg.empty()) code = l.code;
+    msg += fmt::format("{}{}: {} (fix: {})", msg.empty() ? "" : "; ", l.name, l.detail, l.fix);
+  }
+  if (msg.empty()) return Status::Ok();
+  msg = "refusing to start (`sluice check` lists every requirement): " + msg;
+  return code == StatusCode::kDataLoss ? Status::DataLoss(std::move(msg)) : Status::FailedPrecondition(std::move(msg));
+}
+
+int RunCheckCommand(const Config& config, std::FILE* out) {
+  std::vector<CheckLine> lines;
+  SinkFacts sink = CheckSink(config);
+  auto conn = Connection::Connect(SourceConnectOptions(config.source));
+  if (!conn.ok()) {
+    lines.push_back(Line("TCP connection", CheckOutcome::kFail,
+                         fmt::format("cannot connect to {}:{}: {}", config.source.host, config.source.port,
+                                     conn.status().message()),
+                         "check source.host, source.port, that the server listens on TCP there (bind_address, "
+                         "skip_networking=OFF), and the user and password",
+                         true));
+  } else {
+    auto facts = GatherSourceFacts(**conn, config);
+    if (!facts.ok()) {
+      lines.push_back(Line("server", CheckOutcome::kFail, facts.status().message(), "see the message", true));
+    } else {
+      lines = EvaluateServer(*facts, config);
+      for (auto& l : EvaluateRetention(*facts, config, sink.checkpoint, sink.checkpoint_age_seconds))
+        lines.push_back(std::move(l));
+    }
+  }
+  lines.push_back(sink.line);
+  size_t counts[3] = {0, 0, 0};
+  for (const CheckLine& l : lines) {
+    ++counts[static_cast<int>(l.outcome)];
+    std::fprintf(out, "%s  %-36s %s\n", OutcomeName(l.outcome), l.name.c_str(), l.detail.c_str());
+    if (l.outcome != CheckOutcome::kPass && !l.fix.empty()) std::fprintf(out, "      fix: %s\n", l.fix.c_str());
+  }
+  std::fprintf(out, "%s: %zu passed, %zu warning(s), %zu failed\n",
+               counts[1] + counts[2] == 0 ? "OK" : "NOT READY", counts[0], counts[1], counts[2]);
+  std::fflush(out);
+  return counts[1] + counts[2] == 0 ? 0 : 1;
+}
+
+}  // namespace sluice::cli

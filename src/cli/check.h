@@ -1,0 +1,104 @@
+// Preflight checks: `sluice check --config FILE`, and the same checks at the start of
+// `sluice run`.
+//
+// Every requirement is one line (CheckLine): its outcome, what was seen, and the fix.
+//   PASS  fine.
+//   WARN  sluice can run, but something costs exactness, safety or speed (row image not FULL,
+//         TLS off under "preferred", a snapshot expected to outlast binlog retention, ...).
+//   FAIL  wrong. A line marked `fatal` means a run could not finish (no binlog, binlog_format
+//         not ROW, a missing privilege, the resume position purged, an unwritable sink): `run`
+//         refuses to start. Non-fatal FAIL lines are logged as warnings by `run`.
+// `check` exits 0 when every line passes, 1 otherwise (2 for a bad config, as every command).
+//
+// Facts come from the server without changing anything: @@version, SHOW GLOBAL VARIABLES,
+// SHOW GRANTS and probe queries (mysql/server_probe.h), information_schema.TABLES/COLUMNS
+// (engines, row estimates, declared column sizes), SHOW SLAVE HOSTS (replica ids in use),
+// SHOW BINARY LOGS (retention); from the sink: its directory and lock file, and its stored
+// checkpoint read without opening it for writing.
+// EvaluateServer / EvaluateRetention are pure (unit-tested on hand-made facts).
+// Thread safety: free functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"
+#include "cli/config.h"
+#include "mysql/connection.h"
+#include "mysql/schema_loader.h"
+#include "mysql/server_probe.h"
+#include "util/status.h"
+
+namespace sluice::cli {
+
+enum class CheckOutcome { kPass, kWarn, kFail };
+
+struct CheckLine {
+  std::string name;  // "binlog_format", "REPLICATION SLAVE privilege", ...
+  CheckOutcome outcome = CheckOutcome::kPass;
+  bool fatal = false;  // with kFail: `run` refuses to start
+  std::string detail;
+  std::string fix;  // empty when passed
+  StatusCode code = StatusCode::kFailedPrecondition;  // the error `run` returns (kDataLoss: purged)
+};
+
+struct TableFacts {
+  TableName name;
+  std::string engine;       // information_schema.TABLES.ENGINE
+  uint64_t rows = 0;        // exact when below snapshot.exact_count_max_rows, else the estimate
+  uint64_t largest_row = 0; // bytes: declared sizes, LOB columns measured (see check.cc)
+  bool lob_unmeasured = false;  // LOB columns of a table too large to measure
+};
+
+struct SourceFacts {
+  std::string endpoint;  // host:port
+  ServerInfo info;
+  uint64_t max_allowed_packet = 0;
+  double expire_seconds = 0;  // binlog retention; 0: never expire
+  std::vector<ServerCheck> privileges;
+  std::vector<TableFacts> tables;
+  bool replica_hosts_known = false;
+  std::vector<std::pair<uint32_t, std::string>> replica_hosts;  // server_id, host
+  std::string replica_hosts_error;
+  std::vector<std::pair<std::string, uint64_t>> binlogs;  // SHOW BINARY LOGS
+  bool binlogs_known = false;
+  std::string tls_description;  // empty: no TLS
+};
+
+// Reads the facts over an open connection. Network errors are returned; refusals become facts.
+Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config);
+
+// The server lines: flavor/version, log_bin, binlog_format, binlog_row_image,
+// binlog_row_metadata, GTID, privileges (one line each), table engines, server_id, TCP, TLS,
+// max_allowed_packet.
+std::vector<CheckLine> EvaluateServer(const SourceFacts& facts, const Config& config);
+
+// The retention lines: the checkpoint's resume position against the binlogs the server has
+// and its age against binlog_expire_logs_seconds; and the expected snapshot time against the
+// retention. `checkpoint_age_seconds`: time since the sink last committed (nullopt: unknown).
+std::vector<CheckLine> EvaluateRetention(const SourceFacts& facts, const Config& config,
+                                         const std::optional<Checkpoint>& checkpoint,
+                                         std::optional<double> checkpoint_age_seconds);
+
+// The sink line (reachable and writable) plus, for a sink with a stored checkpoint, the
+// checkpoint and its age. Reads only: never creates the destination or takes its lock.
+struct SinkFacts {
+  CheckLine line;
+  std::optional<Checkpoint> checkpoint;
+  std::optional<double> checkpoint_age_seconds;
+};
+SinkFacts CheckSink(const Config& config);
+
+// `sluice check`: all lines, printed to `out` as they are, one per requirement. Returns the
+// exit code (0 all pass, 1 otherwise).
+int RunCheckCommand(const Config& config, std::FILE* out);
+
+// For `sluice run`: OK, or the first fatal line's code with every fatal line in the message.
+// Non-fatal failures and warnings are logged.
+Status RefuseOnFatal(const std::vector<CheckLine>& lines);
+
+const char* OutcomeName(CheckOutcome o);
+
+}  // namespace sluice::cli
