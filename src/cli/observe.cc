@@ -218,6 +218,10 @@ Observer::~Observer() {
     SetStatusDisplay("");
   }
   if (impl_->server) {
+    // stop() is a no-op until the listening thread has started; a run that ends at once
+    // (refused by a check) would otherwise leave that thread in accept() forever.
+    for (int i = 0; i < 2000 && !impl_->server->is_running(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     impl_->server->stop();
     if (impl_->server_thread.joinable()) impl_->server_thread.join();
   }
