@@ -497,6 +497,15 @@ std::vector<CheckLine> EvaluateRetention(const SourceFacts& f, const Config& con
   if (!checkpoint) {
     out.push_back(Line("binlog retention: resume position", CheckOutcome::kPass,
                        "no checkpoint yet: a new destination starts from a new snapshot"));
+  } else if (checkpoint->source.server_id != 0 && checkpoint->source.server_id != f.info.server_id) {
+    out.push_back(Line("binlog retention: resume position", CheckOutcome::kWarn,
+                       fmt::format("the checkpoint belongs to another server ({}; this one has server_id {}): a "
+                                   "failover or restore. Its file/position mean nothing here; the run continues "
+                                   "only if this server's GTID history holds the checkpoint's GTID position {}",
+                                   checkpoint->source.ToString(), f.info.server_id,
+                                   checkpoint->gtid.empty() ? "(none recorded)" : checkpoint->gtid),
+                       "point source.host at the server the destination was copied from, or let `sluice run` "
+                       "check the GTID history (it stops with exit 3 if the position is missing)"));
   } else if (checkpoint->stream_start.file.empty() || !f.binlogs_known || !f.info.log_bin) {
     out.push_back(Line("binlog retention: resume position", CheckOutcome::kPass,
                        fmt::format("resume position {} not checked (the server's binlog list is unknown)",

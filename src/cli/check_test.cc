@@ -94,6 +94,13 @@ TEST(Check, ResumePositionPurgedOrFromAnotherServer) {
   EXPECT_NE(l->detail.find("the oldest binlog it has is bin.000003"), std::string::npos) << l->detail;
   EXPECT_EQ(RefuseOnFatal(lines).code(), StatusCode::kDataLoss);
 
+  cp.source.server_id = 7;  // written against another server: a failover, judged by GTID
+  l = Find(EvaluateRetention(f, GoodConfig(), cp, std::nullopt), "binlog retention: resume position");
+  EXPECT_EQ(l->outcome, CheckOutcome::kWarn);
+  EXPECT_FALSE(l->fatal);
+  EXPECT_NE(l->detail.find("another server (server_id 7"), std::string::npos) << l->detail;
+  cp.source.server_id = 1;
+
   cp.stream_start = {"other-bin.000009", 4};  // a failover: not judged here
   l = Find(EvaluateRetention(f, GoodConfig(), cp, std::nullopt), "binlog retention: resume position");
   EXPECT_EQ(l->outcome, CheckOutcome::kWarn);
