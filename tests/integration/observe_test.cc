@@ -153,7 +153,7 @@ TEST(Observe, ProgressDisplayInATerminal) {
   const std::string sock = "sluice-it-" + std::to_string(::getpid());
   const std::string tmux = "tmux -L " + sock + " ";
   // The tmux server starts with this process's environment (the password variable).
-  std::string cmd = tmux + "new-session -d -x 180 -y 40 -s run '" + SLUICE_BINARY + " run --config " + config +
+  std::string cmd = tmux + "new-session -d -x 180 -y 40 -s run '" + SluiceBinary() + " run --config " + config +
                     "; echo EXIT=$?; sleep 60'";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   auto screen = [&] { return Shell(tmux + "capture-pane -p -t run"); };
