@@ -26,7 +26,8 @@ for build in "$@"; do
   # A build without its own integration_tests (the ASan build of make test) runs the first
   # build's against its own sluice binary: the sanitizers watch sluice, and the test code is
   # compiled once.
-  if [ "$build" != "$first" ] && [ ! -x "$build/integration_tests" ] && [ -x "$build/sluice" ]; then
+  if [ "$build" != "$first" ] && grep -q '^SLUICE_INTEGRATION_TESTS:BOOL=OFF' "$build/CMakeCache.txt" \
+     && [ -x "$build/sluice" ]; then
     echo "== integration tests of $first against $build/sluice"
     SLUICE_TEST_BINARY="$PWD/$build/sluice" SLUICE_TEST_SANITIZED=1 \
       timeout 1200 "$first/integration_tests" ${SLUICE_ASAN_GTEST_FILTER:+--gtest_filter="$SLUICE_ASAN_GTEST_FILTER"} \
