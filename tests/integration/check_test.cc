@@ -64,10 +64,13 @@ class CheckWrong : public ::testing::Test {
     char a[] = "/tmp/sluice-it-wrong.XXXXXX", b[] = "/tmp/sluice-it-nobin.XXXXXX";
     g_wrong.dir = mkdtemp(a);
     g_nobinlog.dir = mkdtemp(b);
-    std::string start_wrong = Script() + " start " + g_wrong.dir +
+    // Each install gets its own TMPDIR: two bootstraps sharing /tmp collided once on a
+    // temporary table name ("Could not remove temporary table '/tmp/#sql-temptable-...'").
+    std::string start_wrong = "TMPDIR=" + g_wrong.dir + "/tmp " + Script() + " start " + g_wrong.dir +
                               " --binlog-format=STATEMENT --binlog-row-image=MINIMAL --binlog-row-metadata=NO_LOG"
                               " --max-allowed-packet=65536 --binlog-expire-logs-seconds=60 >/dev/null";
-    std::string start_nobin = Script() + " start " + g_nobinlog.dir + " --skip-log-bin >/dev/null";
+    std::string start_nobin =
+        "TMPDIR=" + g_nobinlog.dir + "/tmp " + Script() + " start " + g_nobinlog.dir + " --skip-log-bin >/dev/null";
     std::thread t([&] { (void)std::system(start_nobin.c_str()); });
     (void)std::system(start_wrong.c_str());
     t.join();
