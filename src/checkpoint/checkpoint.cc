@@ -254,15 +254,13 @@ Result<Checkpoint> FromParsed(const Json& doc) {
 
 }  // namespace
 
-std::string Checkpoint::ToJson() const {
-  const bool with_schemas = schemas != nullptr && !schemas->empty();
-  OJson doc;
-  doc["version"] = with_schemas ? kVersionWithSchemas : kVersion;
-  doc["flavor"] = std::string(FlavorName(flavor));
-  doc["stream_start"] = OJson{{"file", stream_start.file}, {"pos", stream_start.pos}};
-  doc["gtid"] = gtid;
-  if (source.known())
-    doc["source"] = OJson{{"server_id", source.server_id}, {"server_uuid", source.server_uuid}};
+struct Checkpoint::FrozenSnapshot {
+  std::string fingerprint;
+  std::string json;  // the "snapshot" object
+};
+
+namespace {
+OJson SnapshotToJson(bool snapshot_done, const std::map<std::string, TableSnapshotProgress>& tables) {
   OJson t = OJson::object();
   for (const auto& [name, p] : tables) {
     t[name] = OJson{{"done", p.done}, {"rows", p.rows}, {"last_key", KeyToJson(p.last_key)}};
@@ -275,12 +273,48 @@ std::string Checkpoint::ToJson() const {
       t[name]["ranges"] = std::move(rs);
     }
   }
-  doc["snapshot"] = OJson{{"done", snapshot_done}, {"tables", std::move(t)}};
+  return OJson{{"done", snapshot_done}, {"tables", std::move(t)}};
+}
+}  // namespace
+
+std::string Checkpoint::SnapshotFingerprint() const {
+  std::string f = snapshot_done ? "1" : "0";
+  for (const auto& [name, p] : tables)
+    f += fmt::format("|{}:{}:{}:{}:{}", name.size(), p.done, p.rows, p.ranges.size(),
+                     p.copied_at.pos);
+  return f;
+}
+
+void Checkpoint::FreezeSnapshotJson() {
+  auto frozen = std::make_shared<FrozenSnapshot>();
+  frozen->fingerprint = SnapshotFingerprint();
+  frozen->json = SnapshotToJson(snapshot_done, tables).dump(-1, ' ', false, OJson::error_handler_t::replace);
+  frozen_snapshot_ = std::move(frozen);
+}
+
+std::string Checkpoint::ToJson() const {
+  const bool with_schemas = schemas != nullptr && !schemas->empty();
+  const bool frozen = frozen_snapshot_ && frozen_snapshot_->fingerprint == SnapshotFingerprint();
+  OJson doc;
+  doc["version"] = with_schemas ? kVersionWithSchemas : kVersion;
+  doc["flavor"] = std::string(FlavorName(flavor));
+  doc["stream_start"] = OJson{{"file", stream_start.file}, {"pos", stream_start.pos}};
+  doc["gtid"] = gtid;
+  if (source.known())
+    doc["source"] = OJson{{"server_id", source.server_id}, {"server_uuid", source.server_uuid}};
+  // A frozen snapshot object is spliced in where its placeholder is: the first `"snapshot":`
+  // of the text is this key, as the strings before it cannot hold an unescaped quote.
+  doc["snapshot"] = frozen ? OJson(nullptr) : SnapshotToJson(snapshot_done, tables);
   if (!filter_include.empty() || !filter_exclude.empty())
     doc["filter"] = OJson{{"include", filter_include}, {"exclude", filter_exclude}};
   // Replacement never triggers: every string here is UTF-8 we produced; invalid bytes (if a
   // key ever held them) become U+FFFD instead of throwing.
   std::string text = doc.dump(-1, ' ', false, OJson::error_handler_t::replace);
+  if (frozen) {
+    static constexpr std::string_view kPlaceholder = "\"snapshot\":null";
+    const size_t at = text.find(kPlaceholder);
+    text.replace(at + kPlaceholder.size() - 4, 4, frozen_snapshot_->json);
+  }
   if (with_schemas) {
     // Spliced in as text (the history caches its JSON, schema_history.h): written once per
     // transaction, it is not parsed and dumped again each time.

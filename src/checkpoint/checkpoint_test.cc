@@ -339,3 +339,50 @@ TEST(CheckpointRangesTest, HandoffPiecesMergeEqualPointsAndNeedEveryRangeDone) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// The streamer freezes the snapshot part once; the text must equal a fresh format, follow
+// the position, and never hide a later change of the snapshot part.
+TEST(CheckpointFreezeTest, FrozenSnapshotTextEqualsAFreshFormatAndNeverGoesStale) {
+  Checkpoint cp;
+  cp.flavor = Flavor::kMariaDB;
+  cp.stream_start = {"bin.000001", 100};
+  cp.gtid = "0-1-5";
+  cp.snapshot_done = true;
+  TableSnapshotProgress& t = cp.tables["d.t"];
+  t.done = true;
+  t.rows = 2;
+  RangeProgress r;
+  r.upper = {"7"};
+  r.done = true;
+  r.rows = 2;
+  r.segments = {{{}, {"bin.000001", 90}}};
+  t.ranges = {r, r};
+  const std::string fresh = cp.ToJson();
+  Checkpoint frozen = cp;
+  frozen.FreezeSnapshotJson();
+  EXPECT_EQ(frozen.ToJson(), fresh);
+
+  Checkpoint next = frozen;  // as the streamer does per transaction
+  next.stream_start = {"bin.000002", 4};
+  next.gtid = "0-1-6";
+  Checkpoint plain = cp;
+  plain.stream_start = next.stream_start;
+  plain.gtid = next.gtid;
+  EXPECT_EQ(next.ToJson(), plain.ToJson());
+
+  next.tables["d.t"].rows = 3;  // a change of the snapshot part is never hidden
+  plain.tables["d.t"].rows = 3;
+  EXPECT_EQ(next.ToJson(), plain.ToJson());
+  next.tables["d.u"].done = false;
+  plain.tables["d.u"].done = false;
+  EXPECT_EQ(next.ToJson(), plain.ToJson());
+  auto back = Checkpoint::FromJson(next.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->tables.size(), 2u);
+}
+
+}  // namespace
+}  // namespace sluice

@@ -537,6 +537,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   };
 
   Checkpoint passed = checkpoint_;
+  passed.FreezeSnapshotJson();  // the stream's transactions never change the snapshot part
   size_t txn_bytes = 0;  // binlog bytes read since the last transaction boundary
   auto caught_up = [&] {
     return !options_.target.empty() && !assembler.in_transaction() &&
