@@ -346,19 +346,15 @@ Status RecordSerializer::AppendTransaction(const Transaction& txn, int64_t ts_ms
   return Status::Ok();
 }
 
-Status RecordSerializer::AppendSchemaChange(const TableSchema& t, int64_t ts_ms, RecordBatch* out) {
-  std::string signature = ColumnSignature(t);
-  auto seen = seen_tables_.find(t.QualifiedName());
-  if (seen != seen_tables_.end() && seen->second == signature) return Status::Ok();
-  const bool create = seen == seen_tables_.end();
-  std::string& b = out->buffer;
-  const size_t mark = b.size();
-  Record r;
-  r.kind = RecordKind::kSchemaChange;
-  r.table = &t;
-  r.has_key = r.has_value = true;
+// The key of a schema-change record (Debezium's SchemaChangeKey: the database name), into
+// `b` at r's key offsets; r then starts its value. False when the name is not valid UTF-8.
+bool RecordSerializer::AppendSchemaChangeKey(const TableSchema& t, Record* r, std::string* out) const {
+  std::string& b = *out;
+  r->kind = RecordKind::kSchemaChange;
+  r->table = &t;
+  r->has_key = r->has_value = true;
   bool ok = true;
-  r.key_begin = b.size();
+  r->key_begin = b.size();
   if (options_.schemas) {
     b += "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"string\",\"optional\":false,"
          "\"field\":\"databaseName\"}],\"optional\":false,\"name\":\"io.debezium.connector.mysql."
@@ -368,8 +364,20 @@ Status RecordSerializer::AppendSchemaChange(const TableSchema& t, int64_t ts_ms,
   ok = Str(t.db, &b) && ok;
   b.push_back('}');
   if (options_.schemas) b.push_back('}');
-  r.key_size = b.size() - r.key_begin;
-  r.value_begin = b.size();
+  r->key_size = b.size() - r->key_begin;
+  r->value_begin = b.size();
+  return ok;
+}
+
+Status RecordSerializer::AppendSchemaChange(const TableSchema& t, int64_t ts_ms, RecordBatch* out) {
+  std::string signature = ColumnSignature(t);
+  auto seen = seen_tables_.find(t.QualifiedName());
+  if (seen != seen_tables_.end() && seen->second == signature) return Status::Ok();
+  const bool create = seen == seen_tables_.end();
+  std::string& b = out->buffer;
+  const size_t mark = b.size();
+  Record r;
+  bool ok = AppendSchemaChangeKey(t, &r, &b);
   if (options_.schemas) {
     // The value's shape is nested and open-ended (columns); described as a string-keyed
     // payload in the schema would add nothing a consumer uses: schema null, as Debezium's
@@ -428,22 +436,7 @@ Status RecordSerializer::AppendDdl(const SchemaChange& c, int64_t ts_ms, RecordB
   std::string& b = out->buffer;
   const size_t mark = b.size();
   Record r;
-  r.kind = RecordKind::kSchemaChange;
-  r.table = &t;
-  r.has_key = r.has_value = true;
-  bool ok = true;
-  r.key_begin = b.size();
-  if (options_.schemas) {
-    b += "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"string\",\"optional\":false,"
-         "\"field\":\"databaseName\"}],\"optional\":false,\"name\":\"io.debezium.connector.mysql."
-         "SchemaChangeKey\"},\"payload\":";
-  }
-  b += "{\"databaseName\":";
-  ok = Str(t.db, &b) && ok;
-  b.push_back('}');
-  if (options_.schemas) b.push_back('}');
-  r.key_size = b.size() - r.key_begin;
-  r.value_begin = b.size();
+  bool ok = AppendSchemaChangeKey(t, &r, &b);
   if (options_.schemas) b += "{\"schema\":null,\"payload\":";
   b += "{\"source\":{\"connector\":\"sluice\",\"db\":";
   ok = Str(t.db, &b) && ok;

@@ -116,6 +116,7 @@ class RecordSerializer {
     std::string value;    // Connect schema of the envelope
   };
   const TableSchemas& SchemasFor(const TableSchemaPtr& table);
+  bool AppendSchemaChangeKey(const TableSchema& t, Record* r, std::string* out) const;
   Status AppendChange(const RowChange& c, int64_t ts_ms, const std::string& txn_id,
                       uint64_t total_order, uint64_t table_order, RecordBatch* out);
 
