@@ -138,7 +138,7 @@ std::string Observer::Impl::Render() {
       expected_total += expected;
       auto [it, inserted] = first_seen.try_emplace(table, Seen{value, now});
       double secs = std::chrono::duration<double>(now - it->second.at).count();
-      double rate = secs >= 1 ? (value - it->second.value) / secs : 0;
+      double rate = secs >= 0.5 ? (value - it->second.value) / secs : 0;
       rate_total += rate;
       if (value >= expected) {  // finished: counted, not listed
         ++done_tables;
@@ -196,7 +196,9 @@ std::string Observer::Impl::Render() {
 void Observer::Impl::DisplayLoop() {
   std::unique_lock lock(mu);
   while (!stopping) {
-    cv.wait_for(lock, std::chrono::seconds(1));
+    // Four redraws a second while a snapshot runs, so that a short one still shows a rate.
+    const bool snapshot = metrics::Registry::Global().Get("sluice_snapshot_running") > 0;
+    cv.wait_for(lock, snapshot ? std::chrono::milliseconds(250) : std::chrono::milliseconds(1000));
     if (stopping) break;
     lock.unlock();
     std::string block = Render();

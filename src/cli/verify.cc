@@ -160,7 +160,7 @@ class Replica {
     sqlite3_busy_timeout(db, 5000);  // the running pipeline may hold a write lock briefly
     return std::unique_ptr<Replica>(new Replica(db, path));
   }
-  ~Replica() { sqlite3_close(db_); }
+  ~Replica() { sqlite3_close_v2(db_); }  // v2: also when a statement outlives it
 
   Result<StmtPtr> Prepare(const std::string& sql) {
     sqlite3_stmt* s = nullptr;

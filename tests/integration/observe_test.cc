@@ -141,7 +141,7 @@ TEST(Observe, JsonLogs) {
 TEST(Observe, ProgressDisplayInATerminal) {
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_tty; CREATE DATABASE it_tty;"
                        "CREATE TABLE it_tty.big (id INT PRIMARY KEY, v VARCHAR(100));"
-                       "USE it_tty; INSERT INTO it_tty.big SELECT seq, REPEAT('x', 100) FROM seq_1_to_100000;"),
+                       "USE it_tty; INSERT INTO it_tty.big SELECT seq, REPEAT('x', 100) FROM seq_1_to_300000;"),
             0);
   TempDir dir;
   SluiceConfigSpec spec;
@@ -167,8 +167,8 @@ TEST(Observe, ProgressDisplayInATerminal) {
     return "NOT FOUND; last screen:\n" + s;
   };
   // A tick with a measured rate: rows done of expected, rate and ETA, overall and per table.
-  std::string snap = wait_for(std::regex(R"(snapshot: \d+ of 100000 rows \(\d+%\), [1-9]\d* rows/s, ETA \d+ s)"), 300);
-  EXPECT_TRUE(std::regex_search(snap, std::regex(R"(it_tty\.big +\d+ of 100000 +\d+% +[1-9]\d* rows/s +ETA \d+ s)"))) << snap;
+  std::string snap = wait_for(std::regex(R"(snapshot: \d+ of 300000 rows \(\d+%\), [1-9]\d* rows/s, ETA \d+ s)"), 300);
+  EXPECT_TRUE(std::regex_search(snap, std::regex(R"(it_tty\.big +\d+ of 300000 +\d+% +[1-9]\d* rows/s +ETA \d+ s)"))) << snap;
   std::string stream = wait_for(std::regex(R"(stream: at mariadb-bin\.\d+:\d+, lag \d+ s)"), 600);
   EXPECT_THAT(stream, ::testing::HasSubstr("stream: at ")) << stream;
   // Rates per table and op while a load runs.
