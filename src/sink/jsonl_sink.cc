@@ -1,5 +1,7 @@
 #include "sink/jsonl_sink.h"
 
+#include <functional>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_file.h"
@@ -202,12 +205,15 @@ void JsonlSink::AppendLines() {
   }
 }
 
-Status JsonlSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
+// Records made by `append` (into batch_) as one write with the checkpoint; on a write error
+// the buffer and the pending checkpoint are as before, so the same call can be retried.
+Status JsonlSink::WriteRecordsWithCheckpoint(const std::function<Status()>& append,
+                                             const std::string& checkpoint) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
   const size_t mark = buffer_.size();
   batch_.clear();
-  RETURN_IF_ERROR(serializer_.AppendTruncate(table, options_.now_ms(), &batch_));
+  RETURN_IF_ERROR(append());
   AppendLines();
   std::optional<std::string> pending_before = pending_;
   if (!checkpoint.empty()) pending_ = checkpoint;
@@ -219,21 +225,18 @@ Status JsonlSink::ResetTable(const TableSchema& table, const std::string& checkp
   return st;
 }
 
+Status JsonlSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
+  return WriteRecordsWithCheckpoint(
+      [&] { return serializer_.AppendTruncate(table, options_.now_ms(), &batch_); }, checkpoint);
+}
+
 Status JsonlSink::ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
-  RETURN_IF_ERROR(broken_);
-  if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
-  const size_t mark = buffer_.size();
-  batch_.clear();
-  for (const SchemaChange& c : changes) RETURN_IF_ERROR(serializer_.AppendDdl(c, options_.now_ms(), &batch_));
-  AppendLines();
-  std::optional<std::string> pending_before = pending_;
-  if (!checkpoint.empty()) pending_ = checkpoint;
-  Status st = Flush();
-  if (!st.ok() && broken_.ok()) {
-    buffer_.resize(mark);
-    pending_ = std::move(pending_before);
-  }
-  return st;
+  return WriteRecordsWithCheckpoint(
+      [&]() -> Status {
+        for (const SchemaChange& c : changes) RETURN_IF_ERROR(serializer_.AppendDdl(c, options_.now_ms(), &batch_));
+        return Status::Ok();
+      },
+      checkpoint);
 }
 
 Status JsonlSink::SaveCheckpoint(const std::string& checkpoint) {

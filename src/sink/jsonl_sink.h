@@ -90,6 +90,7 @@ class JsonlSink : public Sink {
   Status WriteState();
   Status ApplyTransactions(const Transaction* txns, size_t count);
   void AppendLines();  // the values of batch_ as lines into buffer_
+  Status WriteRecordsWithCheckpoint(const std::function<Status()>& append, const std::string& checkpoint);
   // After a failed write/fsync/state write: a transient `error` with `undoable` output is
   // cut back to state_bytes_ and returned; otherwise the sink is marked broken.
   Status Undo(Status error, bool undoable);
