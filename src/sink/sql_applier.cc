@@ -1,0 +1,841 @@
+// SqlApplier implementation. Statements it writes (identifiers quoted by the dialect,
+// parameters numbered by SqlDialect::Placeholder):
+//   upsert   SqlDialect::UpsertSql: INSERT ... VALUES (..)[,(..)...] ON CONFLICT ...
+//   update   UPDATE t SET c = $1... WHERE pk1 = $n AND ...
+//   delete   DELETE FROM t WHERE pk1 = $1 AND ...
+//   no PK    SqlDialect::FirstMatchSql (update or delete of the first null-safe match)
+// Statements are prepared once per (table, kind, present-column mask[, rows]) and cached.
+#include "sink/sql_applier.h"
+
+#include <nlohmann/json.hpp>
+
+#include <bit>
+#include <unordered_set>
+
+#include "schema/text_value.h"
+
+namespace sluice {
+
+namespace {
+
+// Statement cache key kinds (first byte of the key).
+constexpr char kUpsert = 'I';
+constexpr char kUpdateByKey = 'U';
+constexpr char kDeleteByKey = 'D';
+constexpr char kUpdateFirstMatch = 'u';
+constexpr char kDeleteFirstMatch = 'd';
+
+}  // namespace
+
+std::string SqlDialect::UpsertSql(const SqlTable& t, const std::vector<size_t>& cols,
+                                  const std::vector<size_t>& update_cols, size_t rows) const {
+  if (cols.empty()) return "INSERT INTO " + t.name.quoted + " DEFAULT VALUES";
+  std::string sql = "INSERT INTO " + t.name.quoted + " (";
+  for (size_t j = 0; j < cols.size(); ++j) sql += (j ? ", " : "") + t.columns[cols[j]].quoted;
+  sql += ") VALUES ";
+  int p = 1;
+  for (size_t r = 0; r < rows; ++r) {
+    sql += r ? ", (" : "(";
+    for (size_t j = 0; j < cols.size(); ++j) sql += (j ? ", " : "") + Placeholder(p++);
+    sql += ")";
+  }
+  if (t.schema->has_primary_key()) {
+    sql += " ON CONFLICT (";
+    for (size_t j = 0; j < t.schema->primary_key.size(); ++j)
+      sql += (j ? ", " : "") + t.columns[t.schema->primary_key[j]].quoted;
+    sql += ") DO ";
+    std::string set;
+    for (size_t c : update_cols)
+      set += (set.empty() ? "" : ", ") + t.columns[c].quoted + " = excluded." + t.columns[c].quoted;
+    sql += set.empty() ? "NOTHING" : "UPDATE SET " + set;
+  }
+  return sql;
+}
+
+std::string SqlDialect::FirstMatchSql(const SqlTable& t, const std::vector<size_t>& set_cols,
+                                      const std::vector<size_t>& where_cols) const {
+  int p = 1;
+  std::string sql;
+  if (set_cols.empty()) {
+    sql = "DELETE FROM " + t.name.quoted;
+  } else {
+    sql = "UPDATE " + t.name.quoted + " SET ";
+    for (size_t j = 0; j < set_cols.size(); ++j)
+      sql += (j ? ", " : "") + t.columns[set_cols[j]].quoted + " = " + Placeholder(p++);
+  }
+  sql += " WHERE " + t.row_locator + " = (SELECT " + t.row_locator + " FROM " + t.name.quoted;
+  for (size_t j = 0; j < where_cols.size(); ++j)
+    sql += (j ? " AND " : " WHERE ") + NullSafeEquals(t.columns[where_cols[j]].quoted, Placeholder(p++));
+  return sql + " ORDER BY " + t.row_locator + " LIMIT 1)";
+}
+
+SqlApplier::SqlApplier(std::unique_ptr<SqlDialect> dialect, std::unique_ptr<SqlConnection> conn)
+    : dialect_(std::move(dialect)), conn_(std::move(conn)) {}
+
+SqlApplier::~SqlApplier() = default;
+
+Status SqlApplier::Init() {
+  for (const std::string& sql : dialect_->CreateMetadataSql()) RETURN_IF_ERROR(Exec(sql));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<SqlApplier>> SqlApplier::Open(std::unique_ptr<SqlDialect> dialect,
+                                                     std::unique_ptr<SqlConnection> conn) {
+  std::unique_ptr<SqlApplier> a(new SqlApplier(std::move(dialect), std::move(conn)));
+  RETURN_IF_ERROR(a->Init());
+  return a;
+}
+
+Status SqlApplier::Exec(const std::string& sql) { return conn_->Exec(sql); }
+
+Result<SqlStatement*> SqlApplier::Meta(SqlMeta which) {
+  SqlStatement*& s = meta_[static_cast<size_t>(which)];
+  if (s == nullptr) {
+    ASSIGN_OR_RETURN(s, conn_->Prepare(dialect_->MetaSql(which)));
+  }
+  return s;
+}
+
+Status SqlApplier::Recover() {
+  if (!need_reconnect_) return Status::Ok();
+  stmts_.clear();
+  meta_.fill(nullptr);
+  RETURN_IF_ERROR(conn_->Reconnect());
+  need_reconnect_ = false;
+  return Status::Ok();
+}
+
+Status SqlApplier::Note(Status st) {
+  if (st.code() == StatusCode::kUnavailable) need_reconnect_ = true;
+  return st;
+}
+
+Status SqlApplier::Begin() { return conn_->Begin(); }
+
+void SqlApplier::Rollback() { conn_->Rollback(); }
+
+Status SqlApplier::Commit(const std::string* checkpoint) {
+  Status st = conn_->Commit();
+  // A connection lost during COMMIT leaves the outcome unknown: the next call finds out
+  // from the stored checkpoint.
+  if (st.code() == StatusCode::kUnavailable && checkpoint != nullptr) in_doubt_ = *checkpoint;
+  return st;
+}
+
+Result<int64_t> SqlApplier::Run(SqlTable* t, SqlStatement* s) {
+  Result<int64_t> r = s->Execute();
+  if (!r.ok() && t != nullptr) return r.status().WithContext("table " + t->name.display);
+  return r;
+}
+
+Result<std::optional<std::string>> SqlApplier::LoadCheckpoint() {
+  if (Status st = Recover(); !st.ok()) return Note(st);
+  auto load = [&]() -> Result<std::optional<std::string>> {
+    ASSIGN_OR_RETURN(SqlStatement * s, Meta(SqlMeta::kLoadCheckpoint));
+    ASSIGN_OR_RETURN(auto rows, s->Query());
+    std::optional<std::string> out;
+    if (!rows.empty() && !rows[0].empty() && rows[0][0].has_value()) out = *rows[0][0];
+    return out;
+  };
+  Result<std::optional<std::string>> r = load();
+  if (!r.ok()) return Note(r.status().WithContext("load checkpoint"));
+  return r;
+}
+
+Status SqlApplier::WriteCheckpoint(const std::string& checkpoint) {
+  ASSIGN_OR_RETURN(SqlStatement * s, Meta(SqlMeta::kSaveCheckpoint));
+  const Value v = Value::Text(checkpoint);
+  RETURN_IF_ERROR(s->Bind(1, v, nullptr).WithContext("bind checkpoint"));
+  Result<int64_t> r = s->Execute();
+  return r.ok() ? Status::Ok() : r.status().WithContext("save checkpoint");
+}
+
+Status SqlApplier::SaveCheckpoint(const std::string& checkpoint) {
+  RETURN_IF_ERROR(Note(Recover()));
+  Status st = Begin();
+  if (st.ok()) st = WriteCheckpoint(checkpoint);
+  if (st.ok()) st = Commit(&checkpoint);
+  if (!st.ok()) Rollback();
+  return Note(st);
+}
+
+Status SqlApplier::Flush() { return Status::Ok(); }
+
+Status SqlApplier::ResetTable(const TableSchema& table, const std::string& checkpoint) {
+  RETURN_IF_ERROR(Note(Recover()));
+  RETURN_IF_ERROR(PrepareTable(table));
+  RETURN_IF_ERROR(Note(Begin()));
+  Status st = Exec("DELETE FROM " + dialect_->TableName(table).quoted);
+  if (st.ok() && !checkpoint.empty()) st = WriteCheckpoint(checkpoint);
+  if (st.ok()) st = Commit(checkpoint.empty() ? nullptr : &checkpoint);
+  if (!st.ok()) Rollback();
+  return Note(st);
+}
+
+Status SqlApplier::BuildTable(const TableSchema& schema, SqlTable* t) const {
+  t->schema = std::make_shared<const TableSchema>(schema);
+  t->name = dialect_->TableName(schema);
+  t->columns.clear();
+  t->columns.resize(schema.columns.size());
+  for (size_t i = 0; i < schema.columns.size(); ++i) {
+    SqlColumn& col = t->columns[i];
+    col.source = &t->schema->columns[i];
+    col.quoted = dialect_->Quote(col.source->name);
+    Result<std::string> type = dialect_->ColumnType(*col.source);
+    if (!type.ok())
+      return type.status().WithContext(fmt::format("table {}: column {}", t->name.display, col.source->name));
+    col.type = *type;
+    col.bind_kind = dialect_->BindKind(*col.source);
+    Result<Value> d = DefaultValue(*col.source);
+    col.default_value = d.ok() ? std::move(d).value() : Value::Null();
+    col.default_error = d.ok() ? "" : d.status().ToString();
+  }
+  for (size_t k : schema.primary_key) t->columns[k].is_pk = true;
+  t->row_locator.clear();
+  if (!schema.has_primary_key()) {
+    Result<std::string> loc = dialect_->RowLocator(schema);
+    if (!loc.ok()) return loc.status().WithContext("table " + t->name.display);
+    t->row_locator = *loc;
+  }
+  return Status::Ok();
+}
+
+Status SqlApplier::CreateTableSql(const TableSchema& schema, const std::string& quoted, bool if_not_exists,
+                                  std::string* sql) const {
+  *sql = std::string("CREATE TABLE ") + (if_not_exists ? "IF NOT EXISTS " : "") + quoted + " (";
+  for (size_t i = 0; i < schema.columns.size(); ++i) {
+    Result<std::string> type = dialect_->ColumnType(schema.columns[i]);
+    if (!type.ok()) return type.status().WithContext(fmt::format("column {}", schema.columns[i].name));
+    *sql += (i ? ", " : "") + dialect_->Quote(schema.columns[i].name) + (type->empty() ? "" : " " + *type);
+  }
+  if (schema.has_primary_key()) {
+    *sql += ", PRIMARY KEY (";
+    for (size_t j = 0; j < schema.primary_key.size(); ++j)
+      *sql += (j ? ", " : "") + dialect_->Quote(schema.columns[schema.primary_key[j]].name);
+    *sql += ")";
+  }
+  *sql += ")";
+  return Status::Ok();
+}
+
+namespace {
+
+bool SameShape(const SqlDialect& d, const TableSchema& a, const TableSchema& b, size_t columns) {
+  if (a.primary_key != b.primary_key || a.columns.size() < columns || b.columns.size() < columns) return false;
+  for (size_t i = 0; i < columns; ++i) {
+    if (a.columns[i].name != b.columns[i].name) return false;
+    Result<std::string> ta = d.ColumnType(a.columns[i]), tb = d.ColumnType(b.columns[i]);
+    if (!ta.ok() || !tb.ok() || *ta != *tb) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status SqlApplier::PrepareTable(const TableSchema& schema) {
+  RETURN_IF_ERROR(Note(Recover()));
+  const SqlTableName name = dialect_->TableName(schema);
+  if (schema.columns.empty()) {
+    return Status::InvalidArgument(fmt::format("table {}: no columns", name.display));
+  }
+  for (size_t k : schema.primary_key) {
+    if (k >= schema.columns.size()) {
+      return Status::InvalidArgument(
+          fmt::format("table {}: primary key index {} out of range", name.display, k));
+    }
+  }
+  auto existing = tables_.find(name.key);
+  if (existing != tables_.end()) {
+    const TableSchema& old = *existing->second->schema;
+    const bool same_source = old.db == schema.db && old.table == schema.table;
+    if (same_source && old.columns.size() == schema.columns.size() &&
+        SameShape(*dialect_, old, schema, old.columns.size()))
+      return Status::Ok();
+    // Columns added at the end (ALTER TABLE ... ADD COLUMN) are followed below; any other
+    // change stops the run.
+    if (!same_source || old.columns.size() >= schema.columns.size() ||
+        !SameShape(*dialect_, old, schema, old.columns.size())) {
+      return Status::FailedPrecondition(fmt::format(
+          "table {}: its definition changed in a way sluice does not follow yet (only columns "
+          "added at the end are); re-snapshot the table into a new replica",
+          name.display));
+    }
+    ForgetTable(name.key);  // rebuilt below with the new columns
+  }
+
+  auto t = std::make_unique<SqlTable>();
+  RETURN_IF_ERROR(BuildTable(schema, t.get()));
+  std::string create;
+  RETURN_IF_ERROR(CreateTableSql(schema, name.quoted, true, &create).WithContext("table " + name.display));
+  nlohmann::json cols = nlohmann::json::array();
+  const std::string type_key = std::string(dialect_->name()) + "_type";
+  for (const SqlColumn& c : t->columns)
+    cols.push_back({{"name", c.source->name}, {"column_type", c.source->column_type}, {type_key, c.type}});
+
+  RETURN_IF_ERROR(Note(Begin()));
+  Status st = [&]() -> Status {
+    // A different source table already using this destination name?
+    {
+      ASSIGN_OR_RETURN(SqlStatement * s, Meta(SqlMeta::kLookupTable));
+      const Value key = Value::Text(name.key);
+      RETURN_IF_ERROR(s->Bind(1, key, nullptr));
+      ASSIGN_OR_RETURN(auto rows, s->Query());
+      for (const auto& row : rows) {
+        const std::string db = row.size() > 0 && row[0] ? *row[0] : "";
+        const std::string tbl = row.size() > 1 && row[1] ? *row[1] : "";
+        if (db != schema.db || tbl != schema.table) {
+          return Status::FailedPrecondition(fmt::format(
+              "source tables `{}`.`{}` and `{}`.`{}` both map to the {} table {}", db, tbl, schema.db,
+              schema.table, dialect_->name(), name.display));
+        }
+      }
+    }
+    if (std::string ns = dialect_->EnsureNamespaceSql(name); !ns.empty()) RETURN_IF_ERROR(Exec(ns));
+    RETURN_IF_ERROR(Exec(create));
+    // The table may have existed with fewer columns: a source ALTER TABLE ... ADD COLUMN
+    // since the last run. Add the missing ones (rows copied before take the default).
+    ASSIGN_OR_RETURN(auto have, dialect_->DescribeTable(*conn_, name));
+    if (!have) return Status::Internal(fmt::format("table {}: not found right after CREATE TABLE", name.display));
+    {
+      bool prefix = have->size() < schema.columns.size();
+      for (size_t i = 0; prefix && i < have->size(); ++i) prefix = (*have)[i].name == schema.columns[i].name;
+      for (size_t i = prefix ? have->size() : schema.columns.size(); i < schema.columns.size(); ++i) {
+        if (t->columns[i].is_pk) break;  // a key change: reported by the check below
+        // Rows already there take the column's default, as they do in the source (for a
+        // literal default; an expression default such as CURRENT_TIMESTAMP gives NULL).
+        ASSIGN_OR_RETURN(std::string lit, dialect_->Literal(t->columns[i].default_value, schema.columns[i]));
+        RETURN_IF_ERROR(Exec("ALTER TABLE " + name.quoted + " ADD COLUMN " + t->columns[i].quoted +
+                             (t->columns[i].type.empty() ? "" : " " + t->columns[i].type) + " DEFAULT " + lit));
+      }
+      if (prefix) {
+        ASSIGN_OR_RETURN(have, dialect_->DescribeTable(*conn_, name));
+        if (!have) return Status::Internal(fmt::format("table {}: lost", name.display));
+      }
+    }
+    // The table may have existed: its columns must be the ones the schema describes.
+    for (size_t i = 0; i < have->size(); ++i) {
+      const SqlExistingColumn& e = (*have)[i];
+      if (i >= schema.columns.size()) {
+        return Status::FailedPrecondition(
+            fmt::format("table {}: {} table has extra column {}", name.display, dialect_->name(), e.name));
+      }
+      int want_pk = 0;
+      for (size_t j = 0; j < schema.primary_key.size(); ++j)
+        if (schema.primary_key[j] == i) want_pk = static_cast<int>(j) + 1;
+      const SqlColumn& c = t->columns[i];
+      if (e.name != c.source->name || !dialect_->SameType(c.type, e.type) || e.pk != want_pk) {
+        return Status::FailedPrecondition(fmt::format(
+            "table {}: existing {} column {} ({} {}, pk {}) does not match source column {} ({}, pk {})",
+            name.display, dialect_->name(), i + 1, e.name, e.type, e.pk, c.source->name, c.type, want_pk));
+      }
+    }
+    if (have->size() != schema.columns.size()) {
+      return Status::FailedPrecondition(fmt::format("table {}: {} table has {} columns, source has {}",
+                                                    name.display, dialect_->name(), have->size(),
+                                                    schema.columns.size()));
+    }
+    {
+      ASSIGN_OR_RETURN(SqlStatement * s, Meta(SqlMeta::kStoreTable));
+      const Value v1 = Value::Text(name.key), v2 = Value::Text(schema.db), v3 = Value::Text(schema.table),
+                  v4 = Value::Text(cols.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      RETURN_IF_ERROR(s->Bind(1, v1, nullptr));
+      RETURN_IF_ERROR(s->Bind(2, v2, nullptr));
+      RETURN_IF_ERROR(s->Bind(3, v3, nullptr));
+      RETURN_IF_ERROR(s->Bind(4, v4, nullptr));
+      RETURN_IF_ERROR(Run(t.get(), s).status());
+    }
+    return Commit(nullptr);
+  }();
+  if (!st.ok()) {
+    Rollback();
+    return Note(st);
+  }
+  tables_.emplace(name.key, std::move(t));
+  return Status::Ok();
+}
+
+void SqlApplier::ForgetTable(const std::string& key) {
+  auto it = tables_.find(key);
+  if (it == tables_.end()) return;
+  SqlTable* gone = it->second.get();
+  std::erase_if(by_schema_, [&](const auto& e) { return e.second.second == gone; });
+  stmts_.erase(gone);
+  tables_.erase(it);
+}
+
+Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
+  RETURN_IF_ERROR(Note(Recover()));
+  std::vector<std::string> touched;  // keys whose cached SqlTable is stale afterwards
+  auto forget_meta = [&](const std::string& key) -> Status {
+    ASSIGN_OR_RETURN(SqlStatement * s, Meta(SqlMeta::kForgetTable));
+    const Value v = Value::Text(key);
+    RETURN_IF_ERROR(s->Bind(1, v, nullptr));
+    return s->Execute().status();
+  };
+  auto create = [&](const TableSchema& schema, const SqlTableName& name) -> Status {
+    std::string sql;
+    RETURN_IF_ERROR(CreateTableSql(schema, name.quoted, false, &sql).WithContext("table " + name.display));
+    if (std::string ns = dialect_->EnsureNamespaceSql(name); !ns.empty()) RETURN_IF_ERROR(Exec(ns));
+    return Exec(sql);
+  };
+  RETURN_IF_ERROR(Note(Begin()));
+  Status st = [&]() -> Status {
+    for (const SchemaChange& c : changes) {
+      switch (c.kind) {
+        case SchemaChange::Kind::kCreate: {
+          // The source table starts empty: a sink table of that name (kept after a DROP) goes.
+          const SqlTableName name = dialect_->TableName(*c.after);
+          RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + name.quoted));
+          RETURN_IF_ERROR(forget_meta(name.key));
+          RETURN_IF_ERROR(create(*c.after, name));
+          touched.push_back(name.key);
+          break;
+        }
+        case SchemaChange::Kind::kRename:
+        case SchemaChange::Kind::kAlter: {
+          const SqlTableName from = dialect_->TableName(*c.before), to = dialect_->TableName(*c.after);
+          touched.push_back(from.key);
+          touched.push_back(to.key);
+          const TableSchema& b = *c.before;
+          const TableSchema& a = *c.after;
+          bool identity = c.kind == SchemaChange::Kind::kRename;
+          if (!identity && c.source_of.size() == a.columns.size() && a.columns.size() >= b.columns.size()) {
+            identity = true;
+            for (size_t i = 0; i < a.columns.size(); ++i)
+              identity = identity && c.source_of[i] == (i < b.columns.size() ? static_cast<int>(i) : -1);
+          }
+          if (identity && SameShape(*dialect_, b, a, b.columns.size())) {
+            // Same columns (plus new ones at the end): rename, then add the new columns;
+            // existing rows read their literal default (or NULL), as in the source.
+            if (from.key != to.key) {
+              if (!dialect_->NamesEqual(from.key, to.key)) RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + to.quoted));
+              if (std::string ns = dialect_->EnsureNamespaceSql(to); !ns.empty()) RETURN_IF_ERROR(Exec(ns));
+              for (const std::string& sql : dialect_->RenameTableSql(from, to)) RETURN_IF_ERROR(Exec(sql));
+              RETURN_IF_ERROR(forget_meta(from.key));
+            }
+            for (size_t i = b.columns.size(); i < a.columns.size(); ++i) {
+              ASSIGN_OR_RETURN(Value d, DefaultValue(a.columns[i]));
+              ASSIGN_OR_RETURN(std::string type, dialect_->ColumnType(a.columns[i]));
+              ASSIGN_OR_RETURN(std::string lit, dialect_->Literal(d, a.columns[i]));
+              RETURN_IF_ERROR(Exec("ALTER TABLE " + to.quoted + " ADD COLUMN " + dialect_->Quote(a.columns[i].name) +
+                                   (type.empty() ? "" : " " + type) + " DEFAULT " + lit));
+            }
+            break;
+          }
+          // Anything else: a new table filled from the old one column by column.
+          if (c.source_of.size() != a.columns.size())
+            return Status::Internal(fmt::format("table {}: schema change without a column mapping", to.display));
+          TableSchema scratch_schema = a;
+          scratch_schema.table = "_sluice_rebuild";
+          const SqlTableName scratch = dialect_->TableName(scratch_schema);
+          RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + scratch.quoted));
+          RETURN_IF_ERROR(create(a, scratch));
+          std::string targets, sources;
+          for (size_t i = 0; i < a.columns.size(); ++i) {
+            targets += (i ? ", " : "") + dialect_->Quote(a.columns[i].name);
+            if (c.source_of[i] >= 0) {
+              sources += (i ? ", " : "") + dialect_->Quote(b.columns.at(static_cast<size_t>(c.source_of[i])).name);
+            } else {
+              Result<Value> d = DefaultValue(a.columns[i]);
+              if (!d.ok()) return d.status().WithContext(fmt::format("table {} column {}", to.display, a.columns[i].name));
+              ASSIGN_OR_RETURN(std::string lit, dialect_->Literal(*d, a.columns[i]));
+              sources += (i ? ", " : "") + lit;
+            }
+          }
+          RETURN_IF_ERROR(Exec("INSERT INTO " + scratch.quoted + " (" + targets + ") SELECT " + sources + " FROM " +
+                               from.quoted));
+          RETURN_IF_ERROR(Exec("DROP TABLE " + from.quoted));
+          if (!dialect_->NamesEqual(from.key, to.key)) RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + to.quoted));
+          for (const std::string& sql : dialect_->RenameTableSql(scratch, to)) RETURN_IF_ERROR(Exec(sql));
+          RETURN_IF_ERROR(forget_meta(from.key));
+          break;
+        }
+        case SchemaChange::Kind::kDrop:
+          break;  // kept, with the rows it had (docs/schema-changes.md)
+      }
+    }
+    if (!checkpoint.empty()) RETURN_IF_ERROR(WriteCheckpoint(checkpoint));
+    return Commit(checkpoint.empty() ? nullptr : &checkpoint);
+  }();
+  if (!st.ok()) {
+    Rollback();
+    return Note(st);
+  }
+  for (const std::string& key : touched) ForgetTable(key);
+  // The cache and the tables table learn the new definitions (CREATE IF NOT EXISTS finds them).
+  for (const SchemaChange& c : changes)
+    if (c.after) RETURN_IF_ERROR(PrepareTable(*c.after));
+  return Status::Ok();
+}
+
+Result<SqlTable*> SqlApplier::TableFor(const TableSchemaPtr& schema) {
+  if (schema == nullptr) return Status::InvalidArgument("row change without a table schema");
+  auto it = by_schema_.find(schema.get());
+  if (it != by_schema_.end()) return it->second.second;
+  RETURN_IF_ERROR(PrepareTable(*schema));  // creates it, or checks it matches
+  SqlTable* t = tables_.at(dialect_->TableName(*schema).key).get();
+  by_schema_.emplace(schema.get(), std::make_pair(schema, t));
+  return t;
+}
+
+Result<SqlStatement*> SqlApplier::CachedStatement(SqlTable& t, const std::string& key) {
+  auto& cache = stmts_[&t];
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const size_t n = t.columns.size();
+  const char kind = key[0];
+  // Columns whose mask byte (at key[offset + i]) is '1'.
+  const auto cols_in = [&](size_t offset) {
+    std::vector<size_t> v;
+    for (size_t i = 0; i < n; ++i)
+      if (key[offset + i] == '1') v.push_back(i);
+    return v;
+  };
+  const auto pk_where = [&](int p) {
+    std::string w;
+    for (size_t j = 0; j < t.schema->primary_key.size(); ++j) {
+      w += j == 0 ? " WHERE " : " AND ";
+      w += t.columns[t.schema->primary_key[j]].quoted + " = " + dialect_->Placeholder(p++);
+    }
+    return w;
+  };
+  std::string sql;
+  switch (kind) {
+    case kUpsert: {
+      // '1': a value from the image; '2': absent from the image, the column's DEFAULT is
+      // bound (inserted, but left alone when the row already exists). After the mask: the
+      // number of rows.
+      std::vector<size_t> cols, update;
+      for (size_t i = 0; i < n; ++i) {
+        if (key[1 + i] == '1' || key[1 + i] == '2') cols.push_back(i);
+        if (key[1 + i] == '1' && !t.columns[i].is_pk) update.push_back(i);
+      }
+      const size_t rows = key.size() > 1 + n ? std::stoul(key.substr(1 + n)) : 1;
+      sql = dialect_->UpsertSql(t, cols, update, rows);
+      break;
+    }
+    case kUpdateByKey: {
+      std::vector<size_t> set = cols_in(1);
+      int p = 1;
+      sql = "UPDATE " + t.name.quoted + " SET ";
+      for (size_t j = 0; j < set.size(); ++j)
+        sql += (j ? ", " : "") + t.columns[set[j]].quoted + " = " + dialect_->Placeholder(p++);
+      sql += pk_where(p);
+      break;
+    }
+    case kDeleteByKey:
+      sql = "DELETE FROM " + t.name.quoted + pk_where(1);
+      break;
+    case kUpdateFirstMatch:
+      sql = dialect_->FirstMatchSql(t, cols_in(1), cols_in(1 + n));
+      break;
+    case kDeleteFirstMatch:
+      sql = dialect_->FirstMatchSql(t, {}, cols_in(1));
+      break;
+    default:
+      return Status::Internal(fmt::format("bad statement kind {}", kind));
+  }
+  Result<SqlStatement*> s = conn_->Prepare(sql);
+  if (!s.ok()) return s.status().WithContext(fmt::format("table {}: prepare {}", t.name.display, sql));
+  cache.emplace(key, *s);
+  return *s;
+}
+
+Status SqlApplier::Bind(SqlTable& t, SqlStatement* s, int index, size_t column, const Value& v) {
+  if (v.is_absent()) {
+    return Status::Internal(
+        fmt::format("table {}: column {}: absent value bound", t.name.display, t.column_name(column)));
+  }
+  Status st = s->Bind(index, v, &t.columns[column]);
+  if (!st.ok()) return st.WithContext(fmt::format("table {}: column {}", t.name.display, t.column_name(column)));
+  return st;
+}
+
+Status SqlApplier::ApplyInsert(SqlTable& t, const std::vector<const Value*>& image) {
+  const size_t n = t.columns.size();
+  key_.assign(1 + n, '0');
+  key_[0] = kUpsert;
+  for (size_t i = 0; i < n; ++i) {
+    const bool present = image[i] != nullptr && !image[i]->is_absent();
+    if (t.columns[i].is_pk && !present) {
+      return Status::InvalidArgument(fmt::format(
+          "table {}: row to insert has no value for key column {}", t.name.display, t.column_name(i)));
+    }
+    // A column the image leaves out (binlog_row_image=MINIMAL) takes the source DEFAULT.
+    if (!present && !t.columns[i].default_error.empty()) {
+      return Status::InvalidArgument(fmt::format("table {}: column {} is not in the row image and "
+                                                 "its DEFAULT is not understood: {}",
+                                                 t.name.display, t.column_name(i), t.columns[i].default_error));
+    }
+    key_[1 + i] = present ? '1' : '2';
+  }
+  ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(t, key_));
+  int index = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const bool present = image[i] != nullptr && !image[i]->is_absent();
+    RETURN_IF_ERROR(Bind(t, s, index++, i, present ? *image[i] : t.columns[i].default_value));
+  }
+  return Run(&t, s).status();
+}
+
+// A run of inserts (c/r) of one table starting at flat_[at], as one multi-row statement:
+// rows with the same present columns and distinct keys, up to the dialect's limits. A run
+// may reach into the following transactions of a group: they commit together anyway.
+// Returns how many changes it applied (at least 1).
+Result<size_t> SqlApplier::ApplyInsertRun(size_t at) {
+  SqlTable& t = *targets_[at];
+  const RowChange& first = *flat_[at];
+  const size_t n = t.columns.size();
+  const size_t limit = std::max<size_t>(
+      1, std::min(dialect_->MaxRowsPerStatement(), dialect_->MaxParameters() / std::max<size_t>(n, 1)));
+  const auto fits = [&](const RowChange& c) {
+    if ((c.op != Op::kCreate && c.op != Op::kRead) || !c.before.empty() || c.after.size() != n) return false;
+    for (size_t i = 0; i < n; ++i)
+      if (c.after[i].is_absent() != first.after[i].is_absent()) return false;
+    return true;
+  };
+  if (!fits(first)) {
+    RETURN_IF_ERROR(ApplyChange(t, first));
+    return size_t{1};
+  }
+  size_t end = at + 1;
+  keys_.clear();
+  const auto key_of = [&](const RowChange& c) {
+    std::string s;
+    for (size_t p : t.schema->primary_key) {
+      s += static_cast<char>(c.after[p].kind);
+      s += c.after[p].ToText();
+      s += '\0';
+    }
+    return s;
+  };
+  if (t.schema->has_primary_key()) keys_.insert(key_of(first));
+  while (end < flat_.size() && end - at < limit && targets_[end] == &t && fits(*flat_[end]) &&
+         (!t.schema->has_primary_key() || keys_.insert(key_of(*flat_[end])).second))
+    ++end;
+  if (end - at == 1) {
+    RETURN_IF_ERROR(ApplyChange(t, first));
+    return size_t{1};
+  }
+  // Row counts that are powers of two: a few prepared statements per table serve any run.
+  end = at + std::bit_floor(end - at);
+  key_.assign(1 + n, '0');
+  key_[0] = kUpsert;
+  for (size_t i = 0; i < n; ++i) {
+    const bool present = !first.after[i].is_absent();
+    if (t.columns[i].is_pk && !present)
+      return Status::InvalidArgument(fmt::format(
+          "table {}: row to insert has no value for key column {}", t.name.display, t.column_name(i)));
+    if (!present && !t.columns[i].default_error.empty())
+      return Status::InvalidArgument(fmt::format("table {}: column {} is not in the row image and "
+                                                 "its DEFAULT is not understood: {}",
+                                                 t.name.display, t.column_name(i), t.columns[i].default_error));
+    key_[1 + i] = present ? '1' : '2';
+  }
+  key_ += std::to_string(end - at);
+  ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(t, key_));
+  int index = 1;
+  for (size_t r = at; r < end; ++r)
+    for (size_t i = 0; i < n; ++i)
+      RETURN_IF_ERROR(Bind(t, s, index++, i, key_[1 + i] == '1' ? flat_[r]->after[i] : t.columns[i].default_value));
+  RETURN_IF_ERROR(Run(&t, s).status());
+  return end - at;
+}
+
+Status SqlApplier::ApplyUpdatePk(SqlTable& t, const RowChange& c) {
+  const size_t n = t.columns.size();
+  const std::vector<size_t>& pk = t.schema->primary_key;
+  bool key_changed = false;
+  for (size_t k : pk) {
+    if (c.before[k].is_absent()) {
+      return Status::InvalidArgument(fmt::format(
+          "table {}: update without before value of key column {}", t.name.display, t.column_name(k)));
+    }
+    if (!c.after[k].is_absent() && !(c.after[k] == c.before[k])) key_changed = true;
+  }
+  const auto new_key = [&](size_t k) -> const Value& {
+    return c.after[k].is_absent() ? c.before[k] : c.after[k];
+  };
+  if (key_changed) {
+    // Free the new key (a row there cannot exist in a faithful replica), then move the row.
+    ASSIGN_OR_RETURN(SqlStatement * del, CachedStatement(t, std::string(1, kDeleteByKey)));
+    for (size_t j = 0; j < pk.size(); ++j)
+      RETURN_IF_ERROR(Bind(t, del, static_cast<int>(j) + 1, pk[j], new_key(pk[j])));
+    RETURN_IF_ERROR(Run(&t, del).status());
+  }
+  key_.assign(1 + n, '0');
+  key_[0] = kUpdateByKey;
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (c.after[i].is_absent() || (t.columns[i].is_pk && !key_changed)) continue;
+    key_[1 + i] = '1';
+    any = true;
+  }
+  int64_t changes = 0;
+  if (any) {
+    ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(t, key_));
+    int index = 1;
+    for (size_t i = 0; i < n; ++i)
+      if (key_[1 + i] == '1') RETURN_IF_ERROR(Bind(t, s, index++, i, c.after[i]));
+    for (size_t k : pk) RETURN_IF_ERROR(Bind(t, s, index++, k, c.before[k]));
+    ASSIGN_OR_RETURN(changes, Run(&t, s));
+  }
+  if (changes > 0) return Status::Ok();
+  // No row with the old key: insert the after image (upsert semantics).
+  image_.assign(n, nullptr);
+  for (size_t i = 0; i < n; ++i) image_[i] = t.columns[i].is_pk ? &new_key(i) : &c.after[i];
+  return ApplyInsert(t, image_);
+}
+
+Status SqlApplier::ApplyUpdateNoPk(SqlTable& t, const RowChange& c) {
+  const size_t n = t.columns.size();
+  key_.assign(1 + 2 * n, '0');
+  key_[0] = kUpdateFirstMatch;
+  bool any_set = false, any_where = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!c.after[i].is_absent()) key_[1 + i] = '1', any_set = true;
+    if (!c.before[i].is_absent()) key_[1 + n + i] = '1', any_where = true;
+  }
+  if (!any_where) {
+    return Status::InvalidArgument(fmt::format("table {}: update with an empty before image", t.name.display));
+  }
+  if (!any_set) return Status::Ok();
+  ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(t, key_));
+  int index = 1;
+  for (size_t i = 0; i < n; ++i)
+    if (key_[1 + i] == '1') RETURN_IF_ERROR(Bind(t, s, index++, i, c.after[i]));
+  for (size_t i = 0; i < n; ++i)
+    if (key_[1 + n + i] == '1') RETURN_IF_ERROR(Bind(t, s, index++, i, c.before[i]));
+  ASSIGN_OR_RETURN(int64_t changes, Run(&t, s));
+  if (changes > 0) return Status::Ok();
+  image_.assign(n, nullptr);
+  for (size_t i = 0; i < n; ++i) image_[i] = &c.after[i];
+  return ApplyInsert(t, image_);
+}
+
+Status SqlApplier::ApplyDelete(SqlTable& t, const RowChange& c) {
+  const size_t n = t.columns.size();
+  if (t.schema->has_primary_key()) {
+    ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(t, std::string(1, kDeleteByKey)));
+    int index = 1;
+    for (size_t k : t.schema->primary_key) {
+      if (c.before[k].is_absent()) {
+        return Status::InvalidArgument(
+            fmt::format("table {}: delete without value of key column {}", t.name.display, t.column_name(k)));
+      }
+      RETURN_IF_ERROR(Bind(t, s, index++, k, c.before[k]));
+    }
+    return Run(&t, s).status();
+  }
+  key_.assign(1 + n, '0');
+  key_[0] = kDeleteFirstMatch;
+  bool any = false;
+  for (size_t i = 0; i < n; ++i)
+    if (!c.before[i].is_absent()) key_[1 + i] = '1', any = true;
+  if (!any) return Status::InvalidArgument(fmt::format("table {}: delete with an empty before image", t.name.display));
+  ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(t, key_));
+  int index = 1;
+  for (size_t i = 0; i < n; ++i)
+    if (key_[1 + i] == '1') RETURN_IF_ERROR(Bind(t, s, index++, i, c.before[i]));
+  return Run(&t, s).status();
+}
+
+Status SqlApplier::ApplyChange(SqlTable& t, const RowChange& c) {
+  const size_t n = t.columns.size();
+  const auto check = [&](const Row& row, bool want, const char* which) -> Status {
+    if (!want && row.empty()) return Status::Ok();
+    if (!want) {
+      return Status::InvalidArgument(
+          fmt::format("table {}: op '{}' has a {} image", t.name.display, static_cast<char>(c.op), which));
+    }
+    if (row.size() != n) {
+      return Status::InvalidArgument(fmt::format("table {}: {} image has {} values, table has {} columns",
+                                                 t.name.display, which, row.size(), n));
+    }
+    return Status::Ok();
+  };
+  switch (c.op) {
+    case Op::kCreate:
+    case Op::kRead:
+      RETURN_IF_ERROR(check(c.before, false, "before"));
+      RETURN_IF_ERROR(check(c.after, true, "after"));
+      image_.assign(n, nullptr);
+      for (size_t i = 0; i < n; ++i) image_[i] = &c.after[i];
+      return ApplyInsert(t, image_);
+    case Op::kUpdate:
+      RETURN_IF_ERROR(check(c.before, true, "before"));
+      RETURN_IF_ERROR(check(c.after, true, "after"));
+      return t.schema->has_primary_key() ? ApplyUpdatePk(t, c) : ApplyUpdateNoPk(t, c);
+    case Op::kDelete:
+      RETURN_IF_ERROR(check(c.before, true, "before"));
+      RETURN_IF_ERROR(check(c.after, false, "after"));
+      return ApplyDelete(t, c);
+  }
+  return Status::InvalidArgument(
+      fmt::format("table {}: unknown op code {}", t.name.display, static_cast<int>(c.op)));
+}
+
+Status SqlApplier::Apply(const Transaction& txn) {
+  if (txn.changes.empty() && txn.checkpoint.empty()) return Status::Ok();
+  return Note(ApplyChanges(&txn, 1));
+}
+
+Status SqlApplier::ApplyGroup(const std::vector<Transaction>& group) {
+  if (group.empty()) return Status::Ok();
+  return Note(ApplyChanges(group.data(), group.size()));
+}
+
+Status SqlApplier::ApplyChanges(const Transaction* txns, size_t count) {
+  RETURN_IF_ERROR(Recover());
+  const std::string* checkpoint = nullptr;
+  for (size_t k = 0; k < count; ++k)
+    if (!txns[k].checkpoint.empty()) checkpoint = &txns[k].checkpoint;
+  if (in_doubt_) {
+    // The last commit's outcome was unknown: if it did commit, this is the same work again.
+    std::optional<std::string> doubt = std::move(in_doubt_);
+    in_doubt_.reset();
+    ASSIGN_OR_RETURN(std::optional<std::string> stored, LoadCheckpoint());
+    if (checkpoint != nullptr && stored && *stored == *checkpoint && *doubt == *checkpoint) return Status::Ok();
+  }
+  // Create missing tables first, each in its own transaction, outside the data transaction.
+  targets_.clear();
+  flat_.clear();
+  bool bulk = conn_->SupportsBulkLoad();
+  for (size_t k = 0; k < count; ++k) {
+    for (const RowChange& c : txns[k].changes) {
+      ASSIGN_OR_RETURN(SqlTable * t, TableFor(c.table));
+      if (bulk) {
+        bulk = c.op == Op::kRead && c.before.empty() && c.after.size() == t->columns.size() &&
+               (targets_.empty() || targets_[0] == t);
+        for (size_t i = 0; bulk && i < c.after.size(); ++i) bulk = !c.after[i].is_absent();
+      }
+      targets_.push_back(t);
+      flat_.push_back(&c);
+    }
+  }
+  RETURN_IF_ERROR(Begin());
+  Status st;
+  if (bulk && !flat_.empty()) {
+    rows_.clear();
+    for (const RowChange* c : flat_) rows_.push_back(&c->after);
+    st = conn_->BulkLoad(*targets_[0], rows_).WithContext("table " + targets_[0]->name.display + ": bulk load");
+  } else {
+    const bool multi_row = dialect_->MaxRowsPerStatement() > 1;
+    for (size_t i = 0; i < flat_.size() && st.ok();) {
+      if (multi_row) {
+        Result<size_t> applied = ApplyInsertRun(i);
+        if (!applied.ok()) st = applied.status();
+        else i += *applied;
+      } else {
+        st = ApplyChange(*targets_[i], *flat_[i]);
+        ++i;
+      }
+    }
+  }
+  if (st.ok() && checkpoint != nullptr) st = WriteCheckpoint(*checkpoint);
+  if (st.ok()) st = Commit(checkpoint);
+  if (!st.ok()) Rollback();
+  return st;
+}
+
+}  // namespace sluice

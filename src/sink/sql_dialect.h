@@ -1,0 +1,224 @@
+// The two small interfaces a SQL destination implements for the dialect-free applier
+// (sink/sql_applier.h): SqlConnection (talks to the database) and SqlDialect (writes its
+// SQL). SQLite (sink/sqlite_sink.h) is one implementation; PostgreSQL and MySQL/MariaDB
+// are others. The applier owns all row semantics (upsert by key, key change, first-match
+// delete, absent columns, statement cache, checkpoint, schema changes, group commit); a
+// backend only says how to spell and run things.
+//
+// Errors (every Status/Result below): classified by what the caller does next, as in
+// sink/sink.h. kUnavailable = transient (connection lost, server restarting, lock timeout,
+// deadlock/serialization failure, disk full where the database reports it as such): the
+// applier rolls back and the caller applies the same transaction again later, after
+// SqlConnection::Reconnect(). Any other code is definite and stops the run; messages name
+// the destination (path, host:port/db) and the database's own words. The applier adds
+// the table, column and statement to them, so backends need not.
+//
+// Ownership: the applier owns one SqlDialect and one SqlConnection and uses them from one
+// thread at a time. SqlStatement objects are owned by the connection that prepared them
+// and stay valid until the connection is destroyed or Reconnect() returns (the applier
+// drops every statement pointer it holds when it reconnects).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/value.h"
+#include "pipeline/change.h"
+#include "schema/table_schema.h"
+#include "util/status.h"
+
+namespace sluice {
+
+// How the applier names one destination table.
+struct SqlTableName {
+  // Unique key of the table in this destination, used by the metadata table
+  // (_sluice_tables.name) and the applier's caches. Compared as the destination compares
+  // names (SQLite: case-insensitively; SqlDialect::NamesEqual).
+  std::string key;
+  std::string quoted;   // how SQL refers to it: "sakila.actor" (SQLite), "sakila"."actor" (PG)
+  std::string display;  // for messages: sakila.actor
+  // The namespace (PG schema, MySQL database) the table lives in, quoted, or "" when the
+  // destination has none (SQLite). SqlDialect::EnsureNamespaceSql creates it.
+  std::string quoted_namespace;
+  // The same names unquoted, for catalog queries: namespace ("" when none) and the table's
+  // name inside it (SQLite: the key).
+  std::string namespace_name;
+  std::string table_name;
+};
+
+// One column of a destination table, computed once per table by the applier.
+struct SqlColumn {
+  const ColumnDesc* source = nullptr;  // the source column (points into SqlTable::schema)
+  std::string quoted;                  // SqlDialect::Quote(source->name)
+  std::string type;                    // SqlDialect::ColumnType(*source); "" = none (SQLite)
+  // Dialect-private: what a bound value must be turned into (SqlDialect::BindKind), so the
+  // connection does not look at the type text per value.
+  uint8_t bind_kind = 0;
+  bool is_pk = false;
+  // The source DEFAULT as a canonical Value (schema/text_value.h DefaultValue), bound on
+  // insert when the row image leaves the column out; non-empty default_error: the
+  // default could not be understood (reported only when it is needed).
+  Value default_value;
+  std::string default_error;
+};
+
+// What the applier knows of one destination table. Built by the applier; the dialect
+// reads it to write statements.
+struct SqlTable {
+  TableSchemaPtr schema;
+  SqlTableName name;
+  std::vector<SqlColumn> columns;  // in source column order
+  // Keyless tables: the dialect's row address (SQLite: a free alias of rowid; PG: ctid),
+  // from SqlDialect::RowLocator; "" for tables with a primary key or dialects without one.
+  std::string row_locator;
+  const std::string& column_name(size_t i) const { return schema->columns[i].name; }
+};
+
+// A prepared statement with numbered parameters (SqlDialect::Placeholder).
+class SqlStatement {
+ public:
+  virtual ~SqlStatement() = default;
+  // Binds `v` to the 1-based parameter `index` for the next Execute/Query. `column` is the
+  // destination column the value is written to or compared with; nullptr for metadata
+  // parameters (then v is kText, kBytes, kInt or kNull). `v` must stay alive and unchanged
+  // until Execute/Query returns (backends may keep a pointer instead of copying).
+  // kAbsent is never bound. Errors: kInvalidArgument when the value cannot be stored
+  // exactly in the column (message says why, e.g. "unsigned value 18446744073709551615
+  // does not fit its INTEGER column"; the applier adds table and column).
+  virtual Status Bind(int index, const Value& v, const SqlColumn* column) = 0;
+  // Runs the statement with the bound values; returns the number of rows it changed.
+  // Bindings are kept for the next run only as far as the caller binds them again (the
+  // applier binds every parameter before each run).
+  virtual Result<int64_t> Execute() = 0;
+  // Runs a query; every row's columns as text (nullopt for NULL). For metadata only
+  // (small results).
+  virtual Result<std::vector<std::vector<std::optional<std::string>>>> Query() = 0;
+};
+
+class SqlConnection {
+ public:
+  virtual ~SqlConnection() = default;
+  // Runs SQL without parameters or results (DDL, one statement).
+  virtual Status Exec(const std::string& sql) = 0;
+  // The prepared statement for `sql`, cached by its text (preparing the same text twice
+  // returns the same object). Owned by the connection.
+  virtual Result<SqlStatement*> Prepare(const std::string& sql) = 0;
+  // Transactions. Begin takes the write lock where the database has one (SQLite BEGIN
+  // IMMEDIATE). Rollback is best effort (a lost connection has rolled back already).
+  virtual Status Begin() = 0;
+  virtual Status Commit() = 0;
+  virtual void Rollback() = 0;
+  // After a kUnavailable error: drop the session and open a new one (SQLite: nothing to
+  // do). Invalidates every SqlStatement. kUnavailable while the server is still away.
+  virtual Status Reconnect() { return Status::Ok(); }
+  // Bulk load hook, used when SupportsBulkLoad(): snapshot chunks (transactions, or groups
+  // of them, whose changes are all Op::kRead full row images of one table). Writes `rows`
+  // (each a full row image, no kAbsent, in column order) into `table` inside the open
+  // transaction, replacing rows with the same key (a chunk copied again after a crash, or
+  // rows the stream wrote first). Errors as above; the applier adds the table.
+  virtual bool SupportsBulkLoad() const { return false; }
+  virtual Status BulkLoad(const SqlTable& table, const std::vector<const Row*>& rows) {
+    (void)table, (void)rows;
+    return Status::NotSupported("bulk load");
+  }
+  // For messages: "sqlite /path/replica.db", "postgres 127.0.0.1:5432/db".
+  virtual std::string Describe() const = 0;
+};
+
+// An existing destination column as the catalog reports it.
+struct SqlExistingColumn {
+  std::string name;
+  std::string type;  // comparable with SqlDialect::ColumnType (SqlDialect::SameType)
+  int pk = 0;        // 1-based position in the primary key, 0 = not in it
+};
+
+// Statement texts of the applier's own bookkeeping. Tables (names are the dialect's):
+//   checkpoint: one row (id = 1) with the checkpoint text `state`
+//   tables: per destination table its key (SqlTableName::key), source db, source table and
+//           a JSON array of {"name","column_type",<dialect>_type} (for people and compare)
+enum class SqlMeta : uint8_t {
+  kLoadCheckpoint,  // no parameters; one row, one column (the state) or no row
+  kSaveCheckpoint,  // (1) state: inserts or replaces the row id = 1
+  kLookupTable,     // (1) key: rows of (source_db, source_table)
+  kStoreTable,      // (1) key (2) source_db (3) source_table (4) columns JSON; replaces
+  kForgetTable,     // (1) key
+};
+
+class SqlDialect {
+ public:
+  virtual ~SqlDialect() = default;
+  virtual std::string_view name() const = 0;  // "sqlite", "postgres", "mysql"
+  // `identifier` quoted for SQL (embedded quote characters doubled).
+  virtual std::string Quote(std::string_view identifier) const = 0;
+  // Text of the 1-based parameter `index`: "?" (SQLite, MySQL), "$3" (PG).
+  virtual std::string Placeholder(int index) const = 0;
+  virtual SqlTableName TableName(const TableSchema& table) const = 0;
+  // Whether two SqlTableName::key values name the same table (SQLite: ignoring case).
+  virtual bool NamesEqual(std::string_view a, std::string_view b) const { return a == b; }
+  // The lossless destination type of a source column (docs/sinks.md), "" for no declared
+  // type (SQLite only). kNotSupported names the type when it cannot be kept exactly.
+  virtual Result<std::string> ColumnType(const ColumnDesc& column) const = 0;
+  virtual bool SameType(std::string_view declared, std::string_view existing) const {
+    return declared == existing;
+  }
+  virtual uint8_t BindKind(const ColumnDesc& column) const {
+    (void)column;
+    return 0;
+  }
+  // `v` (canonical Value of `column`) as an SQL literal, for DEFAULT clauses and table
+  // rebuilds. kNull gives NULL.
+  virtual Result<std::string> Literal(const Value& v, const ColumnDesc& column) const = 0;
+
+  // --- statements -----------------------------------------------------------------
+  // Insert of `rows` rows (parameters row by row, `cols` order, numbered from 1). For
+  // tables with a primary key, a row whose key exists gets `update_cols` from the new row
+  // and keeps its other columns (no update_cols: the existing row stays as it is). `cols`
+  // empty only with rows == 1 (insert all defaults). The default writes
+  //   INSERT INTO t (c..) VALUES (..),(..) ON CONFLICT (pk..) DO UPDATE SET c = excluded.c..
+  //   | DO NOTHING
+  // which SQLite and PostgreSQL share; MySQL overrides (ON DUPLICATE KEY UPDATE).
+  virtual std::string UpsertSql(const SqlTable& t, const std::vector<size_t>& cols,
+                                const std::vector<size_t>& update_cols, size_t rows) const;
+  // A null-safe equality test between a column and a parameter: "c IS ?" (SQLite),
+  // "c IS NOT DISTINCT FROM $1" (PG), "c <=> ?" (MySQL).
+  virtual std::string NullSafeEquals(const std::string& quoted_column, const std::string& param) const = 0;
+  // Keyless tables: the name of the row address column (SqlTable::row_locator), or "" if
+  // the dialect's first-match statements need none. kNotSupported when there is none free.
+  virtual Result<std::string> RowLocator(const TableSchema& table) const = 0;
+  // Update (`set_cols` from parameters 1..) or delete (set_cols empty) of ONE row, the first
+  // whose `where_cols` equal the following parameters null-safely (NullSafeEquals). The
+  // default: ... WHERE <locator> = (SELECT <locator> FROM t WHERE .. LIMIT 1).
+  virtual std::string FirstMatchSql(const SqlTable& t, const std::vector<size_t>& set_cols,
+                                    const std::vector<size_t>& where_cols) const;
+  // Rows per multi-row statement (upserts and deletes by key) the applier may build; 1 =
+  // one statement per row (cheapest for an in-process database). The applier never puts
+  // more than MaxParameters() parameters into one statement.
+  virtual size_t MaxRowsPerStatement() const { return 1; }
+  virtual size_t MaxParameters() const { return 32766; }
+
+  // --- catalog and DDL --------------------------------------------------------------
+  // Creates the applier's bookkeeping tables if missing (one or more statements).
+  virtual std::vector<std::string> CreateMetadataSql() const = 0;
+  virtual std::string MetaSql(SqlMeta which) const = 0;
+  // "CREATE SCHEMA IF NOT EXISTS ..." for a table's namespace, or "" (SQLite).
+  virtual std::string EnsureNamespaceSql(const SqlTableName& table) const {
+    (void)table;
+    return "";
+  }
+  // The table's columns in order, or nullopt when the table does not exist. Runs inside
+  // the applier's open transaction.
+  virtual Result<std::optional<std::vector<SqlExistingColumn>>> DescribeTable(
+      SqlConnection& conn, const SqlTableName& table) const = 0;
+  // Statements renaming `from` to `to` (`to` does not exist: the applier dropped it).
+  virtual std::vector<std::string> RenameTableSql(const SqlTableName& from, const SqlTableName& to) const = 0;
+  // Whether DDL takes part in transactions (SQLite, PG: yes; MySQL: no, each DDL commits).
+  // With false the applier still runs the same statements in order; a crash between them
+  // is repaired on restart by PrepareTable (documented per destination).
+  virtual bool TransactionalDdl() const { return true; }
+};
+
+}  // namespace sluice
