@@ -3,6 +3,7 @@
 #
 #   scripts/mariadb-test-server.sh start DIR   # new data dir in DIR, free loopback port
 #   scripts/mariadb-test-server.sh stop DIR
+#   scripts/mariadb-test-server.sh restart DIR   # kill -9, then start again: same data, same port
 #
 # `start` initialises DIR/data, starts mariadbd on 127.0.0.1 with ROW binlogs
 # (log_bin, binlog_format=ROW, binlog_row_image=FULL, binlog_row_metadata=FULL, GTIDs
@@ -42,6 +43,15 @@ case "$cmd" in
       || { cat "$dir/install.log" >&2; exit 1; }
     port=$(find_free_port)
     sock="$dir/mysqld.sock"
+    # Kept for `restart` (same data directory, port and options).
+    printf '%q ' mariadbd --no-defaults --datadir="$dir/data" --user="$(id -un)" \
+      --bind-address=127.0.0.1 --port="$port" --socket="$sock" --pid-file="$dir/mariadbd.pid" \
+      --tmpdir="$dir/tmp" --log-error="$dir/error.log" \
+      --server-id=1 --log-bin=mariadb-bin --binlog-format=ROW --binlog-row-image=FULL \
+      --binlog-row-metadata=FULL --log-slave-updates=ON \
+      --innodb-buffer-pool-size=128M --innodb-log-file-size=64M --innodb-flush-log-at-trx-commit=2 \
+      --sync-binlog=0 --skip-name-resolve --max-connections=200 --max-allowed-packet=256M \
+      --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci "$@" >"$dir/mariadbd.cmd"
     mariadbd --no-defaults --datadir="$dir/data" --user="$(id -un)" \
       --bind-address=127.0.0.1 --port="$port" --socket="$sock" --pid-file="$dir/mariadbd.pid" \
       --tmpdir="$dir/tmp" --log-error="$dir/error.log" \
@@ -83,5 +93,21 @@ ENV
       kill -9 "$pid" 2>/dev/null || true
     fi
     ;;
-  *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+  restart)
+    dir=$(cd "$dir" && pwd)
+    [ -f "$dir/mariadbd.cmd" ] || { echo "no server was started in $dir" >&2; exit 1; }
+    if [ -f "$dir/mariadbd.pid" ]; then
+      pid=$(cat "$dir/mariadbd.pid")
+      kill -9 "$pid" 2>/dev/null || true
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    fi
+    rm -f "$dir/mariadbd.pid"
+    bash -c "$(cat "$dir/mariadbd.cmd") >/dev/null 2>&1 &"
+    for _ in $(seq 1 300); do
+      if mariadb-admin --no-defaults --socket="$dir/mysqld.sock" -uroot ping >/dev/null 2>&1; then exit 0; fi
+      sleep 0.1
+    done
+    echo "mariadbd did not restart; see $dir/error.log:" >&2; tail -20 "$dir/error.log" >&2; exit 1
+    ;;
+  *) echo "usage: $0 start|stop|restart DIR" >&2; exit 2 ;;
 esac

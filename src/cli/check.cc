@@ -23,6 +23,7 @@
 #include "checkpoint/checkpoint_file.h"
 #include "cli/run.h"
 #include "schema/text_value.h"
+#include "sink/mysql_sink.h"
 #include "util/log.h"
 
 namespace sluice::cli {
@@ -616,6 +617,25 @@ SinkFacts CheckSink(const Config& config) {
                             k.type == SinkType::kKafka ? "check sink.kafka.bootstrap_servers and that the brokers run"
                                                        : "check sink.nats.url and that the server runs",
                             true);
+    return s;
+  }
+  if (k.type == SinkType::kMysql) {
+    // Connects as the run will (session setup, checkpoint table); the named lock it takes
+    // also tells whether another run holds this destination.
+    Result<std::unique_ptr<MysqlSink>> m = MysqlSink::Open(k.mysql);
+    if (!m.ok()) {
+      s.line = Line(name, CheckOutcome::kFail, m.status().message(),
+                    "check sink.mysql (host, port, user, password_env, database) and that the server runs", true);
+      return s;
+    }
+    Result<std::optional<std::string>> stored = (*m)->LoadCheckpoint();
+    if (stored.ok() && *stored) {
+      auto cp = Checkpoint::FromJson(**stored);
+      if (cp.ok()) s.checkpoint = std::move(cp).value();
+    }
+    s.line = Line(name, CheckOutcome::kPass,
+                  fmt::format("MySQL/MariaDB destination {} accepts the session (checkpoint in {}._sluice_checkpoint)",
+                              k.mysql.connect.Describe(), k.mysql.database));
     return s;
   }
   std::string problem = k.path == "-" ? "" : FileProblem(k.path, "sink.path");

@@ -150,11 +150,12 @@ int RunCommand(int argc, char** argv) {
   if (*compare) {
     auto config = LoadConfigFile(config_path);
     if (!config.ok()) return Fail(config.status());
-    if (config->sink.type != SinkType::kSqlite)
-      return Fail(Status::InvalidArgument("compare works with sink.type = \"sqlite\" only"));
-    auto result = CompareTables(SourceConnectOptions(config->source),
-                                TableFilter{config->source.tables, config->source.exclude},
-                                config->sink.path);
+    if (config->sink.type != SinkType::kSqlite && config->sink.type != SinkType::kMysql)
+      return Fail(Status::InvalidArgument("compare works with sink.type = \"sqlite\" or \"mysql\" only"));
+    const TableFilter filter{config->source.tables, config->source.exclude};
+    auto result = config->sink.type == SinkType::kMysql
+                      ? CompareTablesMysql(SourceConnectOptions(config->source), filter, config->sink.mysql)
+                      : CompareTables(SourceConnectOptions(config->source), filter, config->sink.path);
     if (!result.ok()) return Fail(result.status());
     size_t equal = 0;
     for (const auto& t : *result) {

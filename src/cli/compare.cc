@@ -74,7 +74,116 @@ std::string Describe(const Row& row, const TableSchema& t) {
   return out;
 }
 
+using SourceRows = std::multimap<std::string, Row>;
+
+// Every source row of `schema`, by key, read with the snapshot converter.
+Status ReadSourceRows(Connection& conn, const TableSchema& schema, SourceRows* src) {
+  std::string select;
+  for (const auto& c : schema.columns) select += (select.empty() ? "" : ", ") + SnapshotSelectExpr(c);
+  std::string sql = fmt::format("SELECT {} FROM {}.{}", select, QuoteIdentifier(schema.db),
+                                QuoteIdentifier(schema.table));
+  return conn.QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
+    Row row;
+    row.reserve(cells.size());
+    for (size_t i = 0; i < cells.size(); ++i) {
+      ASSIGN_OR_RETURN(Value v, ValueFromText(schema.columns[i], cells[i]));
+      row.push_back(std::move(v));
+    }
+    src->emplace(KeyOf(row, schema), std::move(row));
+    return Status::Ok();
+  }, nullptr);
+}
+
+// One replica row: matched against (and removed from) the source rows.
+void MatchReplicaRow(const Row& row, const TableSchema& schema, SourceRows& src, TableComparison& cmp) {
+  ++cmp.replica_rows;
+  std::string key = KeyOf(row, schema);
+  auto it = src.find(key);
+  if (it == src.end()) {
+    ++cmp.extra;
+    if (cmp.examples.size() < 5) cmp.examples.push_back("extra in replica: " + Describe(row, schema));
+    return;
+  }
+  if (!(it->second == row)) {
+    ++cmp.differing;
+    if (cmp.examples.size() < 5) {
+      for (size_t i = 0; i < row.size(); ++i) {
+        if (!(it->second[i] == row[i])) {
+          cmp.examples.push_back(fmt::format("key {}: column {}: source {} replica {}", KeyOf(row, schema),
+                                             schema.columns[i].name, it->second[i].DebugString(),
+                                             row[i].DebugString()));
+          break;
+        }
+      }
+    }
+  }
+  src.erase(it);
+}
+
+// The source rows no replica row matched.
+void FinishComparison(const TableSchema& schema, const SourceRows& src, TableComparison& cmp) {
+  cmp.missing = src.size();
+  for (auto it = src.begin(); it != src.end() && cmp.examples.size() < 5; ++it)
+    cmp.examples.push_back("missing in replica: " + Describe(it->second, schema));
+}
+
 }  // namespace
+
+Result<std::vector<TableComparison>> CompareTablesMysql(const ConnectOptions& source, const TableFilter& filter,
+                                                        const MysqlSinkOptions& destination) {
+  ASSIGN_OR_RETURN(auto conn, Connection::Connect(source));
+  RETURN_IF_ERROR(conn->Execute("SET time_zone = '+00:00'"));
+  ASSIGN_OR_RETURN(auto tables, ListTables(*conn, filter));
+  ASSIGN_OR_RETURN(auto dest, Connection::Connect(destination.connect));
+  RETURN_IF_ERROR(dest->Execute("SET time_zone = '+00:00'"));
+  std::vector<TableComparison> out;
+  for (const auto& name : tables) {
+    ASSIGN_OR_RETURN(TableSchema schema, LoadTableSchema(*conn, name.db, name.table));
+    TableComparison cmp;
+    cmp.table = schema.QualifiedName();
+    SourceRows src;
+    RETURN_IF_ERROR(ReadSourceRows(*conn, schema, &src));
+    cmp.source_rows = src.size();
+    const std::string db = MysqlDestinationDatabase(destination, schema.db);
+    const std::string qualified = QuoteIdentifier(db) + "." + QuoteIdentifier(schema.table);
+    // The destination's columns must be the source's, by name and order (then the source
+    // schema reads both sides: the types are the same one to one).
+    ASSIGN_OR_RETURN(QueryResult cols,
+                     dest->Query("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " +
+                                 dest->Quote(db) + " AND TABLE_NAME = " + dest->Quote(schema.table) +
+                                 " ORDER BY ORDINAL_POSITION"));
+    std::string have, want;
+    for (const auto& r : cols.rows) have += (have.empty() ? "" : ", ") + r[0].value_or("");
+    for (const auto& c : schema.columns) want += (want.empty() ? "" : ", ") + c.name;
+    if (have != want) {
+      cmp.missing = cmp.source_rows;
+      cmp.examples.push_back(cols.rows.empty() ? fmt::format("destination has no table {}", qualified)
+                                               : fmt::format("destination table {} has columns ({}), source ({})",
+                                                             qualified, have, want));
+      out.push_back(std::move(cmp));
+      continue;
+    }
+    std::string select;
+    for (const auto& c : schema.columns) select += (select.empty() ? "" : ", ") + SnapshotSelectExpr(c);
+    RETURN_IF_ERROR(dest->QueryStream(
+        fmt::format("SELECT {} FROM {}", select, qualified),
+        [&](const std::vector<TextCellView>& cells) -> Status {
+          Row row;
+          row.reserve(cells.size());
+          for (size_t i = 0; i < cells.size(); ++i) {
+            Result<Value> v = ValueFromText(schema.columns[i], cells[i]);
+            if (!v.ok()) return v.status().WithContext(fmt::format("destination table {}", qualified));
+            row.push_back(std::move(v).value());
+          }
+          MatchReplicaRow(row, schema, src, cmp);
+          return Status::Ok();
+        },
+        nullptr));
+    FinishComparison(schema, src, cmp);
+    out.push_back(std::move(cmp));
+  }
+  return out;
+}
 
 Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
                                                    const TableFilter& filter,
@@ -97,21 +206,8 @@ Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
     TableComparison cmp;
     cmp.table = schema.QualifiedName();
 
-    std::multimap<std::string, Row> src;
-    std::string select;
-    for (const auto& c : schema.columns) select += (select.empty() ? "" : ", ") + SnapshotSelectExpr(c);
-    std::string sql = fmt::format("SELECT {} FROM {}.{}", select, QuoteIdentifier(schema.db),
-                                  QuoteIdentifier(schema.table));
-    RETURN_IF_ERROR(conn->QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
-      Row row;
-      row.reserve(cells.size());
-      for (size_t i = 0; i < cells.size(); ++i) {
-        ASSIGN_OR_RETURN(Value v, ValueFromText(schema.columns[i], cells[i]));
-        row.push_back(std::move(v));
-      }
-      src.emplace(KeyOf(row, schema), std::move(row));
-      return Status::Ok();
-    }, nullptr));
+    SourceRows src;
+    RETURN_IF_ERROR(ReadSourceRows(*conn, schema, &src));
     cmp.source_rows = src.size();
 
     // Columns the replica table lacks (SQLite would read a double-quoted unknown name as a
@@ -157,34 +253,11 @@ Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
         ASSIGN_OR_RETURN(Value v, ReplicaValue(stmt, static_cast<int>(i), schema.columns[i]));
         row.push_back(std::move(v));
       }
-      ++cmp.replica_rows;
-      std::string key = KeyOf(row, schema);
-      auto it = src.find(key);
-      if (it == src.end()) {
-        ++cmp.extra;
-        if (cmp.examples.size() < 5) cmp.examples.push_back("extra in replica: " + Describe(row, schema));
-        continue;
-      }
-      if (!(it->second == row)) {
-        ++cmp.differing;
-        if (cmp.examples.size() < 5) {
-          for (size_t i = 0; i < row.size(); ++i) {
-            if (!(it->second[i] == row[i])) {
-              cmp.examples.push_back(fmt::format("key {}: column {}: source {} replica {}",
-                                                 KeyOf(row, schema), schema.columns[i].name,
-                                                 it->second[i].DebugString(), row[i].DebugString()));
-              break;
-            }
-          }
-        }
-      }
-      src.erase(it);
+      MatchReplicaRow(row, schema, src, cmp);
     }
     if (rc != SQLITE_DONE)
       return Status::Unavailable(fmt::format("reading {}: {}", SqliteTableName(schema), sqlite3_errmsg(db)));
-    cmp.missing = src.size();
-    for (auto it = src.begin(); it != src.end() && cmp.examples.size() < 5; ++it)
-      cmp.examples.push_back("missing in replica: " + Describe(it->second, schema));
+    FinishComparison(schema, src, cmp);
     out.push_back(std::move(cmp));
   }
   return out;

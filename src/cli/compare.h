@@ -1,4 +1,5 @@
-// CompareTables: checks that an SQLite replica equals the source, table by table, row by
+// CompareTables: checks that an SQLite replica (CompareTablesMysql: a MySQL/MariaDB
+// destination, sink/mysql_sink.h) equals the source, table by table, row by
 // row and value by value, through the canonical Value form (core/value.h).
 //
 // Source rows are read with the snapshot converter (SnapshotSelectExpr + ValueFromText);
@@ -16,6 +17,7 @@
 #include "core/value.h"
 #include "mysql/connection.h"
 #include "mysql/schema_loader.h"
+#include "sink/mysql_sink.h"
 #include "util/status.h"
 
 struct sqlite3_stmt;
@@ -41,5 +43,10 @@ Result<Value> ReplicaValue(sqlite3_stmt* stmt, int i, const ColumnDesc& col);
 Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
                                                    const TableFilter& filter,
                                                    const std::string& sqlite_path);
+// The same against a MySQL/MariaDB destination: its rows are read with the source's own
+// snapshot converter (the destination's column types are the source's one to one), from
+// MysqlDestinationDatabase(destination, db).`table`.
+Result<std::vector<TableComparison>> CompareTablesMysql(const ConnectOptions& source, const TableFilter& filter,
+                                                        const MysqlSinkOptions& destination);
 
 }  // namespace sluice::cli

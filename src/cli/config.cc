@@ -11,6 +11,7 @@
 
 #include <toml++/toml.h>
 
+#include "cli/mysql_sink_config.h"
 #include "cli/publish_config.h"
 
 namespace sluice::cli {
@@ -224,21 +225,26 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (const toml::node* n = root.get("sink")) {
     const toml::table* sink = n->as_table();
     if (!sink) return KeyError(origin, "sink", "expected a section");
-    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats", "busy_timeout_ms", "group_max_bytes", "group_max_ms"}, origin));
+    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats", "mysql", "busy_timeout_ms", "group_max_bytes", "group_max_ms"}, origin));
     std::string type = "sqlite";
     RETURN_IF_ERROR(GetString(*sink, "sink", "type", &type, origin));
     if (type == "sqlite") c.sink.type = SinkType::kSqlite;
     else if (type == "jsonl") c.sink.type = SinkType::kJsonl;
     else if (type == "kafka") c.sink.type = SinkType::kKafka;
     else if (type == "nats") c.sink.type = SinkType::kNats;
-    else return KeyError(origin, "sink.type", fmt::format("'{}' is not one of: sqlite, jsonl, kafka, nats", type));
-    for (const char* section : {"kafka", "nats"}) {
+    else if (type == "mysql") c.sink.type = SinkType::kMysql;
+    else return KeyError(origin, "sink.type", fmt::format("'{}' is not one of: sqlite, jsonl, kafka, nats, mysql", type));
+    for (const char* section : {"kafka", "nats", "mysql"}) {
       const toml::node* sub = sink->get(section);
       const bool wanted = type == section;
       if (sub == nullptr && wanted) return KeyError(origin, fmt::format("sink.{}", section), "required for this sink type");
       if (sub == nullptr) continue;
       if (!wanted) return KeyError(origin, fmt::format("sink.{}", section), fmt::format("set, but sink.type is \"{}\"", type));
       if (!sub->is_table()) return KeyError(origin, fmt::format("sink.{}", section), "expected a table");
+      if (c.sink.type == SinkType::kMysql) {
+        RETURN_IF_ERROR(ParseMysqlSinkConfig(*sub->as_table(), origin, &c.sink.mysql));
+        continue;
+      }
       RETURN_IF_ERROR(c.sink.type == SinkType::kKafka ? ParseKafkaConfig(*sub->as_table(), origin, &c.sink.kafka)
                                                       : ParseNatsConfig(*sub->as_table(), origin, &c.sink.nats));
     }

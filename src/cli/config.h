@@ -8,9 +8,10 @@
 //              reconnect_timeout_seconds (0 = keep reconnecting; default 0)
 //   [snapshot] mode = "initial" | "never", workers, chunk_rows, fetch_rows,
 //              max_ranges_per_table, exact_count_max_rows, parallel, consistency = "exact"
-//   [sink]     type = "sqlite" | "jsonl" | "kafka" | "nats", path, checkpoint (jsonl to
+//   [sink]     type = "sqlite" | "jsonl" | "kafka" | "nats" | "mysql", path, checkpoint (jsonl to
 //              stdout only), file_mode (octal string, default "0600": the most any created
-//              file gets); [sink.kafka] / [sink.nats] (cli/publish_config.h)
+//              file gets); [sink.kafka] / [sink.nats] (cli/publish_config.h),
+//              [sink.mysql] (cli/mysql_sink_config.h)
 //              busy_timeout_ms (sqlite: wait this long for another connection's lock
 //              before retrying the transaction; default 10000), group_max_bytes (default
 //              33554432), group_max_ms (default 200): group commit budgets
@@ -30,6 +31,7 @@
 #include "mysql/connection.h"
 #include "sink/kafka_sink.h"
 #include "sink/nats_sink.h"
+#include "sink/mysql_sink.h"
 #include "util/status.h"
 
 namespace sluice::cli {
@@ -53,7 +55,7 @@ struct SourceConfig {
 };
 
 enum class SnapshotMode { kInitial, kNever };
-enum class SinkType { kSqlite, kJsonl, kKafka, kNats };
+enum class SinkType { kSqlite, kJsonl, kKafka, kNats, kMysql };
 
 struct SnapshotConfig {
   SnapshotMode mode = SnapshotMode::kInitial;
@@ -74,6 +76,7 @@ struct SinkConfig {
   uint32_t file_mode = 0600;  // permission bits of every file sluice creates (umask)
   KafkaSinkOptions kafka;  // type = "kafka": the [sink.kafka] table (cli/publish_config.h)
   NatsSinkOptions nats;    // type = "nats": the [sink.nats] table
+  MysqlSinkOptions mysql;  // type = "mysql": the [sink.mysql] table (cli/mysql_sink_config.h)
   uint32_t busy_timeout_ms = 10000;  // sqlite: lock wait per attempt
   // Group commit budgets: one sink transaction takes the source transactions that are
   // ready, up to this many bytes of changes or this many ms.

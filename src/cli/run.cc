@@ -17,6 +17,7 @@
 #include "mysql/schema_loader.h"
 #include "mysql/server_probe.h"
 #include "sink/jsonl_sink.h"
+#include "sink/mysql_sink.h"
 #include "sink/sqlite_sink.h"
 #include "snapshot/coordinator.h"
 #include "stream/resume.h"
@@ -129,6 +130,10 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
     ASSIGN_OR_RETURN(auto s, SqliteSink::Open(o));
     return std::unique_ptr<Sink>(std::move(s));
   }
+  if (config.type == SinkType::kMysql) {
+    ASSIGN_OR_RETURN(auto s, MysqlSink::Open(config.mysql));
+    return std::unique_ptr<Sink>(std::move(s));
+  }
   if (config.type == SinkType::kKafka) {
     ASSIGN_OR_RETURN(auto s, KafkaSink::Open(config.kafka));
     return std::unique_ptr<Sink>(std::move(s));
@@ -145,7 +150,7 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
 }
 
 Status RunPipeline(const Config& config, const RunOptions& options) {
-  RETURN_IF_ERROR(CheckSinkFilePath(config.sink.path, "sink.path"));
+  if (config.sink.type != SinkType::kMysql) RETURN_IF_ERROR(CheckSinkFilePath(config.sink.path, "sink.path"));
   if (config.sink.type == SinkType::kJsonl)
     RETURN_IF_ERROR(CheckSinkFilePath(config.sink.checkpoint, "sink.checkpoint"));
   ConnectOptions conn_opts = SourceConnectOptions(config.source);

@@ -1,0 +1,344 @@
+// MariaDB as a destination (issue 10, part 2; sink/mysql_sink.h). A second throwaway MariaDB
+// ("dest") is started once for the suite beside the usual test server (the source); sluice
+// runs as a child process with [sink] type = "mysql", and every check ends with
+// CompareTablesMysql (what `sluice compare` prints) finding the destination equal to the
+// source value by value.
+//   SakilaAndMixedDml     snapshot, then inserts/updates/deletes, key changes (single and
+//                         composite keys), a keyless table, a multi-statement and a
+//                         rolled-back transaction, CREATE/ALTER (add, modify, drop column)/
+//                         RENAME/TRUNCATE: destination equals source; `sluice compare` exit 0
+//   EveryType             the types test's table and edge values, snapshot and binlog
+//   TransfersAreAtomic    a reader polling the destination never sees a transfer half done
+//   KillAndRestart        SIGKILL while a 40,000-row transaction is being applied (nothing of
+//                         it visible), then the destination restarted mid-stream: equal, and
+//                         a keyless log table shows no transaction applied twice
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+#include "types_fixture.h"
+
+namespace sluice::testing {
+namespace {
+
+std::string Script() { return std::string(SLUICE_SOURCE_DIR) + "/scripts/mariadb-test-server.sh"; }
+
+struct DestServer {
+  std::string dir;
+  int port = 0;
+  std::string password;
+  bool started = false;
+};
+DestServer g_dest;
+
+class MysqlDest : public ::testing::Test {
+ public:
+  static void SetUpTestSuite() {
+    char d[] = "/tmp/sluice-it-dest.XXXXXX";
+    g_dest.dir = mkdtemp(d);
+    std::string cmd = "TMPDIR=" + g_dest.dir + "/tmp " + Script() + " start " + g_dest.dir + " >/dev/null";
+    std::filesystem::create_directories(g_dest.dir + "/tmp");
+    (void)std::system(cmd.c_str());
+    std::ifstream in(g_dest.dir + "/env");
+    std::string line;
+    while (std::getline(in, line)) {
+      auto eq = line.find('=');
+      if (eq == std::string::npos) continue;
+      std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+      if (key.ends_with("_PORT")) g_dest.port = std::atoi(value.c_str());
+      if (key.ends_with("_PASSWORD")) g_dest.password = value;
+    }
+    g_dest.started = g_dest.port > 0;
+    setenv("SLUICE_TEST_DEST_PASSWORD", g_dest.password.c_str(), 1);
+  }
+  static void TearDownTestSuite() {
+    (void)std::system((Script() + " stop " + g_dest.dir).c_str());
+    std::error_code ec;
+    std::filesystem::remove_all(g_dest.dir, ec);
+  }
+  void SetUp() override { ASSERT_TRUE(g_dest.started) << "the destination MariaDB did not start (" << g_dest.dir << ")"; }
+};
+
+ConnectOptions DestOptions() {
+  ConnectOptions o;
+  o.host = "127.0.0.1";
+  o.port = static_cast<uint16_t>(g_dest.port);
+  o.user = "sluice";
+  o.password = g_dest.password;
+  return o;
+}
+
+std::unique_ptr<Connection> DestConnect() {
+  auto c = Connection::Connect(DestOptions());
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+// A config for the test server as source and the destination server as sink; `meta` is the
+// destination database of the checkpoint, `map` extra [sink.mysql.databases] lines.
+std::string WriteMysqlConfig(const TempDir& dir, const std::vector<std::string>& tables, int server_id,
+                             const std::string& meta, const std::string& map = "") {
+  ConnectOptions o = TestServer();
+  std::ostringstream t;
+  t << "[source]\nhost = \"" << o.host << "\"\nport = " << o.port << "\nuser = \"" << o.user
+    << "\"\npassword_env = \"SLUICE_TEST_MYSQL_PASSWORD\"\nserver_id = " << server_id << "\ntables = [";
+  for (size_t i = 0; i < tables.size(); ++i) t << (i ? ", \"" : "\"") << tables[i] << "\"";
+  t << "]\n\n[snapshot]\nchunk_rows = 1000\n\n[sink]\ntype = \"mysql\"\ngroup_max_ms = 50\n\n[sink.mysql]\n"
+    << "host = \"127.0.0.1\"\nport = " << g_dest.port
+    << "\nuser = \"sluice\"\npassword_env = \"SLUICE_TEST_DEST_PASSWORD\"\ndatabase = \"" << meta << "\"\n";
+  if (!map.empty()) t << "\n[sink.mysql.databases]\n" << map << "\n";
+  std::string path = dir.File("sluice.toml");
+  std::ofstream(path) << t.str();
+  return path;
+}
+
+MysqlSinkOptions DestSinkOptions(const std::map<std::string, std::string>& map = {}) {
+  MysqlSinkOptions o;
+  o.connect = DestOptions();
+  o.databases = map;
+  return o;
+}
+
+// Empty when every selected table is equal, else what differs.
+std::string Differences(const std::vector<std::string>& tables, const std::map<std::string, std::string>& map = {}) {
+  auto r = cli::CompareTablesMysql(TestServer(), TableFilter{tables, {}}, DestSinkOptions(map));
+  if (!r.ok()) return "compare failed: " + r.status().ToString();
+  std::string out;
+  for (const auto& t : *r) {
+    if (t.equal()) continue;
+    out += fmt::format("{}: source {} rows, destination {}; {} missing, {} extra, {} differing\n", t.table,
+                       t.source_rows, t.replica_rows, t.missing, t.extra, t.differing);
+    for (const auto& e : t.examples) out += "    " + e + "\n";
+  }
+  if (r->empty()) out = "no table matched";
+  return out;
+}
+
+bool WaitEqual(const std::vector<std::string>& tables, std::chrono::seconds timeout, std::string* last) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  do {
+    *last = Differences(tables);
+    if (last->empty()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  } while (std::chrono::steady_clock::now() < until);
+  return false;
+}
+
+TEST_F(MysqlDest, SakilaAndMixedDml) {
+  const std::string fixtures = std::string(SLUICE_SOURCE_DIR) + "/../shared/fixtures/sakila";
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS sakila"), 0);
+  ASSERT_EQ(RunSqlFile(fixtures + "/sakila-schema.sql"), 0);
+  ASSERT_EQ(RunSqlFile(fixtures + "/sakila-data.sql"), 0);
+  ASSERT_EQ(RunSqlText("CREATE TABLE sakila.it_kv (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b));"
+                       "CREATE TABLE sakila.it_nokey (x INT, y VARCHAR(10) CHARACTER SET latin1);"
+                       "INSERT INTO sakila.it_kv VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3);"
+                       "INSERT INTO sakila.it_nokey VALUES (1, 'a'), (1, 'a'), (2, 'A'), (3, NULL);"),
+            0);
+  TempDir dir;
+  // Sakila goes to the destination database "sakila_copy" (sink.mysql.databases).
+  const std::map<std::string, std::string> map = {{"sakila", "sakila_copy"}};
+  std::string config = WriteMysqlConfig(dir, {"sakila.*"}, 5411, "it_meta_sakila", "sakila = \"sakila_copy\"");
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << "snapshot of sakila into MariaDB: " << r.output;
+  std::string diff = Differences({"sakila.*"}, map);
+  ASSERT_EQ(diff, "") << "after the snapshot";
+
+  ASSERT_EQ(RunSqlText(R"(
+INSERT INTO actor (first_name, last_name) VALUES ('ADA', 'LOVELACE'), ('ALAN', 'TURING');
+UPDATE actor SET last_name = 'O''NEIL\\' WHERE actor_id = 5;
+DELETE FROM film_actor WHERE actor_id = 1 AND film_id IN (1, 23);
+UPDATE film SET rental_rate = rental_rate + 1.01, description = CONCAT(description, ' 😀') WHERE film_id <= 20;
+UPDATE it_kv SET a = 10 WHERE a = 1;
+UPDATE it_kv SET b = 'z', v = 20 WHERE a = 2;
+DELETE FROM it_kv WHERE a = 3;
+UPDATE it_kv SET a = 3, b = 'c', v = 99 WHERE a = 10;
+UPDATE it_nokey SET y = 'b' WHERE x = 1 LIMIT 1;
+DELETE FROM it_nokey WHERE x = 2;
+UPDATE it_nokey SET y = 'n' WHERE y IS NULL;
+START TRANSACTION;
+INSERT INTO category (name) VALUES ('Westerns');
+UPDATE customer SET email = NULL, active = 0 WHERE customer_id BETWEEN 1 AND 50;
+DELETE FROM payment WHERE payment_id BETWEEN 1 AND 30;
+COMMIT;
+START TRANSACTION;
+INSERT INTO language (name) VALUES ('Klingon');
+DELETE FROM film_text WHERE film_id < 500;
+ROLLBACK;
+CREATE TABLE it_new (id BIGINT UNSIGNED PRIMARY KEY, t TEXT, d DATETIME(3) DEFAULT '2000-01-01 00:00:00.000');
+INSERT INTO it_new (id, t) VALUES (18446744073709551615, 'max'), (0, 'zero');
+ALTER TABLE it_kv ADD COLUMN note VARCHAR(20) NOT NULL DEFAULT 'n/a';
+INSERT INTO it_kv VALUES (4, 'd', 4, 'new');
+ALTER TABLE it_kv MODIFY v BIGINT;
+UPDATE it_kv SET v = 9000000000 WHERE a = 4;
+ALTER TABLE it_kv DROP COLUMN note;
+RENAME TABLE it_kv TO it_kv2;
+INSERT INTO it_kv2 VALUES (5, 'e', 5);
+TRUNCATE TABLE it_nokey;
+INSERT INTO it_nokey VALUES (7, 'after');
+)", "sakila"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << "streaming the mixed DML and DDL into MariaDB: " << r.output;
+  EXPECT_EQ(Differences({"sakila.*"}, map), "") << "after the mixed DML, key changes and schema changes";
+  auto dest = DestConnect();
+  ASSERT_NE(dest, nullptr);
+  auto kv = dest->Query("SELECT COUNT(*) FROM sakila_copy.it_kv2");
+  ASSERT_TRUE(kv.ok()) << "the renamed table exists in the destination: " << kv.status().ToString();
+  // The CLI says the same.
+  auto cmp = RunSluice({"compare", "--config", config});
+  EXPECT_EQ(cmp.exit_code, 0) << cmp.output;
+  EXPECT_NE(cmp.output.find("OK:"), std::string::npos) << cmp.output;
+}
+
+TEST_F(MysqlDest, EveryType) {
+  ASSERT_EQ(RunSqlText(kCreate), 0);
+  ASSERT_EQ(RunSqlText(kRows), 0);
+  TempDir dir;
+  std::string config = WriteMysqlConfig(dir, {"it_types.t"}, 5412, "it_meta_types");
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << "snapshot of every type into MariaDB: " << r.output;
+  EXPECT_EQ(Differences({"it_types.t"}), "") << "rows 1-5 through the snapshot";
+
+  // The same values through the binlog (rows 101-105), then updates, a key change, a delete.
+  ASSERT_EQ(RunSqlText("SET SESSION sql_mode = ''; INSERT INTO it_types.t SELECT id + 100, ti, tiu, si, siu, mi, miu, i, iu, bi, biu,"
+                       " dec1, dec2, dec3, dec4, f, d, b1, b13, b64, y, dt, tm, tm6, tm2, dtm, dtm3, dtm6, ts, ts6,"
+                       " c, c255, vc, c_latin1, c_utf8mb3, bin, vbin, tt, tx, mt, lt, tb, bl, mb, lb, e, s, j, g, pt"
+                       " FROM it_types.t WHERE id <= 5;"
+                       "UPDATE it_types.t a JOIN it_types.t b ON b.id = 103 SET a.ti = b.ti, a.biu = b.biu, a.dec1 = b.dec1,"
+                       " a.f = b.f, a.d = b.d, a.b64 = b.b64, a.tm6 = b.tm6, a.dtm6 = b.dtm6, a.ts6 = b.ts6, a.vc = b.vc,"
+                       " a.vbin = b.vbin, a.lt = b.lt, a.lb = b.lb, a.e = b.e, a.s = b.s, a.j = b.j, a.g = b.g WHERE a.id = 101;"
+                       "UPDATE it_types.t SET ti = NULL, vc = NULL, lb = NULL, j = NULL, g = NULL WHERE id = 103;"
+                       "UPDATE it_types.t SET id = 1000 WHERE id = 104;"
+                       "DELETE FROM it_types.t WHERE id = 102;"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << "streaming every type into MariaDB: " << r.output;
+  EXPECT_EQ(Differences({"it_types.t"}), "") << "rows 101-105 through the binlog, updates, key change, delete";
+  // The column definitions are the source's one to one.
+  auto dest = DestConnect();
+  ASSERT_NE(dest, nullptr);
+  auto src = Connect();
+  const std::string q =
+      "SELECT COLUMN_NAME, COLUMN_TYPE, IFNULL(CHARACTER_SET_NAME, ''), IFNULL(COLLATION_NAME, ''), IS_NULLABLE "
+      "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'it_types' AND TABLE_NAME = 't' ORDER BY ORDINAL_POSITION";
+  auto a = src->Query(q);
+  auto b = dest->Query(q);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->rows.size(), b->rows.size());
+  for (size_t i = 0; i < a->rows.size(); ++i) EXPECT_EQ(a->rows[i], b->rows[i]) << "column " << *a->rows[i][0];
+}
+
+TEST_F(MysqlDest, TransfersAreAtomic) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_atom; CREATE DATABASE it_atom;"
+                       "CREATE TABLE it_atom.a (id INT PRIMARY KEY, bal INT NOT NULL);"
+                       "CREATE TABLE it_atom.b (id INT PRIMARY KEY, bal INT NOT NULL);"
+                       "INSERT INTO it_atom.a VALUES (1, 500); INSERT INTO it_atom.b VALUES (1, 500);"),
+            0);
+  TempDir dir;
+  std::string config = WriteMysqlConfig(dir, {"it_atom.*"}, 5413, "it_meta_atom");
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  std::string last;
+  ASSERT_TRUE(WaitEqual({"it_atom.*"}, std::chrono::seconds(30), &last)) << last << ReadFile(dir.File("log"));
+
+  // Each source transaction moves an amount from one table's row to the other's; the sum
+  // is 1000 in every committed state.
+  std::atomic<bool> done{false};
+  std::atomic<int> polls{0}, torn{0};
+  std::string torn_example;
+  std::thread reader([&] {
+    auto dest = DestConnect();
+    if (!dest) return;
+    while (!done) {
+      auto r = dest->Query("SELECT (SELECT SUM(bal) FROM it_atom.a) + (SELECT SUM(bal) FROM it_atom.b)");
+      if (!r.ok()) continue;
+      ++polls;
+      if (r->rows[0][0] != std::optional<std::string>("1000")) {
+        if (torn++ == 0) torn_example = r->rows[0][0].value_or("NULL");
+      }
+    }
+  });
+  std::string sql;
+  for (int i = 1; i <= 300; ++i) {
+    int amount = (i * 37) % 101 - 50;
+    sql += fmt::format("START TRANSACTION; UPDATE it_atom.a SET bal = bal - {0} WHERE id = 1; "
+                       "UPDATE it_atom.b SET bal = bal + {0} WHERE id = 1; COMMIT;\n",
+                       amount);
+  }
+  ASSERT_EQ(RunSqlText(sql), 0);
+  bool equal = WaitEqual({"it_atom.*"}, std::chrono::seconds(60), &last);
+  done = true;
+  reader.join();
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid), 0) << ReadFile(dir.File("log"));
+  EXPECT_TRUE(equal) << last << ReadFile(dir.File("log"));
+  EXPECT_GT(polls.load(), 20) << "the reader polled the destination while 300 transfers were applied";
+  EXPECT_EQ(torn.load(), 0) << "a reader saw a sum of " << torn_example << " instead of 1000 (part of a transaction)";
+}
+
+TEST_F(MysqlDest, KillAndRestart) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_fault; CREATE DATABASE it_fault;"
+                       "CREATE TABLE it_fault.big (id INT PRIMARY KEY, v VARCHAR(100), n INT);"
+                       "CREATE TABLE it_fault.log (txn INT, rows_in_txn INT);"),
+            0);
+  TempDir dir;
+  std::string config = WriteMysqlConfig(dir, {"it_fault.*"}, 5414, "it_meta_fault");
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log1"));
+  std::string last;
+  ASSERT_TRUE(WaitEqual({"it_fault.*"}, std::chrono::seconds(30), &last)) << last << ReadFile(dir.File("log1"));
+
+  // One large source transaction; sluice is killed while its INSERTs run in the destination.
+  const int rows = SluiceSanitized() ? 20000 : 40000;
+  ASSERT_EQ(RunSqlText(fmt::format("START TRANSACTION; INSERT INTO it_fault.big SELECT seq, REPEAT('x', 90), 0 FROM seq_1_to_{0};"
+                                   "INSERT INTO it_fault.log VALUES (1, {0}); COMMIT;",
+                                   rows)),
+            0);
+  auto dest = DestConnect();
+  ASSERT_NE(dest, nullptr);
+  bool in_flight = false;
+  for (int i = 0; i < 3000 && !in_flight; ++i) {
+    auto r = dest->Query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO `it_fault`.`big`%'");
+    in_flight = r.ok() && r->rows[0][0] != std::optional<std::string>("0");
+    if (!in_flight) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  kill(pid, SIGKILL);
+  EXPECT_EQ(WaitChild(pid), -SIGKILL);
+  EXPECT_TRUE(in_flight) << "an INSERT of the large transaction was seen running in the destination";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server rolls back the killed session
+  auto seen = dest->Query("SELECT COUNT(*) FROM it_fault.big");
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->rows[0][0], std::optional<std::string>("0")) << "none of a transaction whose apply was killed is visible";
+
+  // Run again; while it streams small transactions, the destination server restarts.
+  pid = StartSluice({"run", "--config", config}, dir.File("log2"));
+  std::thread writer([&] {
+    for (int t = 2; t <= 41; ++t) {
+      (void)RunSqlText(fmt::format("START TRANSACTION; INSERT INTO it_fault.log VALUES ({0}, 1);"
+                                   "UPDATE it_fault.big SET n = n + 1 WHERE id = {0}; COMMIT;",
+                                   t));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  int rc = std::system((Script() + " restart " + g_dest.dir).c_str());
+  writer.join();
+  EXPECT_EQ(rc, 0) << "restart of the destination MariaDB";
+  bool equal = WaitEqual({"it_fault.*"}, std::chrono::seconds(60), &last);
+  kill(pid, SIGTERM);
+  int exit_code = WaitChild(pid);
+  const std::string log = ReadFile(dir.File("log2"));
+  EXPECT_TRUE(equal) << "after SIGKILL and a destination restart (the keyless log table shows a transaction "
+                        "applied twice as an extra row): "
+                     << last << log;
+  EXPECT_EQ(exit_code, 0) << log;
+  EXPECT_NE(log.find("retrying the same transaction"), std::string::npos)
+      << "the destination restart was seen and retried: " << log;
+}
+
+}  // namespace
+}  // namespace sluice::testing
