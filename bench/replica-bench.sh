@@ -5,12 +5,13 @@
 #
 # 1. A throwaway source MariaDB (scripts/mariadb-test-server.sh) gets sysbench's tables
 #    (prepare), a second throwaway MariaDB becomes its native replica (CHANGE MASTER, GTID),
-#    and sluice takes a snapshot into each sink (SQLite, JSON lines).
+#    and sluice takes a snapshot into each sink (SQLite, JSON lines, and MariaDB: the
+#    replica's server, database sbtest_sluice, written by sluice's mysql sink).
 # 2. With the replica's SQL thread and sluice stopped, sysbench oltp_write_only writes the
 #    backlog: EVENTS transactions (default 50000), one thread, fixed seed.
 # 3. Timed, one after the other on the same backlog: the replica's SQL thread applying the
 #    relay log it has fetched (slave_parallel_threads=0), `sluice run --until-caught-up`
-#    into SQLite, and into a JSON lines file. Peak RSS of sluice via /usr/bin/time.
+#    into SQLite, into a JSON lines file, and into MariaDB. Peak RSS of sluice via /usr/bin/time.
 # Prints each time, row changes/s, and sluice's rate as a multiple of the replica's.
 # Environment: EVENTS (default 50000), TABLES (4), TABLE_SIZE (100000), KEEP=1 keeps the
 # directory (default: removed).
@@ -64,7 +65,14 @@ EOF
 export SLUICE_TEST_MYSQL_PASSWORD=$(. "$src/env"; echo "$SLUICE_TEST_MYSQL_PASSWORD")
 { cat "$work/base.toml"; printf '[sink]\ntype = "sqlite"\npath = "%s"\n' "$work/replica.db"; } >"$work/sqlite.toml"
 { cat "$work/base.toml"; printf '[sink]\ntype = "jsonl"\npath = "%s"\n' "$work/changes.jsonl"; } >"$work/jsonl.toml"
-for s in sqlite jsonl; do
+# shellcheck disable=SC1091
+export SLUICE_BENCH_DEST_PASSWORD=$(. "$rep/env"; echo "$SLUICE_TEST_MYSQL_PASSWORD")
+rep_port=$(. "$rep/env"; echo "$SLUICE_TEST_MYSQL_PORT")
+{ cat "$work/base.toml"
+  printf '[sink]\ntype = "mysql"\n\n[sink.mysql]\nhost = "127.0.0.1"\nport = %s\nuser = "sluice"\n' "$rep_port"
+  printf 'password_env = "SLUICE_BENCH_DEST_PASSWORD"\ndatabase = "sluice_bench"\n\n[sink.mysql.databases]\nsbtest = "sbtest_sluice"\n'
+} >"$work/mysql.toml"
+for s in sqlite jsonl mysql; do
   "$build/sluice" run --config "$work/$s.toml" --until-caught-up >"$work/$s-snapshot.log" 2>&1
 done
 
@@ -91,6 +99,7 @@ run_sluice() {  # $1 = sink; prints seconds and peak RSS (KiB)
 }
 t0=$(now); run_sluice sqlite; t_sqlite=$(echo "$(now) - $t0" | bc)
 t0=$(now); run_sluice jsonl; t_jsonl=$(echo "$(now) - $t0" | bc)
+t0=$(now); run_sluice mysql; t_mysql=$(echo "$(now) - $t0" | bc)
 
 report() {  # name seconds [rss]
   printf '%-44s %7.2f s %9.0f row changes/s%s\n' "$1" "$2" "$(echo "$rows / $2" | bc -l)" "${3:-}"
@@ -99,6 +108,8 @@ echo
 report "native MariaDB replica (SQL thread, 1 thread)" "$t_rep"
 report "sluice -> SQLite" "$t_sqlite" "   peak RSS $(( $(cat "$work/sqlite.rss") / 1024 )) MiB"
 report "sluice -> JSON lines" "$t_jsonl" "   peak RSS $(( $(cat "$work/jsonl.rss") / 1024 )) MiB"
-printf 'ratio: SQLite %.2fx the replica, JSON lines %.2fx the replica\n' \
-  "$(echo "$t_rep / $t_sqlite" | bc -l)" "$(echo "$t_rep / $t_jsonl" | bc -l)"
-grep -h "stopped at" "$work/sqlite-stream.log" "$work/jsonl-stream.log" || true
+report "sluice -> MariaDB (same server as the replica)" "$t_mysql" "   peak RSS $(( $(cat "$work/mysql.rss") / 1024 )) MiB"
+printf 'ratio: SQLite %.2fx the replica, JSON lines %.2fx the replica, MariaDB %.2fx the replica\n' \
+  "$(echo "$t_rep / $t_sqlite" | bc -l)" "$(echo "$t_rep / $t_jsonl" | bc -l)" "$(echo "$t_rep / $t_mysql" | bc -l)"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+grep -h "stopped at" "$work/sqlite-stream.log" "$work/jsonl-stream.log" "$work/mysql-stream.log" || true

@@ -235,6 +235,10 @@ std::string MysqlSink::Escape(std::string_view s) { return EscapeText(s); }
 Result<std::unique_ptr<MysqlSink>> MysqlSink::Open(MysqlSinkOptions options) {
   if (options.database.empty())
     return Status::InvalidArgument("mysql sink: sink.database (where the checkpoint is kept) is empty");
+  // A sink statement may run long (a big multi-row INSERT, an INSERT ... SELECT rebuilding a
+  // table): the source's 60 s read timeout would turn that into a retry loop.
+  options.connect.read_timeout_s = std::max<uint32_t>(options.connect.read_timeout_s, 3600);
+  options.connect.write_timeout_s = std::max<uint32_t>(options.connect.write_timeout_s, 3600);
   std::unique_ptr<MysqlSink> sink(new MysqlSink(std::move(options)));
   RETURN_IF_ERROR(sink->EnsureConnected());
   sink->stored_after_reconnect_.reset();
