@@ -17,6 +17,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <unordered_set>
 
 #include <fmt/ranges.h>
 
@@ -203,17 +204,6 @@ Result<std::string> MysqlCreateTableSql(const TableSchema& table, const std::str
   return sql;
 }
 
-struct MysqlSink::Table {
-  TableSchemaPtr schema;
-  std::string db, name;  // destination
-  std::string quoted;    // `db`.`name`
-  std::vector<std::string> qcols;
-  std::vector<bool> is_pk;
-  std::vector<Value> defaults;
-  std::vector<std::string> default_error;
-  const std::string& column(size_t i) const { return schema->columns[i].name; }
-};
-
 // A statement being built from consecutive changes of one shape.
 struct MysqlSink::Batch {
   Table* table = nullptr;
@@ -223,6 +213,30 @@ struct MysqlSink::Batch {
   size_t rows = 0;
   bool relaxed = false;  // holds an ENUM's '' error value, which strict mode refuses
 };
+
+struct MysqlSink::Table {
+  TableSchemaPtr schema;
+  std::string db, name;  // destination
+  std::string quoted;    // `db`.`name`
+  std::vector<std::string> qcols;
+  std::vector<bool> is_pk;
+  std::vector<Value> defaults;
+  std::vector<std::string> default_error;
+  // Changes not yet sent, in this sink transaction: one upsert and one delete statement being
+  // built. When `commutable` (every key column compares by its bytes: integers, DECIMAL,
+  // temporal, binary), the rows in the two hold distinct keys (keys_u, keys_d), so the two
+  // statements may run in either order and changes to other keys need not flush them; a
+  // change to a key pending in the other statement flushes that one first. Otherwise (a
+  // character key, where a collation may equate two spellings) at most one is pending and
+  // every change of another kind flushes it. Tables are independent of each other: the
+  // destination tables have no foreign keys or triggers.
+  Batch upsert, del;
+  std::unordered_set<std::string> keys_u, keys_d;
+  bool commutable = false;
+  bool dirty = false;
+  const std::string& column(size_t i) const { return schema->columns[i].name; }
+};
+
 
 MysqlSink::MysqlSink(MysqlSinkOptions options) : options_(std::move(options)) {
   where_ = "mysql sink " + options_.connect.Describe();
@@ -416,6 +430,12 @@ Status MysqlSink::PrepareTable(const TableSchema& schema) {
       return Status::InvalidArgument(fmt::format("table {}: primary key index {} out of range", schema.QualifiedName(), k));
     t->is_pk[k] = true;
   }
+  t->commutable = schema.has_primary_key();
+  for (size_t k : schema.primary_key) {
+    const SqlType type = schema.columns[k].type;
+    t->commutable = t->commutable && (IsIntegerType(type) || type == SqlType::kYear || type == SqlType::kBit ||
+                                      type == SqlType::kDecimal || IsTemporalType(type) || IsBinaryType(type));
+  }
   for (const ColumnDesc& c : schema.columns) {
     t->qcols.push_back(QuoteIdentifier(c.name));
     Result<Value> d = DefaultValue(c);
@@ -500,7 +520,29 @@ Status MysqlSink::FlushBatch(Batch& b) {
   return st;
 }
 
-Status MysqlSink::Upsert(Table& t, const std::vector<const Value*>& image, Batch& b) {
+Status MysqlSink::FlushTable(Table& t) {
+  t.keys_u.clear();
+  t.keys_d.clear();
+  Status st = FlushBatch(t.del);
+  if (st.ok()) st = FlushBatch(t.upsert);
+  return st;
+}
+
+std::string MysqlSink::KeyText(Table& t, const std::function<const Value&(size_t)>& value) {
+  std::string key;
+  for (size_t k : t.schema->primary_key) {
+    key += value(k).DebugString();
+    key.push_back('\x1f');
+  }
+  return key;
+}
+
+Status MysqlSink::Upsert(Table& t, const std::vector<const Value*>& image) {
+  Batch& b = t.upsert;
+  if (!t.dirty) {
+    t.dirty = true;
+    dirty_.push_back(&t);
+  }
   const size_t n = t.qcols.size();
   std::string mask(n, '0');
   for (size_t i = 0; i < n; ++i) {
@@ -514,8 +556,21 @@ Status MysqlSink::Upsert(Table& t, const std::vector<const Value*>& image, Batch
                                                  t.schema->QualifiedName(), t.column(i), t.default_error[i]));
     mask[i] = present ? '1' : '2';
   }
-  if (b.rows > 0 && (b.table != &t || b.kind != 'I' || b.mask != mask || b.sql.size() >= options_.max_statement_bytes))
+  std::string key;
+  if (t.commutable) {
+    key = KeyText(t, [&](size_t k) -> const Value& { return *image[k]; });
+    if (t.keys_d.count(key)) {
+      RETURN_IF_ERROR(FlushBatch(t.del));
+      t.keys_d.clear();
+    }
+  } else if (t.del.rows > 0) {
+    RETURN_IF_ERROR(FlushBatch(t.del));
+  }
+  if (b.rows > 0 && (b.mask != mask || b.sql.size() >= options_.max_statement_bytes)) {
     RETURN_IF_ERROR(FlushBatch(b));
+    t.keys_u.clear();
+  }
+  if (t.commutable) t.keys_u.insert(std::move(key));
   if (b.rows == 0) {
     b.table = &t;
     b.kind = 'I';
@@ -561,7 +616,7 @@ Result<std::string> MatchExpr(const ColumnDesc& col, const std::string& qcol, co
 
 }  // namespace
 
-Status MysqlSink::ApplyChange(Table& t, const RowChange& c, Batch& b) {
+Status MysqlSink::ApplyChange(Table& t, const RowChange& c) {
   const size_t n = t.qcols.size();
   const std::string& tname = t.schema->QualifiedName();
   const auto check = [&](const Row& row, bool want, const char* which) -> Status {
@@ -608,20 +663,38 @@ Status MysqlSink::ApplyChange(Table& t, const RowChange& c, Batch& b) {
       RETURN_IF_ERROR(check(c.before, false, "before"));
       RETURN_IF_ERROR(check(c.after, true, "after"));
       for (size_t i = 0; i < n; ++i) image[i] = &c.after[i];
-      return Upsert(t, image, b);
+      return Upsert(t, image);
     case Op::kDelete: {
       RETURN_IF_ERROR(check(c.before, true, "before"));
       RETURN_IF_ERROR(check(c.after, false, "after"));
       if (!t.schema->has_primary_key()) {
-        RETURN_IF_ERROR(FlushBatch(b));
+        RETURN_IF_ERROR(FlushTable(t));
         ASSIGN_OR_RETURN(std::string w, match_where(c.before));
         return Exec("table " + t.quoted, "DELETE FROM " + t.quoted + " WHERE " + w + " LIMIT 1");
       }
       for (size_t k : pk)
         if (c.before[k].is_absent())
           return Status::InvalidArgument(fmt::format("table {}: delete without value of key column {}", tname, t.column(k)));
-      if (b.rows > 0 && (b.table != &t || b.kind != 'D' || b.sql.size() >= options_.max_statement_bytes))
-        RETURN_IF_ERROR(FlushBatch(b));
+      Batch& b = t.del;
+      if (!t.dirty) {
+        t.dirty = true;
+        dirty_.push_back(&t);
+      }
+      if (t.commutable) {
+        std::string key = KeyText(t, [&](size_t k) -> const Value& { return c.before[k]; });
+        if (t.keys_u.count(key)) {
+          RETURN_IF_ERROR(FlushBatch(t.upsert));
+          t.keys_u.clear();
+        }
+        if (b.rows > 0 && b.sql.size() >= options_.max_statement_bytes) {
+          RETURN_IF_ERROR(FlushBatch(b));
+          t.keys_d.clear();
+        }
+        t.keys_d.insert(std::move(key));
+      } else {
+        if (t.upsert.rows > 0) RETURN_IF_ERROR(FlushBatch(t.upsert));
+        if (b.rows > 0 && b.sql.size() >= options_.max_statement_bytes) RETURN_IF_ERROR(FlushBatch(b));
+      }
       std::string item;
       if (pk.size() == 1) {
         ASSIGN_OR_RETURN(item, MysqlLiteral(t.schema->columns[pk[0]], c.before[pk[0]], EscapeText));
@@ -644,7 +717,7 @@ Status MysqlSink::ApplyChange(Table& t, const RowChange& c, Batch& b) {
       RETURN_IF_ERROR(check(c.before, true, "before"));
       RETURN_IF_ERROR(check(c.after, true, "after"));
       if (!t.schema->has_primary_key()) {
-        RETURN_IF_ERROR(FlushBatch(b));
+        RETURN_IF_ERROR(FlushTable(t));
         ASSIGN_OR_RETURN(std::string set, set_list(c.after, true));
         if (set.empty()) return Status::Ok();
         ASSIGN_OR_RETURN(std::string w, match_where(c.before));
@@ -653,7 +726,7 @@ Status MysqlSink::ApplyChange(Table& t, const RowChange& c, Batch& b) {
                              nullptr, &matched));
         if (matched > 0) return Status::Ok();
         for (size_t i = 0; i < n; ++i) image[i] = &c.after[i];
-        return Upsert(t, image, b);
+        return Upsert(t, image);
       }
       bool key_changed = false;
       for (size_t k : pk) {
@@ -663,10 +736,10 @@ Status MysqlSink::ApplyChange(Table& t, const RowChange& c, Batch& b) {
       }
       const auto new_key = [&](size_t k) -> const Value& { return c.after[k].is_absent() ? c.before[k] : c.after[k]; };
       for (size_t i = 0; i < n; ++i) image[i] = t.is_pk[i] ? &new_key(i) : &c.after[i];
-      if (!key_changed) return Upsert(t, image, b);  // the present columns, by key
+      if (!key_changed) return Upsert(t, image);  // the present columns, by key
       // A key change: free the new key (a row there cannot exist in a faithful replica),
       // then move the row; with every column present that is delete + insert.
-      RETURN_IF_ERROR(FlushBatch(b));
+      RETURN_IF_ERROR(FlushTable(t));
       ASSIGN_OR_RETURN(std::string at_new, key_where(new_key));
       RETURN_IF_ERROR(Exec("table " + t.quoted, "DELETE FROM " + t.quoted + " WHERE " + at_new));
       ASSIGN_OR_RETURN(std::string at_old, key_where([&](size_t k) -> const Value& { return c.before[k]; }));
@@ -674,14 +747,14 @@ Status MysqlSink::ApplyChange(Table& t, const RowChange& c, Batch& b) {
       for (const Value& v : c.after) all_present = all_present && !v.is_absent();
       if (all_present) {
         RETURN_IF_ERROR(Exec("table " + t.quoted, "DELETE FROM " + t.quoted + " WHERE " + at_old));
-        return Upsert(t, image, b);
+        return Upsert(t, image);
       }
       ASSIGN_OR_RETURN(std::string set, set_list(c.after, true));
       uint64_t matched = 0;
       RETURN_IF_ERROR(
           Exec("table " + t.quoted, "UPDATE " + t.quoted + " SET " + set + " WHERE " + at_old, nullptr, &matched));
       if (matched > 0) return Status::Ok();
-      return Upsert(t, image, b);
+      return Upsert(t, image);
     }
   }
   return Status::InvalidArgument(fmt::format("table {}: unknown op code {}", tname, static_cast<int>(c.op)));
@@ -720,13 +793,23 @@ Status MysqlSink::ApplyTransactions(const Transaction* txns, size_t count) {
       targets_.push_back(t);
     }
   }
-  return InTransaction(checkpoint ? *checkpoint : std::string(), [&]() -> Status {
-    Batch batch;
+  Status st = InTransaction(checkpoint ? *checkpoint : std::string(), [&]() -> Status {
     size_t i = 0;
     for (size_t k = 0; k < count; ++k)
-      for (const RowChange& c : txns[k].changes) RETURN_IF_ERROR(ApplyChange(*targets_[i++], c, batch));
-    return FlushBatch(batch);
+      for (const RowChange& c : txns[k].changes) RETURN_IF_ERROR(ApplyChange(*targets_[i++], c));
+    for (Table* t : dirty_) RETURN_IF_ERROR(FlushTable(*t));
+    return Status::Ok();
   });
+  // Nothing pending survives the transaction (a failed one is applied again from scratch).
+  for (Table* t : dirty_) {
+    t->upsert = Batch();
+    t->del = Batch();
+    t->keys_u.clear();
+    t->keys_d.clear();
+    t->dirty = false;
+  }
+  dirty_.clear();
+  return st;
 }
 
 Status MysqlSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {

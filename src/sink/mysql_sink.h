@@ -24,10 +24,10 @@
 // text -> temporal/ENUM/SET/JSON, which is the server's own exact parse of its own output.
 //
 // Apply(txn) / ApplyGroup: START TRANSACTION; the changes; the checkpoint row; COMMIT.
-// Consecutive upserts (c, r, and updates that keep the key) of one table with the same
-// present columns become one multi-row INSERT ... ON DUPLICATE KEY UPDATE (rows in order,
-// so a later image of the same key wins); consecutive deletes by key one DELETE ... WHERE
-// key IN (...). Row semantics are the SQLite sink's (sink/sqlite_sink.h): a key change
+// A table's upserts (c, r, updates keeping the key) with the same present columns become one
+// multi-row INSERT ... ON DUPLICATE KEY UPDATE (in order: a later image of a key wins), its
+// deletes one DELETE ... WHERE key IN (...), across the group (tables are independent, and
+// changes to different byte-compared keys commute: see Table in the .cc). Row semantics are the SQLite sink's (sink/sqlite_sink.h): a key change
 // deletes the row holding the new key, then moves the row (or inserts the after image);
 // absent columns (MINIMAL/NOBLOB images) are left alone on update and take the source
 // DEFAULT on insert; tables without a key update/delete the first row equal to the before
@@ -121,9 +121,11 @@ class MysqlSink : public Sink {
               uint64_t* matched = nullptr);
   Result<Table*> TableFor(const TableSchemaPtr& schema);
   Status ApplyTransactions(const Transaction* txns, size_t count);
-  Status ApplyChange(Table& t, const RowChange& c, Batch& batch);
-  Status Upsert(Table& t, const std::vector<const Value*>& image, Batch& batch);
+  Status ApplyChange(Table& t, const RowChange& c);
+  Status Upsert(Table& t, const std::vector<const Value*>& image);
   Status FlushBatch(Batch& batch);
+  Status FlushTable(Table& t);  // its pending delete and upsert statements
+  static std::string KeyText(Table& t, const std::function<const Value&(size_t)>& value);
   Status WriteCheckpoint(const std::string& checkpoint);
   Status InTransaction(const std::string& checkpoint, const std::function<Status()>& body);
   std::string Escape(std::string_view s);
@@ -141,6 +143,7 @@ class MysqlSink : public Sink {
   std::unordered_map<std::string, std::unique_ptr<Table>> tables_;  // by "`db`.`t`"
   std::unordered_map<const TableSchema*, std::pair<TableSchemaPtr, Table*>> by_schema_;
   std::vector<Table*> targets_;
+  std::vector<Table*> dirty_;  // tables with changes pending in the open transaction
 };
 
 }  // namespace sluice

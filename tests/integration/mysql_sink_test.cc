@@ -4,7 +4,8 @@
 // CompareTablesMysql (what `sluice compare` prints) finding the destination equal to the
 // source value by value.
 //   SakilaAndMixedDml     snapshot, then inserts/updates/deletes, key changes (single and
-//                         composite keys), a keyless table, a multi-statement and a
+//                         composite keys), one key inserted, deleted, inserted and updated
+//                         in one transaction (the sink batches by key), a keyless table, a multi-statement and a
 //                         rolled-back transaction, CREATE/ALTER (add, modify, drop column)/
 //                         RENAME/TRUNCATE: destination equals source; `sluice compare` exit 0
 //   EveryType             the types test's table and edge values, snapshot and binlog
@@ -181,6 +182,15 @@ DELETE FROM film_text WHERE film_id < 500;
 ROLLBACK;
 CREATE TABLE it_new (id BIGINT UNSIGNED PRIMARY KEY, t TEXT, d DATETIME(3) DEFAULT '2000-01-01 00:00:00.000');
 INSERT INTO it_new (id, t) VALUES (18446744073709551615, 'max'), (0, 'zero');
+START TRANSACTION;
+INSERT INTO it_new (id, t) VALUES (5, 'a');
+DELETE FROM it_new WHERE id = 5;
+INSERT INTO it_new (id, t) VALUES (5, 'b');
+UPDATE it_new SET t = 'c' WHERE id = 0;
+DELETE FROM it_new WHERE id = 0;
+INSERT INTO it_new (id, t) VALUES (6, 'x');
+UPDATE it_new SET t = 'y' WHERE id = 5;
+COMMIT;
 ALTER TABLE it_kv ADD COLUMN note VARCHAR(20) NOT NULL DEFAULT 'n/a';
 INSERT INTO it_kv VALUES (4, 'd', 4, 'new');
 ALTER TABLE it_kv MODIFY v BIGINT;
