@@ -14,6 +14,8 @@
 //                                   "last_key": [string, ...],
 //                                   "copied_at": {"file": string, "pos": n} (optional),
 //                                   "expected_rows": n (optional),
+//                                   "reread": true (optional: an online re-read, see
+//                                                   checkpoint.h),
 //                                   "ranges": [{"lower": key, "upper": key, "done": bool,
 //                                               "rows": n, "last_key": key,
 //                                               "segments": [{"end": key,
@@ -220,6 +222,9 @@ Result<Checkpoint> FromParsed(const Json& doc) {
         p.ranges.push_back(std::move(rp));
       }
     }
+    if (auto rr = it->find("reread"); rr != it->end()) {
+      ASSIGN_OR_RETURN(p.reread, GetBool(*it, "reread", field + ".reread"));
+    }
     auto at = it->find("copied_at");
     if (at != it->end()) {
       if (!at->is_object()) return Missing(field + ".copied_at", "an object");
@@ -267,6 +272,7 @@ OJson SnapshotToJson(bool snapshot_done, const std::map<std::string, TableSnapsh
     if (!p.copied_at.empty())
       t[name]["copied_at"] = OJson{{"file", p.copied_at.file}, {"pos", p.copied_at.pos}};
     if (p.expected_rows > 0) t[name]["expected_rows"] = p.expected_rows;
+    if (p.reread) t[name]["reread"] = true;
     if (!p.ranges.empty()) {
       OJson rs = OJson::array();
       for (const RangeProgress& r : p.ranges) rs.push_back(RangeToJson(r));
@@ -280,8 +286,8 @@ OJson SnapshotToJson(bool snapshot_done, const std::map<std::string, TableSnapsh
 std::string Checkpoint::SnapshotFingerprint() const {
   std::string f = snapshot_done ? "1" : "0";
   for (const auto& [name, p] : tables)
-    f += fmt::format("|{}:{}:{}:{}:{}", name.size(), p.done, p.rows, p.ranges.size(),
-                     p.copied_at.pos);
+    f += fmt::format("|{}:{}:{}:{}:{}:{}", name.size(), p.done, p.rows, p.ranges.size(),
+                     p.copied_at.pos, p.reread);
   return f;
 }
 

@@ -75,6 +75,12 @@ struct TableSnapshotProgress {
   // `last_key` is unused.
   std::vector<RangeProgress> ranges;
   uint64_t expected_rows = 0;  // from planning: an exact count or the optimizer's estimate
+  // An online re-read of a table the stream already captured (a DDL that rewrote its rows, a
+  // table renamed into the patterns, `sluice resnapshot`): while set and nothing is copied
+  // yet, the sink table is replaced by an empty one of the definition the copy reads; when
+  // the copy is done its definition enters the schema history at `copied_at` and the flag
+  // is cleared (snapshot/coordinator.h).
+  bool reread = false;
 };
 
 // The snapshot -> stream hand-off of one table copied by ranges (pipeline/handoff_rule.h):

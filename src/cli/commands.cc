@@ -14,6 +14,7 @@
 #include "cli/config.h"
 #include "cli/decode.h"
 #include "cli/process_guard.h"
+#include "cli/resnapshot.h"
 #include "cli/run.h"
 #include "cli/verify.h"
 #include "sink/tail.h"
@@ -98,6 +99,12 @@ int RunCommand(int argc, char** argv) {
   verify->add_flag("--allow-core-dumps", allow_core_dumps,
                    "Keep core dumps enabled (they can contain the source password)");
 
+  std::vector<std::string> resnapshot_tables;
+  auto* resnapshot = app.add_subcommand(
+      "resnapshot", "Re-read tables (db.table) of an existing pipeline from the source: a running run does it "
+                    "within seconds, otherwise the next run");
+  resnapshot->add_option("--config", config_path, "TOML config file")->required();
+  resnapshot->add_option("tables", resnapshot_tables, "Tables to re-read, as db.table")->required();
   bool follow = false;
   auto* tail = app.add_subcommand("tail", "Print what a kafka or nats sink published, as JSON lines");
   tail->add_option("--config", config_path, "TOML config file")->required();
@@ -217,6 +224,15 @@ int RunCommand(int argc, char** argv) {
     std::printf("%s: %zu of %zu tables in the replica match the source\n", all ? "OK" : "MISMATCH", equal,
                 result->size());
     return all ? 0 : 1;
+  }
+  if (*resnapshot) {
+    auto config = LoadConfigFile(config_path);
+    if (!config.ok()) return Fail(config.status());
+    std::string outcome;
+    Status st = RequestResnapshot(*config, resnapshot_tables, &outcome);
+    if (!st.ok()) return Fail(st);
+    std::printf("%s\n", outcome.c_str());
+    return 0;
   }
   if (*tail) {
     auto config = LoadConfigFile(config_path);

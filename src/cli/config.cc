@@ -225,7 +225,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (const toml::node* n = root.get("sink")) {
     const toml::table* sink = n->as_table();
     if (!sink) return KeyError(origin, "sink", "expected a section");
-    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats", "mysql", "busy_timeout_ms", "group_max_bytes", "group_max_ms"}, origin));
+    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats", "mysql", "busy_timeout_ms", "group_max_bytes", "group_max_ms", "drop_tables"}, origin));
     std::string type = "sqlite";
     RETURN_IF_ERROR(GetString(*sink, "sink", "type", &type, origin));
     if (type == "sqlite") c.sink.type = SinkType::kSqlite;
@@ -270,6 +270,11 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     RETURN_IF_ERROR(GetInt(*sink, "sink", "busy_timeout_ms", &c.sink.busy_timeout_ms, 0, 3600000, origin));
     RETURN_IF_ERROR(GetInt(*sink, "sink", "group_max_bytes", &c.sink.group_max_bytes, 1, 1LL << 32, origin));
     RETURN_IF_ERROR(GetInt(*sink, "sink", "group_max_ms", &c.sink.group_max_ms, 0, 60000, origin));
+    std::string drop = "keep";
+    RETURN_IF_ERROR(GetString(*sink, "sink", "drop_tables", &drop, origin));
+    if (drop != "keep" && drop != "drop")
+      return KeyError(origin, "sink.drop_tables", fmt::format("'{}' is not one of: keep, drop", drop));
+    c.sink.drop_tables = drop == "drop";
   }
   if (const toml::node* n = root.get("metrics")) {
     const toml::table* m = n->as_table();

@@ -82,6 +82,9 @@ struct SinkConfig {
   // ready, up to this many bytes of changes or this many ms.
   size_t group_max_bytes = 32u << 20;
   uint32_t group_max_ms = 200;
+  // sqlite: a table dropped in the source (or renamed out of source.tables) is dropped in the
+  // replica too ("drop"), or kept with its rows ("keep", the default).
+  bool drop_tables = false;
 };
 
 // [metrics]: an optional Prometheus endpoint. Empty listen: none.

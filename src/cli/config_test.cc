@@ -35,6 +35,10 @@ TEST(ConfigTest, ParsesTheDocumentedExample) {
   EXPECT_EQ(c->source.server_id, 5401u);
   EXPECT_EQ(c->source.tables, std::vector<std::string>{"sakila.*"});
   EXPECT_EQ(c->sink.type, SinkType::kSqlite);
+  EXPECT_FALSE(c->sink.drop_tables);
+  auto d = ParseConfig(std::string(kGood) + "drop_tables = \"drop\"\n", "sluice.toml");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(d->sink.drop_tables);
 }
 
 void ExpectError(const std::string& text, const std::string& needle) {
@@ -70,6 +74,7 @@ TEST(ConfigTest, RejectsBadInputNamingTheKey) {
   ExpectError(src + "[sink]\ntype=\"nats\"\n[sink.nats]\nreplicas=7\n", "sink.nats.replicas");
   ExpectError("[source]\nserver_id = 1\ntables=[\"a.*\"]\n[snapshot]\nmode=\"sometimes\"\n",
               "snapshot.mode");
+  ExpectError(base + "drop_tables = \"purge\"\n", "sink.drop_tables");
   ExpectError("[source\n", "sluice.toml:");
 }
 

@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -20,6 +21,8 @@
 #include "sink/mysql_sink.h"
 #include "sink/sqlite_sink.h"
 #include "snapshot/coordinator.h"
+#include "snapshot/reread.h"
+#include "cli/resnapshot.h"
 #include "stream/resume.h"
 #include "stream/streamer.h"
 #include "util/log.h"
@@ -127,6 +130,7 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
     SqliteSinkOptions o;
     o.path = config.path;
     o.busy_timeout_ms = static_cast<int>(config.busy_timeout_ms);
+    o.drop_tables = config.drop_tables;
     ASSIGN_OR_RETURN(auto s, SqliteSink::Open(o));
     return std::unique_ptr<Sink>(std::move(s));
   }
@@ -181,7 +185,27 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   }
 
   TableFilter filter{config.source.tables, config.source.exclude};
-  ASSIGN_OR_RETURN(auto tables, ListTables(*meta, filter));
+  // A pattern that matches nothing is refused on a first run (a typo, a missing privilege),
+  // but an existing pipeline goes on: its tables may have been dropped or renamed away, and
+  // the stream has to read past that (decided once the checkpoint is loaded).
+  std::vector<TableName> tables;
+  Status unmatched;
+  {
+    auto listed = ListTables(*meta, filter);
+    if (listed.ok()) {
+      tables = std::move(listed).value();
+    } else if (listed.status().code() == StatusCode::kNotFound) {
+      unmatched = listed.status();
+      for (const std::string& p : filter.include) {
+        auto some = ListTables(*meta, TableFilter{{p}, filter.exclude});
+        if (some.ok()) tables.insert(tables.end(), some->begin(), some->end());
+      }
+      std::sort(tables.begin(), tables.end());
+      tables.erase(std::unique(tables.begin(), tables.end()), tables.end());
+    } else {
+      return listed.status();
+    }
+  }
   RETURN_IF_ERROR(CheckNameCollisions(tables, config.sink.type));
 
   // Kafka and NATS need no local lock: a transactional producer fences an older one, and
@@ -193,6 +217,11 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   }
   ASSIGN_OR_RETURN(auto sink, OpenSink(config.sink));
   ASSIGN_OR_RETURN(auto stored, sink->LoadCheckpoint());
+  if (!unmatched.ok()) {
+    if (!stored) return unmatched;
+    LogWarning("{}; continuing this existing pipeline (its tables may have been dropped or renamed)",
+               unmatched.message());
+  }
   Checkpoint ckpt;
   // By GTID or by file/position, and whether this server can continue the checkpoint at all
   // (a failover target can, if its GTID history holds the checkpoint's position).
@@ -259,23 +288,63 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
             "source.tables adds {} in the same run that switches to another server; run once with "
             "the old table list first (it continues by GTID), then add the tables", list));
       LogInfo("snapshotting {} table(s) new to this replica: {}", added.size(), list);
-      ckpt.snapshot_done = false;
+      MarkForReread(ckpt, added);
     }
   }
   ckpt.filter_include = config.source.tables;
   ckpt.filter_exclude = config.source.exclude;
+  // `sluice resnapshot` requests left for this run (cli/resnapshot.h).
+  const bool local_sink = config.sink.type == SinkType::kSqlite || config.sink.type == SinkType::kJsonl;
+  auto selected_names = [&filter](std::vector<std::string> names) {
+    std::erase_if(names, [&](const std::string& n) {
+      for (size_t dot = n.find('.'); dot != std::string::npos; dot = n.find('.', dot + 1))
+        if (TableSelected(filter, n.substr(0, dot), n.substr(dot + 1))) return false;
+      LogWarning("resnapshot of {} ignored: source.tables does not select it", n);
+      return true;
+    });
+    return names;
+  };
+  if (local_sink && stored) {
+    std::vector<std::string> asked = selected_names(ClaimResnapshotRequests(config.sink));
+    if (asked.empty()) ClearResnapshotClaim(config.sink);  // nothing (or nothing selected)
+    if (!asked.empty()) {
+      LogInfo("re-reading on request (sluice resnapshot): {} table(s)", asked.size());
+      MarkForReread(ckpt, asked);
+    }
+  }
+  SnapshotRunOptions so;
+  so.connection = conn_opts;
+  so.source_server_id = info.server_id;
+  so.workers = config.snapshot.workers;
+  so.fetch_rows = config.snapshot.fetch_rows;
+  so.plan.chunk_rows = config.snapshot.chunk_rows;
+  so.plan.max_ranges_per_table = config.snapshot.max_ranges_per_table;
+  so.plan.exact_count_max_rows = config.snapshot.exact_count_max_rows;
+  so.plan.parallel = config.snapshot.parallel;
+  so.stop = options.stop;
+  bool rereads = false;
+  for (auto it = ckpt.tables.begin(); it != ckpt.tables.end();) {
+    if (!it->second.reread || it->second.done) { ++it; continue; }
+    // Marked for a re-read (by a DDL, a table added to source.tables, `sluice resnapshot`)
+    // but no longer selected: nothing to copy.
+    bool selected = false;
+    for (size_t dot = it->first.find('.'); !selected && dot != std::string::npos; dot = it->first.find('.', dot + 1))
+      selected = TableSelected(filter, it->first.substr(0, dot), it->first.substr(dot + 1));
+    if (!selected) {
+      it = ckpt.tables.erase(it);
+      continue;
+    }
+    rereads = true;
+    ++it;
+  }
   if (!ckpt.snapshot_done) {
-    SnapshotRunOptions so;
-    so.connection = conn_opts;
-    so.source_server_id = info.server_id;
-    so.workers = config.snapshot.workers;
-    so.fetch_rows = config.snapshot.fetch_rows;
-    so.plan.chunk_rows = config.snapshot.chunk_rows;
-    so.plan.max_ranges_per_table = config.snapshot.max_ranges_per_table;
-    so.plan.exact_count_max_rows = config.snapshot.exact_count_max_rows;
-    so.plan.parallel = config.snapshot.parallel;
-    so.stop = options.stop;
-    RETURN_IF_ERROR(RunSnapshot(so, *meta, tables, ckpt, *sink));
+    if (rereads) {
+      // Online re-reads (snapshot/reread.h); a table gone from the source is not waited for.
+      RETURN_IF_ERROR(RunRereads(so, ckpt, *sink));
+      if (local_sink && ckpt.snapshot_done) ClearResnapshotClaim(config.sink);
+    } else {
+      RETURN_IF_ERROR(RunSnapshot(so, *meta, tables, ckpt, *sink));
+    }
     if (Stopping(options)) {
       LogInfo("stopped during the snapshot; the next run resumes it");
       return sink->Flush();
@@ -294,6 +363,18 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   sopts.reconnect_give_up_seconds = config.source.reconnect_timeout_seconds;
   sopts.group_max_bytes = config.sink.group_max_bytes;
   sopts.group_max_ms = config.sink.group_max_ms;
+  sopts.reread = [so, local_sink, &config](Checkpoint& c, Sink& s) {
+    Status st = RunRereads(so, c, s);
+    // The marks are in the sink (the stream stored them before asking): the claim can go.
+    if (local_sink && st.ok()) ClearResnapshotClaim(config.sink);
+    return st;
+  };
+  if (local_sink)
+    sopts.poll_rereads = [&config, selected_names] {
+      std::vector<std::string> asked = selected_names(ClaimResnapshotRequests(config.sink));
+      if (asked.empty()) ClearResnapshotClaim(config.sink);
+      return asked;
+    };
   // Progress: every 10 s while streaming (on the sink writer thread), the position, the
   // rates since the last line, and the lag (source commit time of the last applied
   // transaction to now, i.e. to its sink commit).

@@ -450,8 +450,14 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
           RETURN_IF_ERROR(forget_meta(from.key));
           break;
         }
-        case SchemaChange::Kind::kDrop:
-          break;  // kept, with the rows it had (docs/schema-changes.md)
+        case SchemaChange::Kind::kDrop: {
+          if (!drop_tables_) break;  // kept, with the rows it had (docs/schema-changes.md)
+          const SqlTableName name = dialect_->TableName(*c.before);
+          RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + name.quoted));
+          RETURN_IF_ERROR(forget_meta(name.key));
+          touched.push_back(name.key);
+          break;
+        }
       }
     }
     if (!checkpoint.empty()) RETURN_IF_ERROR(WriteCheckpoint(checkpoint));

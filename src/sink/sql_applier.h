@@ -80,6 +80,9 @@ class SqlApplier : public Sink {
   Status Flush() override;  // every commit is already durable: nothing to do
 
   SqlConnection& connection() { return *conn_; }
+  // A DROP (SchemaChange kDrop) drops the destination table too, instead of keeping it with
+  // its rows (config sink.drop_tables).
+  void set_drop_tables(bool drop) { drop_tables_ = drop; }
   const SqlDialect& dialect() const { return *dialect_; }
 
  protected:
@@ -125,6 +128,7 @@ class SqlApplier : public Sink {
   // Per table key: statement cache key -> prepared statement (owned by conn_).
   std::unordered_map<const SqlTable*, std::unordered_map<std::string, SqlStatement*>> stmts_;
   bool need_reconnect_ = false;
+  bool drop_tables_ = false;
   // The checkpoint of a commit whose outcome is unknown (connection lost during COMMIT).
   std::optional<std::string> in_doubt_;
   std::string key_;                  // scratch: statement cache key

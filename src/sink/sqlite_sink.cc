@@ -405,9 +405,11 @@ class SqliteDialect : public SqlDialect {
 
 Result<std::unique_ptr<SqliteSink>> SqliteSink::Open(SqliteSinkOptions options) {
   if (options.path.empty()) return Status::InvalidArgument("sqlite sink: database path is empty");
+  const bool drop_tables = options.drop_tables;
   auto conn = std::make_unique<SqliteConnection>(std::move(options));
   RETURN_IF_ERROR(conn->Open());
   std::unique_ptr<SqliteSink> sink(new SqliteSink(std::make_unique<SqliteDialect>(), std::move(conn)));
+  sink->set_drop_tables(drop_tables);
   RETURN_IF_ERROR(sink->Init());
   return sink;
 }

@@ -45,6 +45,7 @@ struct SqliteSinkOptions {
   std::string path;              // database file (":memory:" works, for tests)
   bool synchronous_full = true;  // PRAGMA synchronous = FULL, else NORMAL
   int busy_timeout_ms = 10000;   // wait this long for another connection's write lock
+  bool drop_tables = false;      // SchemaChange kDrop drops the table (else it is kept)
 };
 
 // The SQLite table name for a source table: "<db>.<table>".

@@ -228,6 +228,20 @@ std::string Eta(double remaining_rows, double rate) {
 
 }  // namespace
 
+// A re-read table's copy is complete: its definition holds from the copy's point on
+// (copied_at, the earliest point it was read at; rows before it are in the copy and skipped).
+// A DDL on it before that point is already in the definition: the stream skips it, as
+// recorded. Why no DDL lies between the earliest and a later point of the copy: every read
+// transaction checks the columns against this definition (CheckColumns).
+static Status RecordReread(Checkpoint& ckpt, const TableState& t, TableSnapshotProgress& p) {
+  SchemaHistory h = ckpt.schemas ? *ckpt.schemas : SchemaHistory();
+  RETURN_IF_ERROR(h.Add(t.schema->db, t.schema->table, TableVersion{p.copied_at, t.schema, ""}));
+  h.CacheJson();
+  ckpt.schemas = std::make_shared<const SchemaHistory>(std::move(h));
+  p.reread = false;
+  return Status::Ok();
+}
+
 RowChange SnapshotReadChange(const TableSchemaPtr& table, Row row, const SourceInfo& source) {
   RowChange c;
   c.op = Op::kRead;
@@ -242,6 +256,7 @@ static void SeedSchemaHistory(Checkpoint& ckpt, const std::vector<TableState>& t
   bool added = false;
   for (const TableState& t : tables) {
     if (h.Latest(t.schema->db, t.schema->table)) continue;
+    if (ckpt.tables[t.name.QualifiedName()].reread) continue;  // RecordReread, once copied
     // Holds from the start of the binlog: the stream never reads before the snapshot point.
     (void)h.Add(t.schema->db, t.schema->table, TableVersion{BinlogPosition{}, t.schema, ""});
     added = true;
@@ -261,7 +276,23 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
     if (p.done) continue;
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(meta, name.db, name.table));
     auto schema = std::make_shared<const TableSchema>(std::move(loaded));
-    RETURN_IF_ERROR(sink.PrepareTable(*schema));
+    if (p.reread && p.ranges.empty() && p.rows == 0 && p.last_key.empty()) {
+      // An online re-read starting: the sink's table (old definition, old rows) is replaced by
+      // an empty one of the definition the copy reads, in one sink transaction with the
+      // checkpoint; after a crash before any row it is simply replaced again.
+      SchemaChange reset;
+      reset.kind = SchemaChange::Kind::kCreate;
+      reset.after = schema;
+      reset.ddl = "-- sluice: re-read of " + name.QualifiedName();
+      reset.source.flavor = ckpt.flavor;
+      reset.source.server_id = options.source_server_id;
+      reset.source.timestamp = static_cast<uint32_t>(std::time(nullptr));
+      reset.source.snapshot = true;
+      LogInfo("re-reading table {} from the source (its sink table is replaced)", name.QualifiedName());
+      RETURN_IF_ERROR(sink.ApplySchemaChanges({reset}, ckpt.ToJson()));
+    } else {
+      RETURN_IF_ERROR(sink.PrepareTable(*schema));
+    }
     if (schema->has_primary_key() && p.ranges.empty()) {
       if (p.rows > 0 || !p.last_key.empty()) {
         // Progress written by an older sluice: one range, continued after its last key; the
@@ -494,6 +525,10 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
       if (p.rows == 0) p.copied_at = chunk->point.position;
       p.rows += n;
       if (chunk->range_done) p.done = true;
+    }
+    if (p.done && p.reread) {
+      result = RecordReread(ckpt, t, p);
+      if (!result.ok()) break;
     }
     txn.checkpoint = ckpt.ToJson();
     Status st = n > 0 ? sink.Apply(txn) : sink.SaveCheckpoint(txn.checkpoint);

@@ -72,8 +72,9 @@ std::string Shorten(std::string_view q) {
 // the server as before and checked with CheckRowLayout; a DDL on such a table stops the run.
 class SchemaRegistry {
  public:
-  SchemaRegistry(Connection& conn, const TableFilter& filter, const Checkpoint& ckpt, Flavor flavor)
-      : conn_(conn), filter_(filter), flavor_(flavor) {
+  SchemaRegistry(Connection& conn, const TableFilter& filter, const Checkpoint& ckpt, Flavor flavor,
+                 bool can_reread)
+      : conn_(conn), filter_(filter), flavor_(flavor), can_reread_(can_reread) {
     for (const auto& [name, progress] : ckpt.tables)
       if (!progress.copied_at.empty()) copied_at_[name] = progress.copied_at;
     if (ckpt.schemas) history_ = *ckpt.schemas;
@@ -116,11 +117,12 @@ class SchemaRegistry {
   // The history as of now, for checkpoints (null when empty).
   const std::shared_ptr<const SchemaHistory>& history() const { return frozen_; }
 
-  // A DDL statement ended a group at `ev`. Fills `changes` (for the sink, in order) and
-  // `reset` (TRUNCATE of a captured table); fails when the run must stop. `resume` is where
-  // a restart would read from after this statement (versions before it are pruned).
+  // A DDL statement ended a group at `ev`. Fills `changes` (for the sink, in order),
+  // `reset` (TRUNCATE of a captured table) and `rereads` (tables whose rows must be copied
+  // again from the source: snapshot/reread.h); fails when the run must stop. `resume` is
+  // where a restart would read from after this statement (versions before it are pruned).
   Status OnDdl(const CommittedTransaction& txn, const binlog::Event& ev, const BinlogPosition& resume,
-               std::vector<SchemaChange>* changes, TableSchemaPtr* reset) {
+               std::vector<SchemaChange>* changes, TableSchemaPtr* reset, std::vector<std::string>* rereads) {
     if (ev.file.empty() || ev.end_pos == 0)
       return Status::Internal(fmt::format("DDL \"{}\" read at an unknown binlog position", Shorten(txn.ddl_query)));
     const BinlogPosition since{ev.file, ev.end_pos};
@@ -193,7 +195,8 @@ class SchemaRegistry {
     switch (st.kind) {
       case ddl::Kind::kTruncate: {
         const ddl::TableRef& t = st.tables.at(0);
-        if (!selected(t)) return Status::Ok();
+        // Recorded: a re-read's copy, read after this statement, already holds its effect.
+        if (!selected(t) || recorded(t)) return Status::Ok();
         if (const TableVersion* v = history_.At(t.db, t.table, BinlogPosition{ev.file, ev.pos}); v && v->schema) {
           *reset = v->schema;
         } else {
@@ -214,12 +217,14 @@ class SchemaRegistry {
         if (st.like) {
           const TableVersion* v = history_.At(st.like->db, st.like->table, BinlogPosition{ev.file, ev.pos});
           if (!v || !v->schema) {
+            if (can_reread_) { rereads->push_back(t.ToString()); break; }
             return stop(t.ToString(), fmt::format("LIKE {}: sluice has no recorded definition of {} (only of "
                                                   "captured tables)",
                                                   st.like->ToString(), st.like->ToString()));
           }
           def = *v->schema;
         } else if (st.as_select || !st.definition) {
+          if (can_reread_) { rereads->push_back(t.ToString()); break; }
           return stop(t.ToString(), "CREATE TABLE ... SELECT takes its columns from the query");
         } else {
           def = *st.definition;
@@ -240,27 +245,44 @@ class SchemaRegistry {
       }
       case ddl::Kind::kAlterTable: {
         const ddl::TableRef& t = st.tables.at(0);
-        if (!selected(t)) {
-          // ALTER TABLE x RENAME TO captured: a table renamed into the captured set.
-          return stop(st.renames.empty() ? t.ToString() : st.renames[0].second.ToString(),
-                      "a table renamed into the captured set needs a snapshot, which sluice does not take "
-                      "while streaming yet");
+        if (!selected(t) || (!st.renames.empty() && recorded(t))) {
+          // ALTER TABLE x RENAME TO captured: a table renamed into the captured set (or out of
+          // a table whose re-read, after this statement, already knows it as gone).
+          if (st.renames.empty()) return Status::Ok();
+          const ddl::TableRef& to = st.renames[0].second;
+          if (!selected(to) || recorded(to)) return Status::Ok();
+          if (can_reread_) { rereads->push_back(to.ToString()); break; }
+          return stop(to.ToString(), "a table renamed into the captured set needs a snapshot, which sluice does not "
+                                     "take while streaming yet");
         }
         if (recorded(t)) return Status::Ok();
         ASSIGN_OR_RETURN(TableSchemaPtr base, current(t));
         if (!base) return stop(t.ToString(), "the recorded definition says the table does not exist");
         auto applied = ddl::ApplyAlter(*base, st, {.strict = StrictSqlMode(ev)});
         if (!applied.ok()) return stop(t.ToString(), std::string(applied.status().message()));
+        if (applied->renamed && !selected(ddl::TableRef{applied->after.db, applied->after.table})) {
+          // Renamed out of the captured set: no longer captured; its sink table follows a DROP.
+          RETURN_IF_ERROR(add(t, nullptr));
+          change(SchemaChange::Kind::kDrop, base, nullptr);
+          break;
+        }
         if (!applied->exact) {
+          if (can_reread_) {
+            const ddl::TableRef target = applied->renamed ? ddl::TableRef{applied->after.db, applied->after.table} : t;
+            if (applied->renamed) {
+              RETURN_IF_ERROR(add(t, nullptr));
+              change(SchemaChange::Kind::kDrop, base, nullptr);
+            }
+            LogInfo("{}: \"{}\" on {}: {}; re-reading the table from the source", where, Shorten(txn.ddl_query),
+                    t.ToString(), applied->why_not_exact);
+            rereads->push_back(target.ToString());
+            break;
+          }
           return stop(t.ToString(), applied->why_not_exact +
                                         "; the replica cannot reproduce what the server did to the existing rows");
         }
         if (applied->renamed) {
           ddl::TableRef to{applied->after.db, applied->after.table};
-          if (!selected(to)) {
-            return stop(t.ToString(), "renamed out of the captured set (" + to.ToString() +
-                                          "); following that is not supported yet");
-          }
           RETURN_IF_ERROR(add(t, nullptr));
           auto ptr = std::make_shared<const TableSchema>(std::move(applied->after));
           RETURN_IF_ERROR(add(to, ptr));
@@ -277,21 +299,48 @@ class SchemaRegistry {
         // as the statement moves them.
         std::map<std::pair<std::string, std::string>, TableSchemaPtr> now;
         bool any = false;
+        std::vector<ddl::TableRef> renamed_in;  // captured names whose rows come from elsewhere
         for (const auto& [from, to] : st.renames) {
           const bool fs = selected(from), ts = selected(to);
           if (!fs && !ts) continue;
-          if (recorded(from) || recorded(to)) return Status::Ok();
+          if (ts && recorded(to)) continue;  // read again after a restart, or re-read after it
+          // `from` known: captured, and neither re-read after this statement nor moved by an
+          // earlier pair into the name of a table being re-read.
+          bool from_known = fs && !recorded(from);
+          auto it = now.find({from.db, from.table});
+          if (from_known && it != now.end() && !it->second) from_known = false;
           if (fs && !ts) {
-            return stop(from.ToString(), "renamed out of the captured set (to " + to.ToString() +
-                                             "); following that is not supported yet");
+            if (!from_known) continue;
+            // Renamed out of the captured set: no longer captured (its later events are
+            // filtered out); its sink table follows a DROP.
+            TableSchemaPtr base = it != now.end() ? it->second : nullptr;
+            if (it == now.end()) {
+              ASSIGN_OR_RETURN(base, current(from));
+            }
+            now[{from.db, from.table}] = nullptr;
+            RETURN_IF_ERROR(add(from, nullptr));
+            if (base) change(SchemaChange::Kind::kDrop, base, nullptr);
+            any = true;
+            continue;
           }
-          if (!fs && ts) {
-            return stop(to.ToString(), "renamed into the captured set (from " + from.ToString() +
-                                           "); that needs a snapshot of the table, which sluice does not take "
-                                           "while streaming yet");
+          if (!from_known) {
+            // Renamed into the captured set (from outside the patterns, or from a table whose
+            // rows the replica does not hold): the table is copied from the source.
+            if (!can_reread_) {
+              return stop(to.ToString(), "renamed into the captured set (from " + from.ToString() +
+                                             "); that needs a snapshot of the table, which sluice does not take "
+                                             "while streaming yet");
+            }
+            if (fs) {
+              now[{from.db, from.table}] = nullptr;
+              if (!recorded(from)) RETURN_IF_ERROR(add(from, nullptr));
+            }
+            now[{to.db, to.table}] = nullptr;
+            renamed_in.push_back(to);
+            any = true;
+            continue;
           }
           TableSchemaPtr base;
-          auto it = now.find({from.db, from.table});
           if (it != now.end()) {
             base = it->second;
           } else {
@@ -310,6 +359,12 @@ class SchemaRegistry {
           any = true;
         }
         if (!any) return Status::Ok();
+        for (const ddl::TableRef& t : renamed_in) {
+          // A later pair may have moved it on again; only names that still hold it are read.
+          auto it = now.find({t.db, t.table});
+          if (it != now.end() && it->second) continue;
+          rereads->push_back(t.ToString());
+        }
         break;
       }
       case ddl::Kind::kDropTable: {
@@ -366,6 +421,7 @@ class SchemaRegistry {
   Connection& conn_;
   const TableFilter& filter_;
   Flavor flavor_;
+  bool can_reread_;
   SchemaHistory history_;
   std::shared_ptr<const SchemaHistory> frozen_;
   std::map<std::string, TableSchemaPtr> legacy_;
@@ -419,15 +475,26 @@ Status Streamer::CallSink(const char* what, const std::function<Status()>& call)
 
 Status Streamer::Run(const Checkpoint& start, Sink& sink) {
   checkpoint_ = start;
-  if (!options_.target.empty() && ComparePositions(checkpoint_.stream_start, options_.target) >= 0) {
-    return CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(checkpoint_.ToJson()); });
-  }
   auto last_success = Clock::now();
   auto backoff = std::chrono::milliseconds(250);
   for (int attempt = 1;; ++attempt) {
     bool progress = false;
-    Status st = RunOnce(sink, &progress);
+    Status st;
+    const bool reread = options_.reread && !checkpoint_.snapshot_done;
+    if (reread) {
+      // Tables marked for an online re-read (by a DDL, or stored so by an earlier run):
+      // copied now, with the stream's position where the mark was stored.
+      st = options_.reread(checkpoint_, sink);
+      progress = st.ok();
+      if (st.ok() && Stopping(options_.stop)) return st;
+    } else if (!options_.target.empty() && ComparePositions(checkpoint_.stream_start, options_.target) >= 0) {
+      return CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(checkpoint_.ToJson()); });
+    } else {
+      st = RunOnce(sink, &progress);
+    }
     if (st.code() == StatusCode::kCancelled && Stopping(options_.stop)) return Status::Ok();
+    if (st.ok() && Stopping(options_.stop)) return st;
+    if (st.ok() && (reread || (options_.reread && !checkpoint_.snapshot_done))) continue;
     if (st.ok()) return st;
     // Only source errors are kUnavailable here: CallSink retries transient sink errors in
     // place and turns the others into definite ones.
@@ -499,7 +566,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     reader.join();
   };
 
-  SchemaRegistry schemas(*meta_conn, options_.filter, checkpoint_, flavor);
+  SchemaRegistry schemas(*meta_conn, options_.filter, checkpoint_, flavor, options_.reread != nullptr);
   HandoffRule handoff = SnapshotHandoff(checkpoint_, *meta_conn);
   BinlogPosition current_event;
   binlog::EventStream stream;
@@ -569,6 +636,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     return st;
   };
 
+  bool reread_now = false;  // a DDL asked for a re-read: stop decoding after it
   auto handle = [&](const binlog::Event& ev) -> Status {
     current_event = BinlogPosition{ev.file, ev.pos};
     ASSIGN_OR_RETURN(auto committed, assembler.Feed(ev));
@@ -579,9 +647,21 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     SinkItem item;
     item.after = next;
     if (committed->is_ddl) {
-      RETURN_IF_ERROR(schemas.OnDdl(*committed, ev, next.stream_start, &item.schema_changes, &item.reset));
+      std::vector<std::string> rereads;
+      RETURN_IF_ERROR(schemas.OnDdl(*committed, ev, next.stream_start, &item.schema_changes, &item.reset, &rereads));
       next.schemas = schemas.history();
-      item.after.schemas = next.schemas;
+      if (!rereads.empty()) {
+        // The mark is stored with this statement's position; decoding stops here and Run
+        // copies the tables once the writer has drained (a restart does the same).
+        for (const std::string& t : rereads) {
+          TableSnapshotProgress p;
+          p.reread = true;
+          next.tables[t] = std::move(p);
+        }
+        next.snapshot_done = false;
+        reread_now = true;
+      }
+      item.after = next;
     }
     if (!committed->unknown_xa.empty()) {
       LogWarning("XA COMMIT {} at {}:{}: its XA PREPARE came before the start point, so its rows "
@@ -597,9 +677,30 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   };
 
   Status result;
+  auto last_poll = Clock::now();
   while (true) {
     if (Stopping(options_.stop) || writer_failed.load()) break;
     if (caught_up()) break;
+    if (options_.poll_rereads && options_.reread && !assembler.in_transaction() &&
+        Clock::now() - last_poll > std::chrono::seconds(1)) {
+      last_poll = Clock::now();
+      std::vector<std::string> asked = options_.poll_rereads();
+      if (!asked.empty()) {
+        // Marked at the position after the last whole transaction read, like a DDL's re-read.
+        SinkItem item;
+        item.after = passed;
+        for (const std::string& t : asked) {
+          TableSnapshotProgress p;
+          p.reread = true;
+          item.after.tables[t] = std::move(p);
+        }
+        item.after.snapshot_done = false;
+        LogInfo("re-read requested (sluice resnapshot) at {}", passed.stream_start.ToString());
+        passed = item.after;
+        result = send(std::move(item));
+        break;
+      }
+    }
     Status qst;
     bool closed = false;
     auto raw = queue.Pop(std::chrono::milliseconds(200), &qst, &closed);
@@ -620,12 +721,13 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     auto ev = stream.Next(span);
     if (!ev.ok()) { result = ev.status(); break; }
     Status st = handle(*ev);
-    while (st.ok() && stream.HasPendingInner()) {
+    while (st.ok() && !reread_now && stream.HasPendingInner()) {
       auto inner = stream.NextInner();
       if (!inner.ok()) { st = inner.status(); break; }
       st = handle(*inner);
     }
     if (!st.ok()) { result = st; break; }
+    if (reread_now) break;
   }
   join_reader();
   join_writer();  // every whole transaction read so far reaches the sink (or a sink error)

@@ -62,6 +62,16 @@ struct StreamerOptions {
   // gone into the group. Also the bound of the queue between decoding and the sink writer.
   size_t group_max_bytes = 32u << 20;
   uint32_t group_max_ms = 200;
+  // Online re-reads (snapshot/reread.h): copies the tables `ckpt` marks unfinished
+  // (snapshot_done false) into the sink and updates `ckpt`. The stream asks for one when a
+  // DDL leaves a table's rows as the sink cannot reproduce them (a rewriting ALTER, a table
+  // renamed or created into the patterns): it stores the mark with the DDL's position, stops
+  // reading, waits for the sink writer to drain, runs the copy, and continues from the same
+  // position. Null: such DDL stops the run instead.
+  std::function<Status(Checkpoint& ckpt, Sink& sink)> reread;
+  // Tables to re-read on request (`sluice resnapshot` while a run streams): asked about once
+  // a second between source transactions; a non-empty answer is marked like a DDL's re-read.
+  std::function<std::vector<std::string>()> poll_rereads;
   // Progress callback for logging: called on the sink writer thread after each applied group.
   std::function<void(const Checkpoint&, size_t rows)> on_applied;
 };

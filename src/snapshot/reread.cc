@@ -1,0 +1,104 @@
+#include "snapshot/reread.h"
+
+#include <chrono>
+#include <ctime>
+#include <thread>
+
+#include "mysql/schema_loader.h"
+#include "mysql/server_probe.h"
+#include "util/log.h"
+
+namespace sluice {
+
+void MarkForReread(Checkpoint& ckpt, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    TableSnapshotProgress p;
+    p.reread = true;
+    ckpt.tables[name] = std::move(p);
+  }
+  if (!names.empty()) ckpt.snapshot_done = false;
+}
+
+Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sink) {
+  ASSIGN_OR_RETURN(auto meta, Connection::Connect(options.connection));
+  std::vector<TableName> names;
+  std::vector<std::string> gone;
+  for (const auto& [name, p] : ckpt.tables) {
+    if (p.done) continue;
+    ASSIGN_OR_RETURN(QueryResult r,
+                     meta->Query("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+                                 "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND "
+                                 "CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) = " + meta->Quote(name)));
+    if (r.rows.size() == 1 && r.rows[0].size() == 2 && r.rows[0][0] && r.rows[0][1]) {
+      names.push_back(TableName{*r.rows[0][0], *r.rows[0][1]});
+    } else {
+      gone.push_back(name);
+    }
+  }
+  if (!gone.empty()) {
+    // Gone from the source since it was marked: nothing to copy. Every event of it before the
+    // server's position now is dropped (copied_at) and every DDL on it before then skipped (a
+    // version at that position); a RENAME of it into a captured name re-reads that table.
+    ASSIGN_OR_RETURN(BinlogPosition now, ReadBinlogPosition(*meta));
+    SchemaHistory h = ckpt.schemas ? *ckpt.schemas : SchemaHistory();
+    std::vector<SchemaChange> drops;
+    for (const std::string& name : gone) {
+      LogWarning("table {} was marked for a re-read but no longer exists at the source (dropped "
+                 "or renamed away); not copied, its sink table is treated as dropped",
+                 name);
+      TableSnapshotProgress p;
+      p.done = true;
+      p.copied_at = now;
+      ckpt.tables[name] = std::move(p);
+      // The history is keyed by (db, table); a name with dots in it is split where the
+      // history knows the table.
+      for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+        const std::string db = name.substr(0, dot), table = name.substr(dot + 1);
+        const TableVersion* latest = h.Latest(db, table);
+        if (!latest) continue;
+        if (latest->schema) {
+          SchemaChange c;
+          c.kind = SchemaChange::Kind::kDrop;
+          c.before = latest->schema;
+          c.ddl = "-- sluice: " + name + " no longer exists at the source";
+          c.source.flavor = ckpt.flavor;
+          c.source.server_id = options.source_server_id;
+          c.source.file = now.file;
+          c.source.pos = now.pos;
+          c.source.timestamp = static_cast<uint32_t>(std::time(nullptr));
+          drops.push_back(std::move(c));
+        }
+        if (ComparePositions(latest->since, now) < 0) RETURN_IF_ERROR(h.Add(db, table, TableVersion{now, nullptr, ""}));
+        break;
+      }
+    }
+    h.CacheJson();
+    ckpt.schemas = h.empty() ? nullptr : std::make_shared<const SchemaHistory>(std::move(h));
+    if (names.empty()) ckpt.snapshot_done = true;
+    RETURN_IF_ERROR(sink.ApplySchemaChanges(drops, ckpt.ToJson()));
+    if (names.empty()) return Status::Ok();
+  }
+  std::string list;
+  for (const TableName& t : names) list += (list.empty() ? "" : ", ") + t.QualifiedName();
+  LogInfo("re-reading {} table(s) online: {}", names.size(), list);
+  for (int attempt = 1;; ++attempt) {
+    Status st = RunSnapshot(options, *meta, names, ckpt, sink);
+    // Another DDL on a table while its copy is read (CheckColumns in the coordinator): the
+    // copy is started over with the new definition, its sink table replaced again. The
+    // stream has not read past the mark, so the new copy's point is still after it.
+    // ER_TABLE_DEF_CHANGED (1412) is the server saying the same inside a read transaction.
+    const bool changed =
+        (st.code() == StatusCode::kFailedPrecondition &&
+         st.message().find("changed its definition during the snapshot") != std::string::npos) ||
+        st.message().find("[1412]") != std::string::npos;
+    if (st.ok() || !changed || attempt >= 20) return st;
+    std::vector<std::string> again;
+    for (const TableName& t : names)
+      if (!ckpt.tables[t.QualifiedName()].done) again.push_back(t.QualifiedName());
+    LogInfo("re-read: {} (attempt {}); copying again: {}", st.message(), attempt, again.size());
+    MarkForReread(ckpt, again);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
+  }
+}
+
+}  // namespace sluice

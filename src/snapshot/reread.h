@@ -1,0 +1,38 @@
+// Online re-reads: copying single tables again from the source at a new point while the
+// stream's position stays where it is (a DDL that rewrote a table's rows, a table renamed or
+// created into the captured patterns, a table added to source.tables, `sluice resnapshot`).
+//
+// A table to re-read is marked in the checkpoint (`tables[name]` with `reread` set and
+// nothing copied, `snapshot_done` false) in the same sink transaction as the position it is
+// decided at, so a crash before or during the copy repeats or continues it. RunRereads copies
+// every table the checkpoint has not finished with the snapshot coordinator (coordinator.h):
+// the sink table is replaced by an empty one of the new definition, the copy is read in
+// ranges each at its own point, and its definition enters the schema history at the copy's
+// point. The hand-off is the snapshot's: row events of the table before its copy's points are
+// dropped (copied_at, pipeline/handoff_rule.h), later ones applied; DDL on it before the
+// copy's point is already in the copied definition and skipped.
+//
+// A marked table that no longer exists at the source (dropped or renamed away while the
+// stream was catching up) is not copied: it is recorded as gone from the server's current
+// position on (its events before that are dropped, its DDL before that skipped), and the
+// sink table follows a DROP (the SQLite sink keeps it). A later table of that name is read
+// from its CREATE as usual.
+// Errors: those of RunSnapshot; connection errors are kUnavailable (the caller retries).
+// Thread safety: call from the one thread that owns `sink`.
+#pragma once
+
+#include "checkpoint/checkpoint.h"
+#include "sink/sink.h"
+#include "snapshot/coordinator.h"
+#include "util/status.h"
+
+namespace sluice {
+
+// Copies every table `ckpt` marks unfinished into `sink` and sets ckpt.snapshot_done; OK with
+// snapshot_done still false when *options.stop became true. Opens its own connections.
+Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sink);
+
+// Marks `names` ("db.table") for an online re-read in `ckpt` (the caller stores it).
+void MarkForReread(Checkpoint& ckpt, const std::vector<std::string>& names);
+
+}  // namespace sluice

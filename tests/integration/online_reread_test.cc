@@ -1,0 +1,541 @@
+// Online re-reads (snapshot/reread.h, docs/schema-changes.md): a table whose rows a DDL
+// rewrote, a table renamed into the patterns, and online schema-change swaps are copied again
+// from the source at a new point while the stream keeps its position; afterwards the replica
+// equals the source value by value, and a crash during the copy resumes it.
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+namespace sluice::testing {
+namespace {
+
+// Sets binlog_row_metadata for the test and puts FULL (the test server's setting) back.
+class RowMetadata {
+ public:
+  explicit RowMetadata(const std::string& mode) {
+    EXPECT_EQ(RunSqlText("SET GLOBAL binlog_row_metadata = '" + mode + "';"), 0);
+  }
+  ~RowMetadata() { (void)RunSqlText("SET GLOBAL binlog_row_metadata = 'FULL';"); }
+};
+
+// One value of an SQLite replica ("<null>", "<error>" when it cannot be read).
+std::string ReplicaValue(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string v = "<error>";
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+      const unsigned char* t = sqlite3_column_text(s, 0);
+      v = t ? reinterpret_cast<const char*>(t) : "<null>";
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close_v2(db);
+  return v;
+}
+
+int ReplicaExec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open(path.c_str(), &db);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  sqlite3_close_v2(db);
+  return rc;
+}
+
+size_t Count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+void CreateSource() {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_or; CREATE DATABASE it_or;"
+                       "CREATE TABLE it_or.t (id INT PRIMARY KEY, a INT, p DECIMAL(6,2), s VARCHAR(10), "
+                       "u INT UNSIGNED) DEFAULT CHARSET=utf8mb4;"
+                       "INSERT INTO it_or.t VALUES (1, 1000, 3.75, 'ñandú', 4294967295), (2, -7, -1.25, 'abc', 0);"
+                       "CREATE TABLE it_or.other (id INT PRIMARY KEY, v VARCHAR(20));"
+                       "INSERT INTO it_or.other VALUES (1, 'x');"),
+            0);
+}
+
+// Every DDL kind whose effect on existing rows a sink cannot reproduce, with rows written
+// before and after each one, in t and in a table that keeps streaming beside it.
+const char* kRewriting =
+    "SET SESSION sql_mode = '';"
+    "INSERT INTO it_or.t VALUES (3, 300, 9.99, 'before', 7); INSERT INTO it_or.other VALUES (2, 'before');"
+    "ALTER TABLE it_or.t ADD COLUMN z INT NOT NULL;"
+    "INSERT INTO it_or.t (id, a, p, s, u, z) VALUES (4, 4, 4.5, 'z', 4, 44); UPDATE it_or.other SET v = 'one' WHERE id = 1;"
+    "ALTER TABLE it_or.t MODIFY a TINYINT;"
+    "UPDATE it_or.t SET a = a + 1 WHERE id = 4; INSERT INTO it_or.other VALUES (3, 'three');"
+    "ALTER TABLE it_or.t MODIFY p DECIMAL(6,0);"
+    "INSERT INTO it_or.t (id, a, p, s, u, z) VALUES (5, 5, 5.4, 'five', 5, 5);"
+    "ALTER TABLE it_or.t ADD COLUMN ts TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP;"
+    "ALTER TABLE it_or.t ADD COLUMN g BIGINT AS (a * 2) STORED;"
+    "UPDATE it_or.t SET a = 9 WHERE id = 1; DELETE FROM it_or.t WHERE id = 2;"
+    "ALTER TABLE it_or.t CONVERT TO CHARACTER SET latin1;"
+    "INSERT INTO it_or.t (id, a, p, s, u, z) VALUES (6, 6, 6, 'señal', 6, 6);"
+    "ALTER TABLE it_or.t ADD COLUMN seq INT NOT NULL AUTO_INCREMENT UNIQUE;"
+    "INSERT INTO it_or.t (id, a, p, s, u, z) VALUES (7, 7, 7, 'seven', 7, 7);"
+    "UPDATE it_or.other SET v = 'after' WHERE id = 2;";
+
+class OnlineRereadCatchUp : public ::testing::TestWithParam<const char*> {};
+
+// Applied while sluice is stopped: the next run meets each rewriting DDL while catching up,
+// re-reads t at the server's position (later DDL on t up to there is already in the copy),
+// and streams the rest; `other` streams throughout.
+TEST_P(OnlineRereadCatchUp, RewritingDdlReReadsTheTable) {
+  CreateSource();
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_or.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  TempDir jdir;
+  SluiceConfigSpec jspec = spec;
+  jspec.sink_type = "jsonl";
+  jspec.sink_path = jdir.File("out.jsonl");
+  jspec.server_id = 5402;
+  std::string jconfig = WriteConfig(jdir, jspec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunSluice({"run", "--config", jconfig, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  {
+    RowMetadata mode(GetParam());
+    ASSERT_EQ(RunSqlText(kRewriting), 0);
+  }
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << "catching up over rewriting DDL: " << r.output;
+  EXPECT_NE(r.output.find("re-reading table it_or.t"), std::string::npos) << r.output;
+  ExpectReplicaEqualsSource({"it_or.*"}, spec.sink_path);
+  EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT p FROM \"it_or.t\" WHERE id = 1"), "4") << "DECIMAL(6,2) -> (6,0) rounds 3.75";
+  EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT a FROM \"it_or.t\" WHERE id = 3"), "127") << "TINYINT clips 300";
+
+  // A restart copies nothing again and changes nothing.
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("re-reading"), std::string::npos) << r.output;
+  ExpectReplicaEqualsSource({"it_or.*"}, spec.sink_path);
+
+  // JSON lines: the re-read is one CREATE record for t (its sink table replaced) after the rows
+  // written before the DDL, followed by t's rows as reads.
+  ASSERT_EQ(RunSqlText("INSERT INTO it_or.t (id, a, p, s, u, z) VALUES (8, 8, 8, 'after copy', 8, 8);"), 0);
+  r = RunSluice({"run", "--config", jconfig, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string out = ReadFile(jspec.sink_path);
+  size_t before = out.find("\"s\":\"before\"");
+  size_t reset = out.find("-- sluice: re-read of it_or.t");
+  size_t after_copy = out.find("after copy");
+  ASSERT_NE(before, std::string::npos) << out;
+  ASSERT_NE(reset, std::string::npos) << out;
+  ASSERT_NE(after_copy, std::string::npos) << out;
+  EXPECT_LT(before, reset);
+  EXPECT_LT(reset, after_copy);
+  EXPECT_EQ(Count(out, "-- sluice: re-read of it_or.t"), 1u) << "one re-read covers every DDL before its point";
+}
+
+INSTANTIATE_TEST_SUITE_P(Metadata, OnlineRereadCatchUp, ::testing::Values("FULL", "NO_LOG"));
+
+class OnlineRereadStreaming : public ::testing::TestWithParam<const char*> {};
+
+// Applied while sluice streams: each rewriting DDL re-reads t at once.
+TEST_P(OnlineRereadStreaming, RewritingDdlReReadsTheTable) {
+  CreateSource();
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_or.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  RowMetadata mode(GetParam());
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(RunSqlText(kRewriting), 0);
+  bool equal = WaitForReplicaToMatch({"it_or.*"}, spec.sink_path, /*expected_tables=*/2, std::chrono::seconds(30));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << ReadFile(dir.File("log"));
+  EXPECT_TRUE(equal) << ReadFile(dir.File("log"));
+  ExpectReplicaEqualsSource({"it_or.*"}, spec.sink_path);
+  EXPECT_NE(ReadFile(dir.File("log")).find("re-reading table it_or.t"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Metadata, OnlineRereadStreaming, ::testing::Values("FULL", "NO_LOG"));
+
+// SIGKILL while the re-read copies: the mark and the copy's progress are in the sink's
+// checkpoint, so the next run continues the copy and ends equal to the source.
+TEST(OnlineReread, KilledDuringTheCopyResumes) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_ork; CREATE DATABASE it_ork;"
+                       "CREATE TABLE it_ork.t (id INT PRIMARY KEY, p DECIMAL(8,2), pad VARCHAR(100));"
+                       "CREATE TABLE it_ork.other (id INT PRIMARY KEY, v INT);"
+                       "INSERT INTO it_ork.other VALUES (1, 1);"
+                       "USE it_ork; INSERT INTO it_ork.t SELECT seq, seq / 7, REPEAT('x', 100) FROM seq_1_to_15000;"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_ork.*"};
+  spec.sink_path = dir.File("replica.db");
+  spec.chunk_rows = 2000;
+  spec.snapshot_extra = "workers = 1\nfetch_rows = 100\n";
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("ALTER TABLE it_ork.t MODIFY p DECIMAL(8,0); UPDATE it_ork.other SET v = 2;"
+                       "UPDATE it_ork.t SET p = p + 1 WHERE id IN (1, 7500, 15000);"),
+            0);
+  pid_t pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("log"));
+  bool killed_in_copy = false;
+  for (int i = 0; i < 3000; ++i) {
+    std::string ckpt = ReadSqliteCheckpoint(spec.sink_path);
+    // Marked, and some of its rows copied.
+    auto doc = nlohmann::json::parse(ckpt, nullptr, /*allow_exceptions=*/false);
+    const nlohmann::json* t = nullptr;
+    if (doc.is_object() && doc.contains("snapshot") && doc["snapshot"].contains("tables") &&
+        doc["snapshot"]["tables"].contains("it_ork.t"))
+      t = &doc["snapshot"]["tables"]["it_ork.t"];
+    if (t && t->value("reread", false) && t->value("rows", 0) > 0) {
+      kill(pid, SIGKILL);
+      killed_in_copy = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  int code = WaitChild(pid, std::chrono::seconds(60));
+  ASSERT_TRUE(killed_in_copy) << "the copy never showed progress; exit " << code << ReadFile(dir.File("log"));
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("continuing the snapshot"), std::string::npos) << r.output;
+  ExpectReplicaEqualsSource({"it_ork.*"}, spec.sink_path);
+}
+
+}  // namespace
+}  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+// Runs `sql` as one client session, with `rows` (more DML) on its own connection in between
+// each statement, so rows flow into the tables throughout a schema change.
+void RunWithRowsBetween(const std::vector<std::string>& statements, const std::string& rows,
+                        const std::string& database) {
+  for (const std::string& s : statements) {
+    ASSERT_EQ(RunSqlText(s, database), 0) << s;
+    ASSERT_EQ(RunSqlText(rows), 0) << rows;
+  }
+}
+
+// Renamed into the patterns: copied with a re-read; renamed out: no longer captured, its
+// later events ignored, its sink table kept (or dropped with sink.drop_tables = "drop").
+void RenameInAndOut(bool streaming, bool drop_tables) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_orn; CREATE DATABASE it_orn;"
+                       "CREATE TABLE it_orn.t (id INT PRIMARY KEY, v INT); INSERT INTO it_orn.t VALUES (1, 1), (2, 2);"
+                       "CREATE TABLE it_orn.ext (id INT PRIMARY KEY, w VARCHAR(10)); INSERT INTO it_orn.ext VALUES (1, 'e1');"
+                       "CREATE TABLE it_orn.keep (id INT PRIMARY KEY, v INT); INSERT INTO it_orn.keep VALUES (1, 1);"
+                       "CREATE TABLE it_orn.i0 (id INT PRIMARY KEY);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  // Patterns must match a table when the run starts: `i*` matches i0 until `inside` arrives.
+  spec.tables = {"it_orn.t", "it_orn.i*", "it_orn.keep"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  if (drop_tables) std::ofstream(config, std::ios::app) << "drop_tables = \"drop\"\n";  // [sink] is last
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  pid_t pid = streaming ? StartSluice({"run", "--config", config}, dir.File("log")) : 0;
+  if (streaming) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(RunSqlText("INSERT INTO it_orn.ext VALUES (2, 'e2'); INSERT INTO it_orn.t VALUES (3, 3);"
+                       "RENAME TABLE it_orn.ext TO it_orn.inside;"
+                       "INSERT INTO it_orn.inside VALUES (3, 'e3'); UPDATE it_orn.inside SET w = 'E1' WHERE id = 1;"
+                       "RENAME TABLE it_orn.t TO it_orn.outside;"
+                       "INSERT INTO it_orn.outside VALUES (4, 4); UPDATE it_orn.keep SET v = 2;"
+                       "ALTER TABLE it_orn.outside MODIFY v TINYINT;"),
+            0);
+  if (streaming) {
+    bool equal = WaitForReplicaToMatch({"it_orn.i*", "it_orn.keep"}, spec.sink_path, 3, std::chrono::seconds(30));
+    kill(pid, SIGTERM);
+    EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << ReadFile(dir.File("log"));
+    EXPECT_TRUE(equal) << ReadFile(dir.File("log"));
+  } else {
+    r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  ExpectReplicaEqualsSource({"it_orn.i*", "it_orn.keep"}, spec.sink_path);
+  EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT w FROM \"it_orn.inside\" WHERE id = 1"), "E1");
+  // Renamed out: kept with the rows it had when it left (3 rows), not row 4; or dropped.
+  EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'it_orn.t'"),
+            drop_tables ? "0" : "1");
+  if (!drop_tables) EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM \"it_orn.t\""), "3");
+  EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'it_orn.outside'"), "0");
+}
+
+TEST(OnlineReread, RenameIntoAndOutOfThePatternsWhileStopped) { RenameInAndOut(false, false); }
+TEST(OnlineReread, RenameIntoAndOutOfThePatternsWhileStreamingDroppingTables) { RenameInAndOut(true, true); }
+
+// gh-ost's statements, as it issues them (with --ok-to-drop-table), against a table whose
+// helper tables the patterns do not select; rows keep arriving between every step, including
+// the changes gh-ost itself applies to the ghost table.
+TEST(OnlineReread, GhostSwapActsOnTheOriginalTable) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_gh; CREATE DATABASE it_gh;"
+                       "CREATE TABLE it_gh.t (id INT AUTO_INCREMENT PRIMARY KEY, a INT, p DECIMAL(6,2));"
+                       "INSERT INTO it_gh.t (a, p) VALUES (1, 1.25), (2, 2.5), (3, 3.75);"
+                       "CREATE TABLE it_gh.side (id INT AUTO_INCREMENT PRIMARY KEY, v INT);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_gh.t", "it_gh.side"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string rows = "INSERT INTO it_gh.t (a, p) VALUES (10, 10.5); INSERT INTO it_gh.side (v) VALUES (1);";
+  RunWithRowsBetween(
+      {"create /* gh-ost */ table `it_gh`.`_t_gho` like `it_gh`.`t`",
+       "alter /* gh-ost */ table `it_gh`.`_t_gho` add column c int not null default 0, modify p decimal(6,1)",
+       "create /* gh-ost */ table `it_gh`.`_t_ghc` (id bigint auto_increment, last_update timestamp not null "
+       "DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, hint varchar(64) charset ascii not null, value "
+       "varchar(4096) charset ascii not null, primary key(id), unique key hint_uidx(hint)) auto_increment=256",
+       "insert /* gh-ost */ into `it_gh`.`_t_ghc` (id, hint, value) values (2, 'state', 'GhostTableMigrated') "
+       "on duplicate key update last_update=NOW(), value=VALUES(value)",
+       "insert /* gh-ost `it_gh`.`t` */ ignore into `it_gh`.`_t_gho` (`id`, `a`, `p`) (select `id`, `a`, `p` from "
+       "`it_gh`.`t` force index (`PRIMARY`) where (((`id` > _binary'0') or ((`id` = _binary'0'))) and ((`id` < "
+       "_binary'100000') or ((`id` = _binary'100000')))) lock in share mode)",
+       "replace /* gh-ost `it_gh`.`_t_gho` */ into `it_gh`.`_t_gho` (`id`, `a`, `p`) select `id`, `a`, `p` from "
+       "`it_gh`.`t` where id > 3",
+       "create /* gh-ost */ table `it_gh`.`_t_del` (id int auto_increment primary key) engine=InnoDB "
+       "comment='ghost-cut-over-sentry'",
+       "drop /* gh-ost */ table if exists `it_gh`.`_t_del`",
+       "rename /* gh-ost */ table `it_gh`.`t` to `it_gh`.`_t_del`, `it_gh`.`_t_gho` to `it_gh`.`t`",
+       "drop /* gh-ost */ table if exists `it_gh`.`_t_ghc`",
+       "drop /* gh-ost */ table if exists `it_gh`.`_t_del`"},
+      rows, "it_gh");
+  bool equal = WaitForReplicaToMatch({"it_gh.*"}, spec.sink_path, 2, std::chrono::seconds(30));
+  kill(pid, SIGTERM);
+  std::string log = ReadFile(dir.File("log"));
+  EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << log;
+  EXPECT_TRUE(equal) << log;
+  ExpectReplicaEqualsSource({"it_gh.*"}, spec.sink_path);
+  EXPECT_NE(log.find("re-reading table it_gh.t"), std::string::npos) << log;
+  EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT c FROM \"it_gh.t\" WHERE id = 1"), "0") << "the new column";
+}
+
+// pt-online-schema-change's statements, as it issues them, with its triggers carrying the
+// rows written during the copy; the patterns select every table of the database, so the
+// helper `_t_new` is captured from its CREATE and the swap is followed in place.
+TEST(OnlineReread, PtOscSwapActsOnTheOriginalTable) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_pt; CREATE DATABASE it_pt;"
+                       "CREATE TABLE it_pt.t (id INT AUTO_INCREMENT PRIMARY KEY, a INT, s VARCHAR(10));"
+                       "INSERT INTO it_pt.t (a, s) VALUES (1, 'one'), (2, 'two'), (3, 'three');"),
+            0);
+  for (const char* pattern : {"it_pt.*", "it_pt.t"}) {
+    SCOPED_TRACE(pattern);
+    TempDir dir;
+    SluiceConfigSpec spec;
+    spec.tables = {pattern};
+    spec.sink_path = dir.File("replica.db");
+    std::string config = WriteConfig(dir, spec);
+    auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const std::string rows = "INSERT INTO it_pt.t (a, s) VALUES (10, 'row'); UPDATE it_pt.t SET a = a + 1 WHERE id = 2;";
+    RunWithRowsBetween(
+        {"CREATE TABLE `it_pt`.`_t_new` (\n  `id` int(11) NOT NULL AUTO_INCREMENT,\n  `a` int(11) DEFAULT NULL,\n"
+         "  `s` varchar(10) DEFAULT NULL,\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=latin1",
+         "ALTER TABLE `it_pt`.`_t_new` ADD COLUMN b INT NOT NULL DEFAULT 5, MODIFY s VARCHAR(5)",
+         // The single-statement triggers of pt-online-schema-change 2.x (3.x wraps them in BEGIN
+         // ... END, which the mariadb client would need a DELIMITER for; the rows are the same).
+         "CREATE TRIGGER `pt_osc_it_pt_t_del` AFTER DELETE ON `it_pt`.`t` FOR EACH ROW DELETE IGNORE FROM "
+         "`it_pt`.`_t_new` WHERE `it_pt`.`_t_new`.`id` <=> OLD.`id`",
+         "CREATE TRIGGER `pt_osc_it_pt_t_upd` AFTER UPDATE ON `it_pt`.`t` FOR EACH ROW REPLACE INTO "
+         "`it_pt`.`_t_new` (`id`, `a`, `s`) VALUES (NEW.`id`, NEW.`a`, NEW.`s`)",
+         "CREATE TRIGGER `pt_osc_it_pt_t_ins` AFTER INSERT ON `it_pt`.`t` FOR EACH ROW REPLACE INTO "
+         "`it_pt`.`_t_new` (`id`, `a`, `s`) VALUES (NEW.`id`, NEW.`a`, NEW.`s`)",
+         "SET SESSION sql_mode = ''; INSERT LOW_PRIORITY IGNORE INTO `it_pt`.`_t_new` (`id`, `a`, `s`) SELECT "
+         "`id`, `a`, `s` FROM `it_pt`.`t` FORCE INDEX(`PRIMARY`) WHERE ((`id` >= '1')) AND ((`id` <= '100000')) "
+         "LOCK IN SHARE MODE /*pt-online-schema-change 1 copy nibble*/",
+         "ANALYZE TABLE `it_pt`.`_t_new` /* pt-online-schema-change */",
+         "RENAME TABLE `it_pt`.`t` TO `it_pt`.`_t_old`, `it_pt`.`_t_new` TO `it_pt`.`t`",
+         "DROP TABLE IF EXISTS `it_pt`.`_t_old`",
+         "DROP TRIGGER IF EXISTS `it_pt`.`pt_osc_it_pt_t_del`",
+         "DROP TRIGGER IF EXISTS `it_pt`.`pt_osc_it_pt_t_upd`",
+         "DROP TRIGGER IF EXISTS `it_pt`.`pt_osc_it_pt_t_ins`"},
+        rows, "it_pt");
+    bool equal = WaitForReplicaToMatch({"it_pt.t"}, spec.sink_path, 1, std::chrono::seconds(30));
+    kill(pid, SIGTERM);
+    std::string log = ReadFile(dir.File("log"));
+    EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << log;
+    EXPECT_TRUE(equal) << log;
+    ExpectReplicaEqualsSource({"it_pt.t"}, spec.sink_path);
+    EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT b FROM \"it_pt.t\" WHERE id = 1"), "5") << "the new column";
+    // Reset the source table for the next pattern.
+    ASSERT_EQ(RunSqlText("DROP TABLE IF EXISTS it_pt.t, it_pt._t_new, it_pt._t_old; CREATE TABLE it_pt.t (id INT AUTO_INCREMENT PRIMARY KEY, a INT, "
+                         "s VARCHAR(10)); INSERT INTO it_pt.t (a, s) VALUES (1, 'one'), (2, 'two'), (3, 'three');"),
+              0);
+  }
+}
+
+// A table marked for a re-read that is gone by the time the run gets to copy it (dropped, or
+// renamed into another captured name, while sluice was stopped): the run neither gets stuck
+// nor copies a stale table; the renamed table is re-read under its new name.
+TEST(OnlineReread, TableGoneBeforeItsReReadDoesNotStopTheRun) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_org; CREATE DATABASE it_org;"
+                       "CREATE TABLE it_org.d (id INT PRIMARY KEY, p DECIMAL(6,2)); INSERT INTO it_org.d VALUES (1, 1.5);"
+                       "CREATE TABLE it_org.r (id INT PRIMARY KEY, p DECIMAL(6,2)); INSERT INTO it_org.r VALUES (1, 2.5);"
+                       "CREATE TABLE it_org.k (id INT PRIMARY KEY); INSERT INTO it_org.k VALUES (1);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_org.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("ALTER TABLE it_org.d MODIFY p DECIMAL(6,0); INSERT INTO it_org.d VALUES (2, 2);"
+                       "DROP TABLE it_org.d;"
+                       "ALTER TABLE it_org.r MODIFY p DECIMAL(6,0); INSERT INTO it_org.r VALUES (2, 2);"
+                       "RENAME TABLE it_org.r TO it_org.r2; INSERT INTO it_org.r2 VALUES (3, 3);"
+                       "INSERT INTO it_org.k VALUES (2);"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("no longer exists"), std::string::npos) << r.output;
+  ExpectReplicaEqualsSource({"it_org.*"}, spec.sink_path);
+  // Dropped: kept in the replica (the SQLite sink keeps dropped tables) as it was before.
+  EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM \"it_org.d\""), "1");
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_org.*"}, spec.sink_path);
+}
+
+}  // namespace
+}  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+// `sluice resnapshot`: with no run, the tables are marked in the sink's checkpoint and the next
+// run re-reads them; with a run streaming, the run picks the request up and re-reads them
+// while it goes on. A damaged replica table (changed behind sluice's back) is repaired.
+TEST(Resnapshot, RereadsChosenTablesWhenStoppedAndWhileRunning) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_ors; CREATE DATABASE it_ors;"
+                       "CREATE TABLE it_ors.t (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO it_ors.t VALUES (1, 'a'), (2, 'b');"
+                       "CREATE TABLE it_ors.u (id INT PRIMARY KEY, v INT); INSERT INTO it_ors.u VALUES (1, 1);"
+                       "CREATE DATABASE IF NOT EXISTS it_ors_no; CREATE TABLE IF NOT EXISTS it_ors_no.x (id INT PRIMARY KEY);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_ors.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"resnapshot", "--config", config, "it_ors.t"});
+  EXPECT_EQ(r.exit_code, 2) << "before any run there is no checkpoint: " << r.output;
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunSluice({"resnapshot", "--config", config, "it_ors_no.x"});
+  EXPECT_EQ(r.exit_code, 2) << "a table the config does not select: " << r.output;
+  EXPECT_NE(r.output.find("it_ors_no.x"), std::string::npos) << r.output;
+
+  // Stopped: damage the replica, mark, run.
+  ASSERT_EQ(ReplicaExec(spec.sink_path, "UPDATE \"it_ors.t\" SET v = 'damaged'; DELETE FROM \"it_ors.u\";"), SQLITE_OK);
+  r = RunSluice({"resnapshot", "--config", config, "it_ors.t"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("marked in the sink's checkpoint"), std::string::npos) << r.output;
+  ASSERT_EQ(RunSqlText("INSERT INTO it_ors.t VALUES (3, 'c');"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_ors.t"}, spec.sink_path);
+  EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM \"it_ors.u\""), "0") << "u was not re-read";
+
+  // Running: the request reaches the running stream.
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  r = RunSluice({"resnapshot", "--config", config, "it_ors.u"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("a run holds the sink"), std::string::npos) << r.output;
+  ASSERT_EQ(RunSqlText("INSERT INTO it_ors.u VALUES (2, 2); INSERT INTO it_ors.t VALUES (4, 'd');"), 0);
+  bool equal = WaitForReplicaToMatch({"it_ors.*"}, spec.sink_path, 2, std::chrono::seconds(20));
+  kill(pid, SIGTERM);
+  std::string log = ReadFile(dir.File("log"));
+  EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << log;
+  EXPECT_TRUE(equal) << log;
+  EXPECT_NE(log.find("re-read requested (sluice resnapshot)"), std::string::npos) << log;
+  EXPECT_NE(ReadSqliteCheckpoint(spec.sink_path).find("\"snapshot\":{\"done\":true"), std::string::npos);
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_ors_no;");
+}
+
+// Issue 7's acceptance: catching up over 10,000 transactions with 50 DDL statements in between
+// (columns added, types widened, ENUMs extended, and DECIMAL scales changed, which re-read the
+// table), with NO_LOG metadata: the replica equals the source. SLUICE_CATCHUP_TRANSACTIONS
+// scales it (`make catchup-stress`: 100,000 with 500 DDL).
+TEST(OnlineReread, CatchingUpOverTransactionsAndDdlEqualsTheSource) {
+  int txns = 10000;
+  if (const char* e = std::getenv("SLUICE_CATCHUP_TRANSACTIONS")) txns = std::max(200, std::atoi(e));
+  const int ddl_every = 200;  // 50 DDL per 10,000 transactions
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_orc; CREATE DATABASE it_orc;"
+                       "CREATE TABLE it_orc.a (id INT PRIMARY KEY, u INT UNSIGNED, e ENUM('x0'), s VARCHAR(10));"
+                       "CREATE TABLE it_orc.b (id INT PRIMARY KEY, d DECIMAL(12,2), n INT);"
+                       "CREATE TABLE it_orc.c (id INT PRIMARY KEY, v INT);"
+                       "INSERT INTO it_orc.a VALUES (0, 4294967295, 'x0', 's'); INSERT INTO it_orc.b VALUES (0, 1.25, 0);"
+                       "INSERT INTO it_orc.c VALUES (0, 0);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_orc.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  std::string sql = "SET SESSION sql_mode = '';\n";
+  std::string enum_labels = "'x0'";
+  int ddl = 0, a_cols = 0;
+  for (int i = 1; i <= txns; ++i) {
+    switch (i % 4) {
+      case 0: sql += fmt::format("INSERT INTO it_orc.a (id, u, e, s) VALUES ({0}, {1}, 'x0', 'r{0}');\n", i, 4294967295u - i); break;
+      case 1: sql += fmt::format("INSERT INTO it_orc.b (id, d, n) VALUES ({0}, {0}.375, {0});\n", i); break;
+      case 2: sql += fmt::format("UPDATE it_orc.c SET v = {0} WHERE id = 0; INSERT INTO it_orc.c (id, v) VALUES ({0}, {0});\n", i); break;
+      default: sql += fmt::format("UPDATE it_orc.b SET n = n + 1 WHERE id = {0}; DELETE FROM it_orc.a WHERE id = {1};\n",
+                                  i - 2, i - 7);
+    }
+    if (i % ddl_every != 0) continue;
+    switch (ddl++ % 5) {
+      case 0: sql += fmt::format("ALTER TABLE it_orc.a ADD COLUMN c{0} INT DEFAULT {0} AFTER id;\n", a_cols++); break;
+      case 1:
+        enum_labels += fmt::format(", 'x{}'", ddl);
+        sql += fmt::format("ALTER TABLE it_orc.a MODIFY e ENUM({});\n", enum_labels);
+        break;
+      case 2: sql += fmt::format("ALTER TABLE it_orc.b MODIFY d DECIMAL(14,{});\n", ddl % 3 + 1); break;
+      case 3: sql += "ALTER TABLE it_orc.a MODIFY u BIGINT UNSIGNED;\n"; break;
+      default: sql += fmt::format("ALTER TABLE it_orc.c ADD COLUMN w{0} VARCHAR(5) DEFAULT 'd{0}';\n", ddl); break;
+    }
+  }
+  {
+    RowMetadata mode("NO_LOG");
+    ASSERT_EQ(RunSqlText(sql), 0);
+  }
+  auto started = std::chrono::steady_clock::now();
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_orc.*"}, spec.sink_path);
+  std::printf("caught up over %d transactions and %d DDL statements in %.1f s\n", txns, ddl, secs);
+}
+
+}  // namespace
+}  // namespace sluice::testing
