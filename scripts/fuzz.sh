@@ -2,6 +2,7 @@
 # Builds and runs the libFuzzer targets of fuzz/ (ASan + UBSan, clang) for SECONDS in total,
 # split across the targets; fails on any crash, hang (-timeout), OOM or sanitizer report.
 #   scripts/fuzz.sh SECONDS          (make fuzz: 90, make fuzz-long: 600)
+#   scripts/fuzz.sh --build-only     (configures and builds the targets, runs nothing)
 # Environment: FUZZ_BUILD (default build-fuzz), JOBS (default 2), FUZZ_TARGETS (default
 # "event_stream decode json_binary rows").
 # The seed corpus comes from fuzz/make-corpus.sh (fixtures + hand-made values + the
@@ -11,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-total=${1:?usage: scripts/fuzz.sh SECONDS}
+total=${1:?usage: scripts/fuzz.sh SECONDS | --build-only}
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${JOBS:-2}
 targets=${FUZZ_TARGETS:-event_stream decode json_binary rows}
@@ -25,6 +26,8 @@ for t in $targets; do bins+=("${t}_fuzzer"); done
 echo "fuzz: building ${bins[*]} in $build"
 cmake --build "$build" -j"$jobs" --target "${bins[@]}" >"$build/fuzz-build.log" 2>&1 || {
   tail -40 "$build/fuzz-build.log" >&2; echo "fuzz: build failed (log: $build/fuzz-build.log)" >&2; exit 1; }
+
+[ "$total" = --build-only ] && exit 0
 
 seeds="$build/fuzz-seeds"
 rm -rf "$seeds"

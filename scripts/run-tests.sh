@@ -1,37 +1,95 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: starts a throwaway MariaDB (scripts/mariadb-test-server.sh),
-# runs every test binary of each given build directory through ctest, stops the server. A
-# later build without integration_tests gets the first build's run against its sluice binary.
-#   scripts/run-tests.sh BUILD_DIR [MORE_BUILD_DIRS...]
+# Runs the whole test suite of make test (docs/testing.md):
+#   1. the unit tests of ASAN_BUILD (ctest; ASan+UBSan);
+#   2. REL_BUILD's integration_tests against ASAN_BUILD's sluice binary (the sanitizers watch
+#      every sluice process the tests start), split into SLUICE_TEST_SHARDS shards that run
+#      side by side, each against its own throwaway MariaDB (tests change server globals);
+#   3. the same integration_tests against REL_BUILD's sluice binary, for the tests named in
+#      SLUICE_RELEASE_TESTS: the long and timing-sensitive ones left out of step 2, and the
+#      end-to-end suite as a smoke test of the optimised binary.
+# While step 2 runs, FUZZ_PREBUILD=1 builds the fuzz targets at nice 19 (scripts/fuzz.sh
+# --build-only), so the fuzz run of make test does not wait for its own build.
+#   scripts/run-tests.sh REL_BUILD ASAN_BUILD
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+rel=${1:?usage: scripts/run-tests.sh REL_BUILD ASAN_BUILD}
+asan=${2:?usage: scripts/run-tests.sh REL_BUILD ASAN_BUILD}
+shards=${SLUICE_TEST_SHARDS:-2}
+# Long (tmux display, 2-worker snapshot under load, 3-node NATS kill, 10,000-transaction
+# catch-up over 50 DDL: ~110 s) or
+# timing-sensitive tests: run once, against the optimised binary.
+long=${SLUICE_LONG_TESTS:-Observe.ProgressDisplayInATerminal:SnapshotParallel.EveryKeyTypeUnderWriteLoadMatchesAndEachKeyMovesForward:Publish.NatsClusterNodeKilledAndSluiceKilledExactlyOnce:OnlineReread.CatchingUpOverTransactionsAndDdlEqualsTheSource}
+asan_filter=${SLUICE_ASAN_GTEST_FILTER:--$long}
+release_filter=${SLUICE_RELEASE_TESTS:-$long:EndToEnd.*}
 
 if [ ! -d ../shared/fixtures/binlogs ] || [ ! -d ../shared/fixtures/sakila ]; then
   echo "run-tests: ../shared/fixtures is missing (binlogs/ and sakila/ are needed by the tests)" >&2
   exit 1
 fi
+for f in "$rel/integration_tests" "$rel/sluice" "$asan/sluice"; do
+  [ -x "$f" ] || { echo "run-tests: $f is missing (make test builds it)" >&2; exit 1; }
+done
 
-server_dir=$(mktemp -d /tmp/sluice-test-mariadb.XXXXXX)
-cleanup() { scripts/mariadb-test-server.sh stop "$server_dir" || true; rm -rf "$server_dir"; }
+logs=$(mktemp -d /tmp/sluice-test-logs.XXXXXX)
+servers=()
+fuzz_pid=""
+cleanup() {
+  [ -n "$fuzz_pid" ] && kill "$fuzz_pid" 2>/dev/null || true
+  for d in "${servers[@]}"; do scripts/mariadb-test-server.sh stop "$d" >/dev/null 2>&1 || true; rm -rf "$d"; done
+}
 trap cleanup EXIT
-scripts/mariadb-test-server.sh start "$server_dir"
-# shellcheck disable=SC1091
-. "$server_dir/env"
+# One server after the other: the script's first use unpacks shared files.
+for i in $(seq 0 $((shards - 1))); do
+  d=$(mktemp -d /tmp/sluice-test-mariadb.XXXXXX)
+  servers+=("$d")
+  scripts/mariadb-test-server.sh start "$d" >"$logs/server-$i.log" 2>&1 || {
+    cat "$logs/server-$i.log" >&2; echo "run-tests: MariaDB $i did not start" >&2; exit 1; }
+done
 
 status=0
-first=$1
-for build in "$@"; do
-  echo "== tests in $build"
-  (cd "$build" && ctest --output-on-failure --timeout 900) || status=1
-  # A build without its own integration_tests (the ASan build of make test) runs the first
-  # build's against its own sluice binary: the sanitizers watch sluice, and the test code is
-  # compiled once.
-  if [ "$build" != "$first" ] && grep -q '^SLUICE_INTEGRATION_TESTS:BOOL=OFF' "$build/CMakeCache.txt" \
-     && [ -x "$build/sluice" ]; then
-    echo "== integration tests of $first against $build/sluice"
-    SLUICE_TEST_BINARY="$PWD/$build/sluice" SLUICE_TEST_SANITIZED=1 \
-      timeout 1200 "$first/integration_tests" ${SLUICE_ASAN_GTEST_FILTER:+--gtest_filter="$SLUICE_ASAN_GTEST_FILTER"} \
-      || status=1
-  fi
+started=$SECONDS
+echo "== unit tests in $asan (ASan+UBSan)"
+# shellcheck disable=SC1091
+(. "${servers[0]}/env" && cd "$asan" && ctest --output-on-failure --timeout 900) || status=1
+
+if [ "${FUZZ_PREBUILD:-0}" = 1 ]; then
+  nice -n 19 bash scripts/fuzz.sh --build-only >"$logs/fuzz-build.log" 2>&1 &
+  fuzz_pid=$!
+fi
+
+echo "== integration tests of $rel against $asan/sluice, $shards shards side by side (filter: $asan_filter)"
+pids=()
+for i in $(seq 0 $((shards - 1))); do
+  # shellcheck disable=SC1091
+  ( . "${servers[$i]}/env"
+    SLUICE_TEST_BINARY="$PWD/$asan/sluice" SLUICE_TEST_SANITIZED=1 GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
+      timeout 1500 "$rel/integration_tests" --gtest_filter="$asan_filter" ) >"$logs/asan-$i.log" 2>&1 &
+  pids+=($!)
 done
+for i in "${!pids[@]}"; do
+  if wait "${pids[$i]}"; then
+    echo "shard $i: $(grep -E '^\[  PASSED  \]' "$logs/asan-$i.log" || echo 'passed')"
+  else
+    status=1
+    echo "shard $i FAILED (whole log follows; kept in $logs/asan-$i.log):"
+    cat "$logs/asan-$i.log"
+  fi
+  grep -E '^\[       OK \]' "$logs/asan-$i.log" | sed -E 's/.*\(([0-9]+) ms\)$/\1 &/' | sort -rn | head -3 |
+    sed 's/^[0-9]* /  slowest: /' || true
+done
+echo "   ($((SECONDS - started)) s so far)"
+
+echo "== integration tests of $rel against $rel/sluice (filter: $release_filter)"
+# shellcheck disable=SC1091
+(. "${servers[0]}/env" && timeout 900 "$rel/integration_tests" --gtest_filter="$release_filter") || status=1
+echo "   ($((SECONDS - started)) s in all)"
+
+if [ -n "$fuzz_pid" ]; then
+  if ! wait "$fuzz_pid"; then
+    echo "run-tests: building the fuzz targets failed:" >&2; tail -30 "$logs/fuzz-build.log" >&2; status=1
+  fi
+  fuzz_pid=""
+fi
+[ $status -eq 0 ] && rm -rf "$logs"
 exit $status

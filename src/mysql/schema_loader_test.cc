@@ -217,14 +217,17 @@ TEST_F(SchemaLoaderLiveTest, DdlParserAgreesWithTheServer) {
     EXPECT_EQ(x.is_unsigned, y.is_unsigned);
     EXPECT_EQ(x.nullable, y.nullable);
     EXPECT_EQ(x.charset, y.charset);
-    if (IsCharacterType(x.type) || IsBinaryType(x.type) || x.type == SqlType::kVarChar)
-      if (x.type != SqlType::kLongText && x.type != SqlType::kMediumBlob)
-        EXPECT_EQ(x.char_max_length, y.char_max_length);
+    if ((IsCharacterType(x.type) || IsBinaryType(x.type) || x.type == SqlType::kVarChar) &&
+        x.type != SqlType::kLongText && x.type != SqlType::kMediumBlob) {
+      EXPECT_EQ(x.char_max_length, y.char_max_length);
+    }
     if (x.type == SqlType::kDecimal || x.type == SqlType::kBit) {
       EXPECT_EQ(x.numeric_precision, y.numeric_precision);
       EXPECT_EQ(x.numeric_scale, y.numeric_scale);
     }
-    if (IsTemporalType(x.type)) EXPECT_EQ(x.fsp, y.fsp);
+    if (IsTemporalType(x.type)) {
+      EXPECT_EQ(x.fsp, y.fsp);
+    }
     EXPECT_EQ(x.labels, y.labels);
     EXPECT_EQ(x.generated, y.generated);
     EXPECT_EQ(x.is_invisible, y.is_invisible);
