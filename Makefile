@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= 2
 
-.PHONY: bench-replica bench-live-lag all setup build build-asan test unit-test asan-test integration-test demo fuzz fuzz-long bench clean publish-stress snapshot-stress
+.PHONY: bench-replica bench-live-lag all setup build build-asan test unit-test asan-test integration-test demo fuzz fuzz-long bench clean publish-stress snapshot-stress catchup-stress
 
 all: build
 
@@ -60,6 +60,10 @@ bench-live-lag: build
 # (make test runs the kill test with 3 kills).
 snapshot-stress: build
 	@bash scripts/snapshot-stress.sh $(BUILD) 20
+
+# Issue 7's catch-up test at 10x (100,000 transactions, 500 DDL; make test runs 10,000).
+catchup-stress: build
+	@bash scripts/catchup-stress.sh $(BUILD) 100000
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
