@@ -97,7 +97,9 @@ TEST(ConfigTest, TlsDefaultsToPreferredAndParsesEveryMode) {
     EXPECT_EQ(p->source.tls, mode);
     auto o = SourceConnectOptions(p->source);
     EXPECT_EQ(o.tls, mode);
-    if (mode != TlsMode::kDisabled) EXPECT_EQ(o.tls_ca, ca);
+    if (mode != TlsMode::kDisabled) {
+      EXPECT_EQ(o.tls_ca, ca);
+    }
   }
   auto allow = ParseConfig("[source]\nserver_id = 1\ntables=[\"a.*\"]\nallow_cleartext_auth = true\n", "x");
   ASSERT_TRUE(allow.ok()) << allow.status().ToString();

@@ -674,9 +674,13 @@ void RunOne(Rng& rng, int round, const Mode& mode) {
                      Uniform(rng, 1, snapshot_rows), snapshot_rows + 1);
   dml += fmt::format("DELETE FROM `{}`.t WHERE `id` IN ({}, {});\n", t.db, Uniform(rng, 2, snapshot_rows),
                      snapshot_rows + 2);
-  if (mode.minimal_metadata) ASSERT_EQ(RunSqlText("SET GLOBAL binlog_row_metadata = 'MINIMAL';"), 0);
+  if (mode.minimal_metadata) {
+    ASSERT_EQ(RunSqlText("SET GLOBAL binlog_row_metadata = 'MINIMAL';"), 0);
+  }
   const int rc = RunSqlText(dml);
-  if (mode.minimal_metadata) ASSERT_EQ(RunSqlText("SET GLOBAL binlog_row_metadata = 'FULL';"), 0);
+  if (mode.minimal_metadata) {
+    ASSERT_EQ(RunSqlText("SET GLOBAL binlog_row_metadata = 'FULL';"), 0);
+  }
   ASSERT_EQ(rc, 0) << dml.substr(0, 4000);
 
   r = RunSluice({"run", "--config", sqlite_config, "--until-caught-up"});
