@@ -330,26 +330,25 @@ Status Snapshot::ReadRange(const TableSchema& schema, const std::vector<std::str
     if (!upper_cond.empty()) where += (where.empty() ? "" : " AND ") + upper_cond;
     if (!where.empty()) sql += " WHERE " + where;
     sql += tail;
-    ASSIGN_OR_RETURN(QueryResult r, conn_->Query(sql));
-    if (r.rows.empty()) return Status::Ok();
+    // Streamed (mysql_use_result): cells are converted straight from the connector's row
+    // buffer, no per-cell string copy, and the conversion overlaps the server's sending.
     std::vector<Row> rows;
-    rows.reserve(r.rows.size());
-    for (const TextRow& cells : r.rows) {
+    rows.reserve(fetch_rows);
+    RETURN_IF_ERROR(conn_->QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
       if (cells.size() != schema.columns.size())
         return Status::Internal(fmt::format("{}: got {} cells for {} columns",
                                             schema.QualifiedName(), cells.size(),
                                             schema.columns.size()));
-      Row row;
+      Row& row = rows.emplace_back();
       row.reserve(cells.size());
       for (size_t i = 0; i < cells.size(); ++i) {
-        std::optional<std::string_view> cell;
-        if (cells[i]) cell = std::string_view(*cells[i]);
-        Result<Value> v = ValueFromText(schema.columns[i], cell);
+        Result<Value> v = ValueFromText(schema.columns[i], cells[i]);
         if (!v.ok()) return v.status().WithContext(schema.QualifiedName());
         row.push_back(std::move(v).value());
       }
-      rows.push_back(std::move(row));
-    }
+      return Status::Ok();
+    }));
+    if (rows.empty()) return Status::Ok();
     std::vector<std::string> last_key;
     last_key.reserve(nkey);
     for (size_t k : schema.primary_key) {

@@ -17,7 +17,9 @@
 //   SELECT <SnapshotSelectExpr(col)...> FROM `db`.`t` WHERE (`k1`,`k2`) > (v1,v2)
 //   ORDER BY `k1`,`k2` LIMIT n
 // and maps every cell with ValueFromText (schema/text_value.h), the snapshot half of the one
-// value converter. Each chunk goes to the callback with the canonical texts
+// value converter. Each query is streamed (mysql_use_result) and converted straight from the
+// connector's row buffer; the callback runs only after the query's last row, so a slow
+// consumer never leaves the server waiting in the middle of a result. Each chunk goes to the callback with the canonical texts
 // (Value::ToText) of its last row's key columns; passing those back as start_after_key
 // resumes after that row. Key literals are typed per column: integers/decimals bare, FLOAT as
 // CAST(x AS FLOAT), DOUBLE as a double literal, ENUM by index, SET by bit mask, binary strings
