@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct Transaction {
   // checkpoint/checkpoint.h. Sinks store it with the data in one atomic step.
   std::string checkpoint;
   bool is_snapshot = false;
+  // Output formatted ahead, on another thread, by the Preformatter of the sink that will
+  // apply this transaction (sink/sink.h); opaque to everyone else. A sink that finds it set
+  // writes it and does not look at `changes` (which the producer may then have emptied).
+  std::optional<std::string> preformatted;
 };
 
 }  // namespace sluice

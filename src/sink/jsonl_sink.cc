@@ -176,6 +176,11 @@ Status JsonlSink::ApplyTransactions(const Transaction* txns, size_t count) {
   std::optional<std::string> pending_before = pending_;
   const int64_t now = options_.now_ms();
   for (size_t k = 0; k < count; ++k) {
+    if (txns[k].preformatted) {
+      buffer_.append(*txns[k].preformatted);
+      if (!txns[k].checkpoint.empty()) pending_ = txns[k].checkpoint;
+      continue;
+    }
     batch_.clear();
     Status st = serializer_.AppendTransaction(txns[k], now, &batch_);
     if (!st.ok()) {
@@ -195,6 +200,38 @@ Status JsonlSink::ApplyTransactions(const Transaction* txns, size_t count) {
     pending_ = std::move(pending_before);
   }
   return st;
+}
+
+namespace {
+
+class JsonlPreformatter : public Preformatter {
+ public:
+  JsonlPreformatter(const RecordOptions& records, std::function<int64_t()> now_ms)
+      : serializer_(records), now_ms_(std::move(now_ms)) {}
+  Status Format(Transaction& txn) override {
+    batch_.clear();
+    RETURN_IF_ERROR(serializer_.AppendTransaction(txn, now_ms_(), &batch_));
+    std::string out;
+    out.reserve(batch_.buffer.size() + batch_.records.size());
+    for (const Record& r : batch_.records) {
+      if (!r.has_value) continue;  // as AppendLines
+      out.append(batch_.value(r));
+      out.push_back('\n');
+    }
+    txn.preformatted = std::move(out);
+    return Status::Ok();
+  }
+
+ private:
+  RecordSerializer serializer_;
+  std::function<int64_t()> now_ms_;
+  RecordBatch batch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Preformatter> JsonlSink::NewPreformatter() const {
+  return std::make_unique<JsonlPreformatter>(options_.records, options_.now_ms);
 }
 
 void JsonlSink::AppendLines() {

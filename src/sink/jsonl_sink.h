@@ -63,6 +63,9 @@ class JsonlSink : public Sink {
   [[nodiscard]] static Result<std::unique_ptr<JsonlSink>> Open(JsonlSinkOptions options);
   ~JsonlSink() override;
 
+  // Formats a transaction's lines exactly as Apply would (its own RecordSerializer and the
+  // same clock); Apply then writes them as they are.
+  std::unique_ptr<Preformatter> NewPreformatter() const override;
   Result<std::optional<std::string>> LoadCheckpoint() override;
   Status PrepareTable(const TableSchema& table) override;  // nothing to do
   Status Apply(const Transaction& txn) override;

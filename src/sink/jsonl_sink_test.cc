@@ -110,6 +110,31 @@ TEST_F(JsonlSinkTest, WritesOneLinePerChangeAndCheckpoints) {
   EXPECT_EQ(ReadAll(path_), want + Line(Insert(4, "e")));
 }
 
+// The snapshot's workers format chunks ahead (NewPreformatter) and the sink writes those
+// bytes as they are: they must be the bytes Apply formats itself, and the checkpoint must
+// still be stored, also when the producer emptied `changes` after formatting.
+TEST_F(JsonlSinkTest, PreformattedTransactionsWriteTheSameLines) {
+  auto s = OpenSink();
+  ASSERT_TRUE(s);
+  std::unique_ptr<Preformatter> f = s->NewPreformatter();
+  ASSERT_NE(f, nullptr);
+  Transaction t = Txn({Insert(1, "a"), Insert(2, "b\"q\"")}, "cp1");
+  ASSERT_TRUE(f->Format(t).ok());
+  ASSERT_TRUE(t.preformatted.has_value());
+  EXPECT_EQ(*t.preformatted, Line(Insert(1, "a")) + Line(Insert(2, "b\"q\"")));
+  t.changes.clear();
+  ASSERT_TRUE(s->Apply(t).ok());
+  ASSERT_TRUE(s->Apply(Txn({Insert(3, "c")}, "cp2")).ok());
+  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")) + Line(Insert(2, "b\"q\"")) + Line(Insert(3, "c")));
+  EXPECT_EQ(Checkpoint(*s), "cp2");
+  // A value the sink would refuse is refused by the preformatter too, naming the column.
+  Transaction bad = Txn({Insert(4, std::string("\xff", 1))}, "cp3");
+  Status st = f->Format(bad);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.ToString().find("name"), std::string::npos) << st.ToString();
+  EXPECT_FALSE(bad.preformatted.has_value());
+}
+
 TEST_F(JsonlSinkTest, TruncatesUnconfirmedOutputOnReopen) {
   auto s = OpenSink();
   ASSERT_TRUE(s);

@@ -48,8 +48,23 @@ inline const char* SchemaChangeKindName(SchemaChange::Kind k) {
   return "?";
 }
 
+// Formatting done ahead of Apply, on a thread other than the sink's: the snapshot's read
+// workers format their chunks, so the one thread that applies them mostly writes. Each
+// Preformatter is used by one thread at a time and shares no mutable state with its sink;
+// its output must be byte-identical to what Apply would format itself.
+class Preformatter {
+ public:
+  virtual ~Preformatter() = default;
+  // Sets txn.preformatted. Errors are those Apply would return for the same transaction;
+  // txn is then left without preformatted output.
+  virtual Status Format(Transaction& txn) = 0;
+};
+
 class Sink {
  public:
+  // A Preformatter for this sink, or null when Apply has nothing worth formatting ahead
+  // (SQLite binds values itself). Call from the sink's thread; use it from any one thread.
+  virtual std::unique_ptr<Preformatter> NewPreformatter() const { return nullptr; }
   virtual ~Sink() = default;
   // The checkpoint text stored by the last applied transaction, or nullopt for a new sink.
   virtual Result<std::optional<std::string>> LoadCheckpoint() = 0;

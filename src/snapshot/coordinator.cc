@@ -33,7 +33,10 @@ struct Job {
 struct Chunk {
   size_t table = 0;
   int range = -1;
-  std::vector<Row> rows;
+  // The rows as snapshot read records (op r), preformatted for the sink when it can be;
+  // the coordinator thread adds the checkpoint.
+  Transaction txn;
+  size_t rows = 0;         // row count (txn.changes is emptied once preformatted)
   KeyTexts last_key;       // after the last row (keyed tables); empty if no rows
   SnapshotPoint point;     // the read transaction's point
   bool range_done = false; // the job is complete after these rows
@@ -80,9 +83,10 @@ class Worker {
  public:
   Worker(const SnapshotRunOptions& options, const SnapshotOptions& snap_options,
          const std::vector<TableState>& tables, std::unique_ptr<Snapshot> snap,
-         BoundedQueue<Chunk>& queue, std::atomic<bool>& abort)
+         BoundedQueue<Chunk>& queue, std::atomic<bool>& abort,
+         std::unique_ptr<Preformatter> preformatter)
       : options_(options), snap_options_(snap_options), tables_(tables), snap_(std::move(snap)),
-        queue_(queue), abort_(abort) {}
+        queue_(queue), abort_(abort), preformatter_(std::move(preformatter)) {}
 
   void Add(Job j) { jobs_.push_back(j); }
   bool has_jobs() const { return !jobs_.empty(); }
@@ -177,9 +181,30 @@ class Worker {
           Chunk c;
           c.table = job.table;
           c.range = job.range;
+          // Records are built and formatted here, in parallel across workers, so the
+          // coordinator thread only writes (it was the bottleneck: BENCHMARKS.md).
+          SourceInfo src;
+          src.flavor = point.flavor;
+          src.server_id = options_.source_server_id;
+          src.file = point.position.file;
+          src.pos = point.position.pos;
+          src.gtid = point.gtid;
+          src.timestamp = static_cast<uint32_t>(std::time(nullptr));
+          src.snapshot = true;
           size_t bytes = 64;
-          for (const Row& row : rows) bytes += 16 * row.size();
-          c.rows = std::move(rows);
+          c.txn.is_snapshot = true;
+          c.txn.changes.reserve(rows.size());
+          for (Row& row : rows) {
+            for (const Value& v : row) bytes += sizeof(Value) + v.s.size();
+            c.txn.changes.push_back(SnapshotReadChange(t.schema, std::move(row), src));
+          }
+          c.rows = c.txn.changes.size();
+          if (preformatter_) {
+            RETURN_IF_ERROR(preformatter_->Format(c.txn));
+            bytes = 64 + c.txn.preformatted->size();
+            // Freed here rather than on the coordinator thread.
+            c.txn.changes = {};
+          }
           c.last_key = last_key;
           c.point = point;
           if (r) *after = last_key;
@@ -200,6 +225,7 @@ class Worker {
   std::unique_ptr<Snapshot> snap_;
   BoundedQueue<Chunk>& queue_;
   std::atomic<bool>& abort_;
+  std::unique_ptr<Preformatter> preformatter_;  // null: the sink formats in Apply
   std::vector<Job> jobs_;
 };
 
@@ -404,7 +430,8 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
     size_t si = 0;
     for (auto& d : dealt) {
       if (d.empty()) continue;
-      auto w = std::make_unique<Worker>(options, sopts, tables, std::move(snaps[si++]), queue, abort);
+      auto w = std::make_unique<Worker>(options, sopts, tables, std::move(snaps[si++]), queue, abort,
+                                        sink.NewPreformatter());
       for (const Job& j : d) w->Add(j);
       workers.push_back(std::move(w));
     }
@@ -489,19 +516,8 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
       if (!result.ok()) break;
       continue;
     }
-    Transaction txn;
-    txn.is_snapshot = true;
-    SourceInfo src;
-    src.flavor = chunk->point.flavor;
-    src.server_id = options.source_server_id;
-    src.file = chunk->point.position.file;
-    src.pos = chunk->point.position.pos;
-    src.gtid = chunk->point.gtid;
-    src.timestamp = static_cast<uint32_t>(std::time(nullptr));
-    src.snapshot = true;
-    const size_t n = chunk->rows.size();
-    txn.changes.reserve(n);
-    for (Row& r : chunk->rows) txn.changes.push_back(SnapshotReadChange(t.schema, std::move(r), src));
+    Transaction& txn = chunk->txn;
+    const size_t n = chunk->rows;
     // The new progress, recorded only once the sink has the rows.
     TableSnapshotProgress before = p;
     if (chunk->range >= 0) {
