@@ -25,6 +25,9 @@
 //     canonical text is valid UTF-8, else {"hex": "<bytes in hex>"} (binary keys).
 //     },
 //     "filter": {"include": [string...], "exclude": [string...]}   optional
+//     "incremental": {"<db>.<table>": {"mode": string, "backfill_done": bool,
+//                     "backfill_last_key": key, "backfill_rows": n, "watermark": key,
+//                     "run_high": key, "runs": n}, ...}                  optional
 //     "schemas": SchemaHistory JSON (schema/schema_history.h)    version 2 only
 //   }
 // Text that is not JSON, a missing "version", or any field of the wrong type or missing is
@@ -245,6 +248,22 @@ Result<Checkpoint> FromParsed(const Json& doc) {
       }
     }
   }
+  if (auto inc = doc.find("incremental"); inc != doc.end()) {
+    if (!inc->is_object()) return Missing("incremental", "an object");
+    for (auto it = inc->begin(); it != inc->end(); ++it) {
+      const std::string field = "incremental[\"" + it.key() + "\"]";
+      if (!it->is_object()) return Missing(field, "an object");
+      IncrementalProgress p;
+      ASSIGN_OR_RETURN(p.mode, GetString(*it, "mode", field + ".mode"));
+      ASSIGN_OR_RETURN(p.backfill_done, GetBool(*it, "backfill_done", field + ".backfill_done"));
+      ASSIGN_OR_RETURN(p.backfill_last_key, KeyFromJson(*it, "backfill_last_key", field + ".backfill_last_key"));
+      ASSIGN_OR_RETURN(p.backfill_rows, GetUnsigned(*it, "backfill_rows", field + ".backfill_rows"));
+      ASSIGN_OR_RETURN(p.watermark, KeyFromJson(*it, "watermark", field + ".watermark"));
+      ASSIGN_OR_RETURN(p.run_high, KeyFromJson(*it, "run_high", field + ".run_high"));
+      ASSIGN_OR_RETURN(p.runs, GetUnsigned(*it, "runs", field + ".runs"));
+      cp.incremental.emplace(it.key(), std::move(p));
+    }
+  }
   auto schemas = doc.find("schemas");
   if (v == Checkpoint::kVersionWithSchemas) {
     if (schemas == doc.end() || !schemas->is_object()) return Missing("schemas", "an object");
@@ -313,6 +332,18 @@ std::string Checkpoint::ToJson() const {
   doc["snapshot"] = frozen ? OJson(nullptr) : SnapshotToJson(snapshot_done, tables);
   if (!filter_include.empty() || !filter_exclude.empty())
     doc["filter"] = OJson{{"include", filter_include}, {"exclude", filter_exclude}};
+  if (!incremental.empty()) {
+    OJson inc = OJson::object();
+    for (const auto& [name, p] : incremental)
+      inc[name] = OJson{{"mode", p.mode},
+                        {"backfill_done", p.backfill_done},
+                        {"backfill_last_key", KeyToJson(p.backfill_last_key)},
+                        {"backfill_rows", p.backfill_rows},
+                        {"watermark", KeyToJson(p.watermark)},
+                        {"run_high", KeyToJson(p.run_high)},
+                        {"runs", p.runs}};
+    doc["incremental"] = std::move(inc);
+  }
   // Replacement never triggers: every string here is UTF-8 we produced; invalid bytes (if a
   // key ever held them) become U+FFFD instead of throwing.
   std::string text = doc.dump(-1, ' ', false, OJson::error_handler_t::replace);

@@ -16,6 +16,9 @@
 //   snapshot      progress of the initial snapshot: whether it finished, and for each table
 //                 either done or the last primary key copied (as canonical texts).
 //   filter        the table patterns the run that wrote it selected with (optional).
+//   incremental   per table read without the binlog (snapshot/incremental.h): its mode,
+//                 backfill progress (done, last key copied), the watermark (cursor, pk...) of
+//                 the last row paged, and the high watermark of the last run (optional).
 //   schemas       the position-versioned table definitions (schema/schema_history.h) that
 //                 events at or after stream_start need; absent when null or empty. A
 //                 checkpoint that holds them is written as version 2, so that a sluice that
@@ -89,6 +92,19 @@ struct TableSnapshotProgress {
 // unfinished.
 std::vector<KeyPointPiece> HandoffPieces(const TableSnapshotProgress& table);
 
+// A table read without the binlog (snapshot/incremental.h). Keys are canonical texts:
+// `watermark` and `run_high` hold the cursor's text then the primary key's; empty: none yet.
+struct IncrementalProgress {
+  std::string mode;  // "incremental", "full", "snapshot_only": another mode starts over
+  bool backfill_done = false;
+  KeyTexts backfill_last_key;  // primary key of the last row of the last committed chunk
+  uint64_t backfill_rows = 0;
+  KeyTexts watermark;          // (cursor, pk...) of the last row paged (or the backfill's H)
+  KeyTexts run_high;           // the high watermark captured by the last (or current) run
+  uint64_t runs = 0;           // finished runs
+  friend bool operator==(const IncrementalProgress&, const IncrementalProgress&) = default;
+};
+
 // Which server a checkpoint's binlog coordinates belong to. server_id 0: not recorded.
 struct SourceIdentity {
   uint32_t server_id = 0;
@@ -114,6 +130,7 @@ struct Checkpoint {
   // its CREATE), not added to the configuration (which needs a snapshot). Empty: unknown.
   std::vector<std::string> filter_include;
   std::vector<std::string> filter_exclude;
+  std::map<std::string, IncrementalProgress> incremental;  // key "db.table"
 
   std::string ToJson() const;
   static Result<Checkpoint> FromJson(const std::string& text);

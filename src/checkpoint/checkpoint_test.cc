@@ -82,6 +82,36 @@ TEST(CheckpointTest, RereadMarkRoundTrips) {
   EXPECT_NE(bad.status().message().find("reread"), std::string::npos) << bad.status().ToString();
 }
 
+// Incremental progress round-trips (binary key texts as hex) and is absent when empty; a
+// malformed entry is named.
+TEST(CheckpointTest, IncrementalProgressRoundTrips) {
+  Checkpoint cp = Sample();
+  IncrementalProgress p;
+  p.mode = "incremental";
+  p.backfill_done = true;
+  p.backfill_last_key = {"42"};
+  p.backfill_rows = 42;
+  p.watermark = {"2026-01-01 00:00:00.000000", "\xff\x01"};
+  p.run_high = {"2026-01-02 00:00:00.000000", "7"};
+  p.runs = 3;
+  cp.incremental["shop.orders"] = p;
+  std::string text = cp.ToJson();
+  EXPECT_NE(text.find(R"("incremental":{"shop.orders":{"mode":"incremental")"), std::string::npos) << text;
+  Result<Checkpoint> back = Checkpoint::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->incremental.size(), 1u);
+  EXPECT_EQ(back->incremental.at("shop.orders"), p);
+  EXPECT_EQ(back->ToJson(), text);
+  EXPECT_EQ(Sample().ToJson().find("incremental"), std::string::npos);
+
+  std::string bad = text;
+  bad.replace(bad.find(R"("runs":3)"), 8, R"("runs":"3")");
+  Result<Checkpoint> broken = Checkpoint::FromJson(bad);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find(R"(incremental["shop.orders"].runs)"), std::string::npos)
+      << broken.status().ToString();
+}
+
 // The server identity travels with the position; a checkpoint without one (older sluice)
 // reads as "not recorded", and a malformed one is named.
 TEST(CheckpointTest, SourceIdentityRoundTripsAndIsOptional) {

@@ -22,6 +22,8 @@
 
 #include "checkpoint/checkpoint_file.h"
 #include "cli/run.h"
+#include "cli/table_config.h"
+#include "snapshot/incremental.h"
 #include "schema/text_value.h"
 #include "sink/mysql_sink.h"
 #include "util/log.h"
@@ -196,6 +198,35 @@ const char* OutcomeName(CheckOutcome o) {
   }
   return "?";
 }
+
+namespace {
+
+// True when some selected table is streamed from the binlog (mode cdc, the default). When
+// none is, the binlog, its settings and the replication privileges are not needed: their
+// lines pass, saying so (docs/incremental.md).
+bool NeedsBinlog(const SourceFacts& f, const Config& config) {
+  if (config.tables.empty() || f.tables.empty()) return true;
+  std::vector<TableName> names;
+  for (const TableFacts& t : f.tables) names.push_back(t.name);
+  auto modes = ModesForTables(config, names);
+  return !modes.ok() || !modes->cdc.empty();
+}
+
+void RelaxBinlogLines(std::vector<CheckLine>& lines) {
+  static const std::set<std::string> binlog = {
+      "log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "GTID",
+      "REPLICATION SLAVE privilege", "REPLICATION CLIENT privilege", "LOCK TABLES privilege", "server_id",
+      "binlog retention: resume position", "binlog retention: snapshot time"};
+  for (CheckLine& l : lines) {
+    if (!binlog.count(l.name) || l.outcome == CheckOutcome::kPass) continue;
+    l.detail = "not needed: no selected table uses mode cdc (" + l.detail + ")";
+    l.outcome = CheckOutcome::kPass;
+    l.fatal = false;
+    l.fix.clear();
+  }
+}
+
+}  // namespace
 
 Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config) {
   SourceFacts f;
@@ -484,6 +515,7 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
       }
     }
   }
+  if (!NeedsBinlog(f, config)) RelaxBinlogLines(out);
   return out;
 }
 
@@ -597,6 +629,64 @@ std::vector<CheckLine> EvaluateRetention(const SourceFacts& f, const Config& con
       out.push_back(Line("binlog retention: snapshot time", CheckOutcome::kPass,
                          fmt::format("{} rows in {} table(s) to copy, about {} at {} rows/s; {}", rows, tables,
                                      Duration(secs), config.snapshot.expected_rows_per_second, retention)));
+    }
+  }
+  if (!NeedsBinlog(f, config)) RelaxBinlogLines(out);
+  return out;
+}
+
+std::vector<CheckLine> EvaluateIncremental(Connection& conn, const SourceFacts& f, const Config& config) {
+  std::vector<CheckLine> out;
+  if (config.tables.empty()) return out;
+  std::vector<TableName> names;
+  for (const TableFacts& t : f.tables) names.push_back(t.name);
+  auto modes = ModesForTables(config, names);
+  if (!modes.ok()) {
+    out.push_back(Line("table modes", CheckOutcome::kFail, modes.status().message(),
+                       "make the [table.\"...\"] patterns disjoint", true));
+    return out;
+  }
+  for (const IncrementalTableOptions& t : modes->other) {
+    const std::string name = fmt::format("{}: {}", TableModeName(t.mode), t.name.QualifiedName());
+    auto schema = LoadTableSchema(conn, t.name.db, t.name.table);
+    if (!schema.ok()) {
+      out.push_back(Line(name, CheckOutcome::kFail, schema.status().message(), "see the message", true));
+      continue;
+    }
+    if (!schema->has_primary_key()) {
+      out.push_back(Line(name, CheckOutcome::kFail, "no primary key: rows are read and resumed in key order",
+                         fmt::format("add a primary key, or leave the table in mode cdc ({})", t.config_key), true));
+      continue;
+    }
+    if (t.mode != TableMode::kIncremental) {
+      out.push_back(Line(name, CheckOutcome::kPass,
+                         fmt::format("copied in primary-key order, write {}", WritePolicyName(t.write))));
+      continue;
+    }
+    auto cursor = ChooseCursor(*schema, t.cursor, t.config_key);
+    if (!cursor.ok()) {
+      out.push_back(Line(name, CheckOutcome::kFail, cursor.status().message(),
+                         fmt::format("set {}.cursor to a NOT NULL DATETIME or TIMESTAMP column", t.config_key), true));
+      continue;
+    }
+    const ColumnDesc& c = schema->columns[*cursor];
+    auto advice = AdviseIndex(conn, *schema, *cursor);
+    if (!advice.ok()) {
+      out.push_back(Line(name, CheckOutcome::kFail, advice.status().message(), "see the message"));
+      continue;
+    }
+    const std::string what = fmt::format("cursor {} ({}), write {}, lookback {} s", QuoteIdentifier(c.name),
+                                         c.column_type, WritePolicyName(t.write), t.lookback_seconds);
+    if (advice->has_index) {
+      out.push_back(Line(name, CheckOutcome::kPass,
+                         fmt::format("{}; index {} serves the paging order (EXPLAIN: {})", what,
+                                     QuoteIdentifier(advice->index_name), advice->explain)));
+    } else {
+      out.push_back(Line(name, CheckOutcome::kWarn,
+                         fmt::format("{}; no index begins with {} then the primary key, so every paging query "
+                                     "reads and sorts all matching rows (EXPLAIN: {})",
+                                     what, QuoteIdentifier(c.name), advice->explain),
+                         advice->create_index));
     }
   }
   return out;
@@ -728,6 +818,7 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
       lines = EvaluateServer(*facts, config);
       for (auto& l : EvaluateRetention(*facts, config, sink.checkpoint, sink.checkpoint_age_seconds))
         lines.push_back(std::move(l));
+      for (auto& l : EvaluateIncremental(**conn, *facts, config)) lines.push_back(std::move(l));
     }
   }
   lines.push_back(sink.line);

@@ -82,6 +82,12 @@ std::vector<CheckLine> EvaluateRetention(const SourceFacts& facts, const Config&
                                          const std::optional<Checkpoint>& checkpoint,
                                          std::optional<double> checkpoint_age_seconds);
 
+// One line per table of mode incremental, full or snapshot_only (cli/table_config.h): FAIL
+// without a primary key or a usable cursor (the message names the candidates), WARN when no
+// index begins with the cursor and the primary key (fix: the CREATE INDEX; detail: the EXPLAIN
+// of the paging query), else PASS.
+std::vector<CheckLine> EvaluateIncremental(Connection& conn, const SourceFacts& facts, const Config& config);
+
 // The sink line (reachable and writable) plus, for a sink with a stored checkpoint, the
 // checkpoint and its age. Reads only: never creates the destination or takes its lock.
 struct SinkFacts {

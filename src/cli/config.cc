@@ -13,6 +13,7 @@
 
 #include "cli/mysql_sink_config.h"
 #include "cli/publish_config.h"
+#include "cli/table_config.h"
 
 namespace sluice::cli {
 namespace {
@@ -142,7 +143,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", origin, e.source().begin.line,
                                                e.source().begin.column, e.description()));
   }
-  RETURN_IF_ERROR(CheckKeys(root, "", {"source", "snapshot", "sink", "metrics", "log"}, origin));
+  RETURN_IF_ERROR(CheckKeys(root, "", {"source", "snapshot", "sink", "metrics", "log", "table"}, origin));
   Config c;
 
   const toml::table* src = root.get_as<toml::table>("source");
@@ -314,6 +315,10 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     else if (progress == "display") c.log.progress = LogConfig::Progress::kDisplay;
     else if (progress == "lines") c.log.progress = LogConfig::Progress::kLines;
     else return KeyError(origin, "log.progress", fmt::format("'{}' is not one of: auto, display, lines", progress));
+  }
+  if (const toml::node* n = root.get("table")) {
+    if (!n->is_table()) return KeyError(origin, "table", "expected sections [table.\"db.table\"]");
+    RETURN_IF_ERROR(ParseTableSections(*n->as_table(), origin, &c));
   }
   if (c.sink.path.empty()) return KeyError(origin, "sink.path", "must not be empty");
   if (c.sink.type == SinkType::kSqlite && c.sink.path == "-")

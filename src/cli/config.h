@@ -17,6 +17,8 @@
 //              33554432), group_max_ms (default 200): group commit budgets
 //   [metrics]  listen = "host:port" (Prometheus endpoint; absent: none)
 //   [log]      format = "text" | "json", progress = "auto" | "display" | "lines"
+//   [table."db.table"]  per-table mode, write policy, cursor, lookback, max_rows
+//              (cli/table_config.h, docs/incremental.md)
 // Unknown sections or keys, wrong types, and out-of-range values are kInvalidArgument
 // naming the key ("source.port: expected an integer in 1..65535"). The password is read
 // from the environment variable named by password_env, never from the file, and is never
@@ -32,6 +34,7 @@
 #include "sink/kafka_sink.h"
 #include "sink/nats_sink.h"
 #include "sink/mysql_sink.h"
+#include "snapshot/incremental.h"
 #include "util/status.h"
 
 namespace sluice::cli {
@@ -102,12 +105,24 @@ struct LogConfig {
   Progress progress = Progress::kAuto;
 };
 
+// [table."db.table"]: how the tables a glob matches are read (cli/table_config.h).
+struct TableSection {
+  std::string pattern;  // db.table glob
+  std::string key;      // table."pattern", for messages
+  TableMode mode = TableMode::kCdc;
+  WritePolicy write = WritePolicy::kUpsert;
+  std::string cursor;
+  uint32_t lookback_seconds = 0;
+  uint64_t max_rows = 0;
+};
+
 struct Config {
   SourceConfig source;
   SnapshotConfig snapshot;
   SinkConfig sink;
   MetricsConfig metrics;
   LogConfig log;
+  std::vector<TableSection> tables;
 };
 
 // Parses and validates TOML text. `origin` names the file in error messages.

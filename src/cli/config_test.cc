@@ -1,5 +1,6 @@
 #include "cli/config.h"
 #include "cli/run.h"
+#include "cli/table_config.h"
 
 #include <cstdlib>
 
@@ -149,6 +150,70 @@ partitions = 6
   EXPECT_EQ(n->sink.nats.replicas, 3);
   EXPECT_TRUE(n->sink.nats.records.tombstones);
   EXPECT_EQ(NatsSubjectFor(n->sink.nats, "shop", "a.b*"), "sluice.shop.a_b_");
+}
+
+// Per-table modes: every key parsed, defaults, strict keys and values named, keys that do not
+// apply to the mode refused, and a table matched by two sections named with both.
+TEST(ConfigTest, TableModes) {
+  setenv("SLUICE_TEST_PW", "s3cret", 1);
+  std::string text = std::string(kGood) + R"(
+[table."shop.orders"]
+mode = "incremental"
+write = "append"
+cursor = "changed"
+lookback = "10m"
+max_rows = 500
+
+[table."shop.log_*"]
+mode = "full"
+
+[table."shop.ref"]
+mode = "snapshot_only"
+write = "upsert"
+)";
+  auto c = ParseConfig(text, "sluice.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->tables.size(), 3u);
+  const TableSection* orders = nullptr;
+  for (const auto& t : c->tables)
+    if (t.pattern == "shop.orders") orders = &t;
+  ASSERT_NE(orders, nullptr);
+  EXPECT_EQ(orders->mode, TableMode::kIncremental);
+  EXPECT_EQ(orders->write, WritePolicy::kAppend);
+  EXPECT_EQ(orders->cursor, "changed");
+  EXPECT_EQ(orders->lookback_seconds, 600u);
+  EXPECT_EQ(orders->max_rows, 500u);
+
+  auto modes = ModesForTables(*c, {{"shop", "orders"}, {"shop", "log_2024"}, {"shop", "ref"}, {"shop", "users"}});
+  ASSERT_TRUE(modes.ok()) << modes.status().ToString();
+  ASSERT_EQ(modes->cdc.size(), 1u);
+  EXPECT_EQ(modes->cdc[0].table, "users");  // no section: cdc, as before
+  ASSERT_EQ(modes->other.size(), 3u);
+  EXPECT_EQ(modes->other[1].mode, TableMode::kFull);
+  EXPECT_EQ(modes->other[1].write, WritePolicy::kUpsert);  // the default
+  EXPECT_EQ(modes->other[0].config_key, "table.\"shop.orders\"");
+
+  auto twice = ParseConfig(std::string(kGood) + "[table.\"shop.*\"]\nmode = \"full\"\n[table.\"shop.o*\"]\nmode = \"full\"\n",
+                           "sluice.toml");
+  ASSERT_TRUE(twice.ok()) << twice.status().ToString();
+  auto clash = ModesForTables(*twice, {{"shop", "orders"}});
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.status().message().find("shop.orders matches both"), std::string::npos) << clash.status().ToString();
+
+  auto with = [](const std::string& body) { return std::string(kGood) + "[table.\"shop.t\"]\n" + body; };
+  ExpectError(with("mode = \"incremantal\"\n"), "table.\"shop.t\".mode: 'incremantal' is not one of");
+  ExpectError(with("mode = \"incremental\"\nwrite = \"merge\"\n"), "table.\"shop.t\".write: 'merge'");
+  ExpectError(with("mode = \"incremental\"\ncursr = \"x\"\n"), "table.\"shop.t\".cursr: unknown key");
+  ExpectError(with("mode = \"incremental\"\nlookback = \"ten\"\n"), "table.\"shop.t\".lookback: expected seconds");
+  ExpectError(with("mode = \"incremental\"\nlookback = -1\n"), "table.\"shop.t\".lookback");
+  ExpectError(with("mode = \"incremental\"\nmax_rows = -5\n"), "table.\"shop.t\".max_rows");
+  ExpectError(with("mode = \"incremental\"\ncursor = \"\"\n"), "table.\"shop.t\".cursor: must not be empty");
+  ExpectError(with("cursor = \"u\"\n"), "table.\"shop.t\".cursor: applies to modes incremental");
+  ExpectError(with("mode = \"full\"\nlookback = 5\n"), "table.\"shop.t\".lookback: applies to mode incremental only");
+  ExpectError(std::string(kGood) + "[table.\"nodot\"]\nmode = \"full\"\n", "table.\"nodot\": not a db.table pattern");
+  auto n = ParseConfig(with("mode = \"incremental\"\nlookback = 90\n"), "sluice.toml");
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(n->tables[0].lookback_seconds, 90u);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/check.h"
 #include "cli/observe.h"
+#include "cli/table_config.h"
 #include "mysql/schema_loader.h"
 #include "mysql/server_probe.h"
 #include "sink/jsonl_sink.h"
@@ -23,6 +24,7 @@
 #include "snapshot/coordinator.h"
 #include "snapshot/reread.h"
 #include "cli/resnapshot.h"
+#include "snapshot/incremental.h"
 #include "stream/resume.h"
 #include "stream/streamer.h"
 #include "util/log.h"
@@ -207,6 +209,17 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     }
   }
   RETURN_IF_ERROR(CheckNameCollisions(tables, config.sink.type));
+  // Tables of modes incremental/full/snapshot_only are read by cursor or copied
+  // (snapshot/incremental.h), never streamed; the rest go through snapshot + binlog.
+  ASSIGN_OR_RETURN(TableModes modes, ModesForTables(config, tables));
+  tables = modes.cdc;
+  for (const IncrementalTableOptions& t : modes.other) filter.exclude.push_back(t.name.QualifiedName());
+  IncrementalRunOptions incremental;
+  incremental.connection = conn_opts;
+  incremental.flavor = info.flavor;
+  incremental.source_server_id = info.server_id;
+  incremental.fetch_rows = config.snapshot.fetch_rows;
+  incremental.stop = options.stop;
 
   // Kafka and NATS need no local lock: a transactional producer fences an older one, and
   // JetStream drops resent records by id.
@@ -223,6 +236,20 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
                unmatched.message());
   }
   Checkpoint ckpt;
+  if (tables.empty() && !modes.other.empty()) {
+    // No table needs the binlog: read, then stop. No replication session, no binlog position.
+    if (stored) {
+      ASSIGN_OR_RETURN(ckpt, Checkpoint::FromJson(*stored));
+    }
+    LogInfo("no table uses mode cdc: reading {} table(s) without the binlog, then stopping", modes.other.size());
+    Status st = RunIncremental(incremental, *meta, modes.other, ckpt, *sink);
+    Status flushed = sink->Flush();
+    RETURN_IF_ERROR(st);
+    RETURN_IF_ERROR(flushed);
+    if (Stopping(options)) LogInfo("stopped; the next run resumes after the last committed chunk");
+    else LogInfo("incremental reads done");
+    return Status::Ok();
+  }
   // By GTID or by file/position, and whether this server can continue the checkpoint at all
   // (a failover target can, if its GTID history holds the checkpoint's position).
   ASSIGN_OR_RETURN(ServerGtidState server_state,
@@ -349,6 +376,11 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
       LogInfo("stopped during the snapshot; the next run resumes it");
       return sink->Flush();
     }
+  }
+  if (!modes.other.empty()) {
+    // The other tables are read once per run, before streaming the cdc tables.
+    RETURN_IF_ERROR(RunIncremental(incremental, *meta, modes.other, ckpt, *sink));
+    if (Stopping(options)) return sink->Flush();
   }
   meta.reset();
 

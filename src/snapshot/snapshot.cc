@@ -106,6 +106,22 @@ Status SetUpSession(Connection& c) {
 
 }  // namespace
 
+Result<Row> RowFromTextCells(const TableSchema& schema, const TextRow& cells) {
+  if (cells.size() != schema.columns.size())
+    return Status::Internal(fmt::format("{}: got {} cells for {} columns", schema.QualifiedName(),
+                                        cells.size(), schema.columns.size()));
+  Row row;
+  row.reserve(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) {
+    std::optional<std::string_view> cell;
+    if (cells[i]) cell = std::string_view(*cells[i]);
+    Result<Value> v = ValueFromText(schema.columns[i], cell);
+    if (!v.ok()) return v.status().WithContext(schema.QualifiedName());
+    row.push_back(std::move(v).value());
+  }
+  return row;
+}
+
 Result<std::unique_ptr<Snapshot>> Snapshot::Begin(const ConnectOptions& conn_options,
                                                   const SnapshotOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, Connection::Connect(conn_options));
@@ -124,6 +140,10 @@ Result<std::unique_ptr<Snapshot>> Snapshot::Begin(const ConnectOptions& conn_opt
     return Status::InvalidArgument("the snapshot-status method needs MariaDB");
 
   const char* kStart = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY";
+  if (method == SnapshotMethod::kNoPoint) {
+    RETURN_IF_ERROR(c.Execute(kStart));
+    return snap;
+  }
   if (method == SnapshotMethod::kSnapshotStatus) {
     RETURN_IF_ERROR(c.Execute(kStart));
     ASSIGN_OR_RETURN(QueryResult st, c.Query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'"));

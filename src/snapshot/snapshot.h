@@ -63,6 +63,8 @@ enum class SnapshotMethod : uint8_t {
   kAuto,            // MariaDB: kSnapshotStatus; MySQL: kLockTables
   kSnapshotStatus,  // MariaDB only: Binlog_snapshot_file/position, no lock
   kLockTables,      // LOCK TABLES ... READ in a side session (MySQL; also works on MariaDB)
+  kNoPoint,         // a consistent read with no binlog point (incremental reads: no binlog
+                    // and no REPLICATION privileges needed); point() stays empty
 };
 
 struct SnapshotOptions {
@@ -71,6 +73,11 @@ struct SnapshotOptions {
   std::vector<TableName> lock_tables;
   SnapshotMethod method = SnapshotMethod::kAuto;
 };
+
+// One row of text cells (SnapshotSelectExpr of every column, in column order) as Values,
+// through ValueFromText: the one converter of every read of the source's tables. kCorruption
+// names the table and column; kInternal when the cell count is not the column count.
+Result<Row> RowFromTextCells(const TableSchema& schema, const TextRow& cells);
 
 class Snapshot {
  public:

@@ -1,0 +1,497 @@
+// Incremental reads: backfill, compound-watermark paging, lookback (incremental.h).
+//
+// Why paging by (cursor, pk...) is exact for the rows it can see. Inside one read view the
+// rows of the table are a fixed set; ordering them by (cursor, pk...) is a total order (the
+// primary key is unique), and the query sequence
+//   (cursor, pk) > w0 AND (cursor, pk) <= H ORDER BY cursor, pk LIMIT n,
+//   (cursor, pk) > w1 AND ... (w1 = the last row of the previous page), ...
+// visits every row between the stored watermark w0 and H exactly once, however many rows
+// share one cursor value. The watermark is stored with the rows of each page in one sink
+// transaction, so a run killed at any point resumes after the last page the sink holds.
+// H is captured in the same read view before the first page, so a run never reads past it
+// even though later pages of a long run would see nothing newer anyway; it bounds the run and
+// is kept in the checkpoint for the next run's log.
+//
+// What this cannot see (docs/incremental.md): deleted rows; updates that do not advance the
+// cursor; and a transaction that commits after a run read past its cursor value (it was
+// invisible to that run's read view, and the next run starts after the watermark). The last
+// one is what `lookback` is for: rows whose cursor lies within `lookback` seconds before the
+// watermark are read again each run.
+//
+// The backfill. The first run captures H = max (cursor, pk...) and reads the whole table in
+// primary-key order in the same read view. A row changed after that read view gets a cursor
+// value above H (if its update advances the cursor, and commits before the next run reads),
+// so paging from H on finds it. A backfill resumed after a crash reads the remaining keys in
+// a new read view: those rows are newer than H or equal to their state at H, and a newer one
+// is read again by paging (an `append` consumer sees it twice: at-least-once after a crash).
+#include "snapshot/incremental.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <ctime>
+#include <limits>
+#include <map>
+
+#include "mysql/key_literal.h"
+#include "schema/text_value.h"
+#include "snapshot/snapshot.h"
+#include "util/log.h"
+
+namespace sluice {
+
+namespace {
+
+bool Stopping(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(); }
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool IsCursorType(const ColumnDesc& c) {
+  return c.type == SqlType::kDateTime || c.type == SqlType::kTimestamp;
+}
+
+std::string QualifiedTable(const TableSchema& s) {
+  return QuoteIdentifier(s.db) + "." + QuoteIdentifier(s.table);
+}
+
+// Every DATETIME/TIMESTAMP column, with whether it could be the cursor.
+std::string Candidates(const TableSchema& schema) {
+  std::string out;
+  for (const ColumnDesc& c : schema.columns) {
+    if (!IsCursorType(c)) continue;
+    out += fmt::format("{}{} ({}{})", out.empty() ? "" : ", ", QuoteIdentifier(c.name),
+                       c.column_type.empty() ? c.data_type : c.column_type,
+                       c.nullable ? " NULL: not usable, a NULL cursor is never read" : " NOT NULL");
+  }
+  return out.empty() ? "none (the table has no DATETIME or TIMESTAMP column)" : out;
+}
+
+constexpr const char* kUsualNames[] = {"updated_at",  "modified_at", "last_modified_at",
+                                       "last_modified", "updated",   "modified",
+                                       "update_time", "last_update", "changed_at",
+                                       "updated_on",  "modified_on"};
+
+// A schema whose "primary key" is the given column order, so that KeyTuple builds the
+// literal tuple of a watermark.
+TableSchema OrderSchema(const TableSchema& schema, std::vector<size_t> order) {
+  TableSchema s = schema;
+  s.primary_key = std::move(order);
+  return s;
+}
+
+std::vector<std::string> QuotedColumns(const TableSchema& schema, const std::vector<size_t>& cols) {
+  std::vector<std::string> out;
+  for (size_t i : cols) out.push_back(QuoteIdentifier(schema.columns[i].name));
+  return out;
+}
+
+std::string SelectList(const TableSchema& schema) {
+  std::string list;
+  for (size_t i = 0; i < schema.columns.size(); ++i) {
+    if (i > 0) list += ", ";
+    list += SnapshotSelectExpr(schema.columns[i]);
+  }
+  return list;
+}
+
+Result<KeyTexts> KeyOf(const TableSchema& schema, const Row& row, const std::vector<size_t>& cols) {
+  KeyTexts key;
+  for (size_t i : cols) {
+    if (row[i].is_null())
+      return Status::Corruption(fmt::format("{}: column {} is NULL in a row read in key order",
+                                            schema.QualifiedName(), schema.columns[i].name));
+    key.push_back(row[i].ToText());
+  }
+  return key;
+}
+
+std::string KeyText(const KeyTexts& k) {
+  std::string out = "(";
+  for (size_t i = 0; i < k.size(); ++i) out += (i ? ", " : "") + k[i];
+  return out + ")";
+}
+
+// Reads pages of `base` in the order of `order_schema`'s key after `after` (empty: from the
+// first row), at most `*budget` rows in all, handing each page to `on_page`.
+using PageCallback = std::function<Status(std::vector<Row> rows, const KeyTexts& last)>;
+Status ReadPages(Connection& conn, const TableSchema& schema, const TableSchema& order_schema,
+                 PageQuery base, KeyTexts after, uint32_t fetch_rows, uint64_t* budget,
+                 const std::atomic<bool>* stop, const PageCallback& on_page) {
+  while (!Stopping(stop)) {
+    const uint64_t limit = std::min<uint64_t>(fetch_rows, *budget);
+    if (limit == 0) return Status::Ok();
+    PageQuery q = base;
+    q.limit = limit;
+    if (!after.empty()) {
+      ASSIGN_OR_RETURN(q.after, KeyTuple(conn, order_schema, after, /*standalone=*/false));
+      q.cursor_floor.clear();  // only the first page of a lookback needs it
+    }
+    ASSIGN_OR_RETURN(QueryResult r, conn.Query(BuildPageSql(q)));
+    if (r.rows.empty()) return Status::Ok();
+    std::vector<Row> rows;
+    rows.reserve(r.rows.size());
+    for (const TextRow& cells : r.rows) {
+      ASSIGN_OR_RETURN(Row row, RowFromTextCells(schema, cells));
+      rows.push_back(std::move(row));
+    }
+    ASSIGN_OR_RETURN(KeyTexts last, KeyOf(schema, rows.back(), order_schema.primary_key));
+    const size_t n = rows.size();
+    *budget -= n;
+    RETURN_IF_ERROR(on_page(std::move(rows), last));
+    if (n < limit) return Status::Ok();
+    after = std::move(last);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* TableModeName(TableMode m) {
+  switch (m) {
+    case TableMode::kCdc: return "cdc";
+    case TableMode::kIncremental: return "incremental";
+    case TableMode::kFull: return "full";
+    case TableMode::kSnapshotOnly: return "snapshot_only";
+  }
+  return "?";
+}
+
+const char* WritePolicyName(WritePolicy p) {
+  return p == WritePolicy::kAppend ? "append" : "upsert";
+}
+
+Result<size_t> ChooseCursor(const TableSchema& schema, const std::string& configured,
+                            const std::string& config_key) {
+  if (!configured.empty()) {
+    const int i = schema.ColumnIndex(configured);
+    if (i < 0)
+      return Status::InvalidArgument(fmt::format(
+          "{}.cursor: table {} has no column {}; candidates: {}", config_key,
+          schema.QualifiedName(), QuoteIdentifier(configured), Candidates(schema)));
+    const ColumnDesc& c = schema.columns[static_cast<size_t>(i)];
+    if (!IsCursorType(c) || c.nullable)
+      return Status::InvalidArgument(fmt::format(
+          "{}.cursor: column {} of {} is {}{}: a cursor must be a NOT NULL DATETIME or TIMESTAMP "
+          "column; candidates: {}",
+          config_key, QuoteIdentifier(c.name), schema.QualifiedName(),
+          c.column_type.empty() ? c.data_type : c.column_type, c.nullable ? " NULL" : "",
+          Candidates(schema)));
+    return static_cast<size_t>(i);
+  }
+  for (const char* name : kUsualNames)
+    for (size_t i = 0; i < schema.columns.size(); ++i) {
+      const ColumnDesc& c = schema.columns[i];
+      if (Lower(c.name) == name && IsCursorType(c) && !c.nullable) return i;
+    }
+  std::string usual;
+  for (const char* name : kUsualNames) usual += (usual.empty() ? "" : ", ") + std::string(name);
+  return Status::InvalidArgument(fmt::format(
+      "{}: mode \"incremental\" needs a cursor column, and none of the usual names ({}) is a NOT "
+      "NULL DATETIME or TIMESTAMP column of {}; candidates: {}; name one with {}.cursor, or use "
+      "mode = \"full\"",
+      schema.QualifiedName(), usual, schema.QualifiedName(), Candidates(schema), config_key));
+}
+
+std::vector<size_t> WatermarkColumns(const TableSchema& schema, size_t cursor) {
+  std::vector<size_t> cols{cursor};
+  for (size_t k : schema.primary_key)
+    if (k != cursor) cols.push_back(k);
+  return cols;
+}
+
+std::string BuildPageSql(const PageQuery& q) {
+  std::string cols, order;
+  for (size_t i = 0; i < q.order.size(); ++i) {
+    cols += (i ? ", " : "") + q.order[i];
+    order += (i ? ", " : "") + q.order[i];
+  }
+  if (q.order.size() > 1) cols = "(" + cols + ")";
+  std::vector<std::string> where;
+  if (!q.after.empty()) where.push_back(cols + " > " + q.after);
+  if (!q.upper.empty()) where.push_back(cols + " <= " + q.upper);
+  if (!q.cursor_floor.empty() && !q.order.empty()) where.push_back(q.order[0] + " >= " + q.cursor_floor);
+  std::string sql = "SELECT " + q.select_list + " FROM " + q.table;
+  for (size_t i = 0; i < where.size(); ++i) sql += (i ? " AND " : " WHERE ") + where[i];
+  sql += " ORDER BY " + order;
+  if (q.limit > 0) sql += fmt::format(" LIMIT {}", q.limit);
+  return sql;
+}
+
+std::string LookbackFloor(std::string_view quoted_cursor_text, uint32_t seconds) {
+  return fmt::format("CAST({} AS DATETIME(6)) - INTERVAL {} SECOND", quoted_cursor_text, seconds);
+}
+
+Result<IndexAdvice> AdviseIndex(Connection& conn, const TableSchema& schema, size_t cursor) {
+  IndexAdvice advice;
+  const std::vector<size_t> wm = WatermarkColumns(schema, cursor);
+  ASSIGN_OR_RETURN(QueryResult idx,
+                   conn.Query(fmt::format("SELECT INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME FROM "
+                                          "information_schema.STATISTICS WHERE TABLE_SCHEMA = {} AND "
+                                          "TABLE_NAME = {} ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+                                          conn.Quote(schema.db), conn.Quote(schema.table))));
+  std::map<std::string, std::vector<std::string>> indexes;
+  for (const TextRow& row : idx.rows)
+    if (row.size() >= 3 && row[0] && row[2]) indexes[*row[0]].push_back(Lower(*row[2]));
+  // InnoDB appends the primary key to every secondary index, so an index on (cursor) alone,
+  // or on the cursor then a prefix of the key, orders rows by (cursor, pk...).
+  for (const auto& [name, cols] : indexes) {
+    bool fits = !cols.empty();
+    for (size_t j = 0; fits && j < cols.size(); ++j)
+      fits = j < wm.size() && cols[j] == Lower(schema.columns[wm[j]].name);
+    if (fits) {
+      advice.has_index = true;
+      advice.index_name = name;
+      break;
+    }
+  }
+  std::string list;
+  for (const std::string& c : QuotedColumns(schema, wm)) list += (list.empty() ? "" : ", ") + c;
+  advice.create_index =
+      fmt::format("CREATE INDEX {} ON {} ({})",
+                  QuoteIdentifier("sluice_" + schema.columns[cursor].name + "_pk"), QualifiedTable(schema), list);
+  PageQuery q;
+  q.table = QualifiedTable(schema);
+  q.select_list = SelectList(schema);
+  q.order = QuotedColumns(schema, wm);
+  q.limit = 1000;
+  ASSIGN_OR_RETURN(QueryResult ex, conn.Query("EXPLAIN " + BuildPageSql(q)));
+  for (const TextRow& row : ex.rows) {
+    auto cell = [&](const char* name) -> std::string {
+      int i = ex.ColumnIndex(name);
+      return i >= 0 && static_cast<size_t>(i) < row.size() && row[i] ? *row[i] : "NULL";
+    };
+    advice.explain += fmt::format("{}type={} key={} rows={} Extra={}", advice.explain.empty() ? "" : "; ",
+                                  cell("type"), cell("key"), cell("rows"), cell("Extra"));
+  }
+  return advice;
+}
+
+namespace {
+
+struct TableRun {
+  const IncrementalTableOptions& opt;
+  TableSchemaPtr schema;
+  size_t cursor = 0;
+  IncrementalProgress* progress = nullptr;
+};
+
+SourceInfo MakeSource(const IncrementalRunOptions& options, bool backfill) {
+  SourceInfo src;
+  src.flavor = options.flavor;
+  src.server_id = options.source_server_id;
+  src.timestamp = static_cast<uint32_t>(std::time(nullptr));
+  src.snapshot = backfill;
+  return src;
+}
+
+Status ApplyPage(Sink& sink, const TableSchemaPtr& schema, std::vector<Row> rows, Op op,
+                 const SourceInfo& src, const Checkpoint& ckpt) {
+  Transaction txn;
+  txn.is_snapshot = op == Op::kRead;
+  txn.changes.reserve(rows.size());
+  for (Row& r : rows) {
+    RowChange c;
+    c.op = op;
+    c.table = schema;
+    c.after = std::move(r);
+    c.source = src;
+    txn.changes.push_back(std::move(c));
+  }
+  txn.checkpoint = ckpt.ToJson();
+  return sink.Apply(txn);
+}
+
+// The max (cursor, pk...) of the read view, or empty for an empty table.
+Result<KeyTexts> CaptureHigh(Connection& conn, const TableSchema& schema, const std::vector<size_t>& wm) {
+  std::string desc;
+  for (const std::string& c : QuotedColumns(schema, wm)) desc += (desc.empty() ? "" : ", ") + c + " DESC";
+  ASSIGN_OR_RETURN(QueryResult r, conn.Query(fmt::format("SELECT {} FROM {} ORDER BY {} LIMIT 1",
+                                                         SelectList(schema), QualifiedTable(schema), desc)));
+  if (r.rows.empty()) return KeyTexts{};
+  ASSIGN_OR_RETURN(Row row, RowFromTextCells(schema, r.rows[0]));
+  return KeyOf(schema, row, wm);
+}
+
+Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& ckpt, Sink& sink) {
+  const TableSchema& schema = *t.schema;
+  IncrementalProgress& p = *t.progress;
+  const IncrementalTableOptions& opt = t.opt;
+  const std::string name = schema.QualifiedName();
+  const bool incremental = opt.mode == TableMode::kIncremental;
+  uint64_t budget = opt.max_rows > 0 ? opt.max_rows : std::numeric_limits<uint64_t>::max();
+
+  if (opt.mode == TableMode::kSnapshotOnly && p.backfill_done) {
+    LogInfo("{}: {}: copied by an earlier run ({} rows); nothing to read", TableModeName(opt.mode), name,
+            p.backfill_rows);
+    return Status::Ok();
+  }
+  if (opt.mode == TableMode::kFull && p.backfill_done) {
+    // A new copy. With upsert the destination mirrors the source, deletes included, so the
+    // sink table is emptied first (in the same step as the checkpoint saying so).
+    p.backfill_done = false;
+    p.backfill_last_key.clear();
+    p.backfill_rows = 0;
+    if (opt.write == WritePolicy::kUpsert) RETURN_IF_ERROR(sink.ResetTable(schema, ckpt.ToJson()));
+    else RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
+  }
+
+  SnapshotOptions so;
+  so.method = SnapshotMethod::kNoPoint;
+  ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snap, Snapshot::Begin(options.connection, so));
+  Connection& conn = snap->connection();
+  const std::vector<size_t> wm = incremental ? WatermarkColumns(schema, t.cursor) : std::vector<size_t>{};
+  const TableSchema wm_schema = OrderSchema(schema, wm);
+  const auto started = std::chrono::steady_clock::now();
+  uint64_t read = 0;
+
+  if (!p.backfill_done) {
+    if (incremental && p.backfill_rows == 0 && p.backfill_last_key.empty()) {
+      // The backfill's high watermark, in the read view of its first chunk.
+      ASSIGN_OR_RETURN(p.run_high, CaptureHigh(conn, schema, wm));
+      RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
+      LogInfo("incremental: {}: backfill up to high watermark {}", name,
+              p.run_high.empty() ? "(empty table)" : KeyText(p.run_high));
+    } else if (p.backfill_rows > 0 || !p.backfill_last_key.empty()) {
+      LogInfo("{}: {}: resuming the copy after key {} ({} rows copied)", TableModeName(opt.mode), name,
+              KeyText(p.backfill_last_key), p.backfill_rows);
+    }
+    PageQuery base;
+    base.table = QualifiedTable(schema);
+    base.select_list = SelectList(schema);
+    base.order = QuotedColumns(schema, schema.primary_key);
+    const SourceInfo src = MakeSource(options, /*backfill=*/true);
+    RETURN_IF_ERROR(ReadPages(conn, schema, schema, base, p.backfill_last_key, options.fetch_rows, &budget,
+                              options.stop, [&](std::vector<Row> rows, const KeyTexts& last) -> Status {
+                                const IncrementalProgress before = p;
+                                const size_t n = rows.size();
+                                p.backfill_last_key = last;
+                                p.backfill_rows += n;
+                                Status st = ApplyPage(sink, t.schema, std::move(rows), Op::kRead, src, ckpt);
+                                if (!st.ok()) p = before;
+                                read += n;
+                                return st;
+                              }));
+    if (Stopping(options.stop)) return snap->Finish();
+    if (budget == 0) {
+      LogInfo("{}: {}: max_rows ({}) reached during the copy after key {}; the next run continues",
+              TableModeName(opt.mode), name, opt.max_rows, KeyText(p.backfill_last_key));
+      return snap->Finish();
+    }
+    p.backfill_done = true;
+    if (incremental) p.watermark = p.run_high;
+    ++p.runs;
+    RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
+    LogInfo("{}: {}: copied, {} rows in this run ({} in all) in {:.2f} s", TableModeName(opt.mode), name, read,
+            p.backfill_rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    return snap->Finish();
+  }
+
+  // A paging run.
+  ASSIGN_OR_RETURN(p.run_high, CaptureHigh(conn, schema, wm));
+  const Op op = opt.write == WritePolicy::kAppend ? Op::kCreate : Op::kRead;
+  const SourceInfo src = MakeSource(options, /*backfill=*/false);
+  PageQuery base;
+  base.table = QualifiedTable(schema);
+  base.select_list = SelectList(schema);
+  base.order = QuotedColumns(schema, wm);
+  uint64_t reread = 0;
+  if (opt.lookback_seconds > 0 && !p.watermark.empty()) {
+    // Late commits: rows within the lookback window at or before the watermark, read again
+    // without moving it.
+    PageQuery lb = base;
+    lb.cursor_floor = LookbackFloor(conn.Quote(p.watermark[0]), opt.lookback_seconds);
+    ASSIGN_OR_RETURN(lb.upper, KeyTuple(conn, wm_schema, p.watermark, /*standalone=*/false));
+    RETURN_IF_ERROR(ReadPages(conn, schema, wm_schema, lb, {}, options.fetch_rows, &budget, options.stop,
+                              [&](std::vector<Row> rows, const KeyTexts&) -> Status {
+                                reread += rows.size();
+                                return ApplyPage(sink, t.schema, std::move(rows), op, src, ckpt);
+                              }));
+    if (Stopping(options.stop)) return snap->Finish();
+  }
+  if (!p.run_high.empty()) {
+    ASSIGN_OR_RETURN(base.upper, KeyTuple(conn, wm_schema, p.run_high, /*standalone=*/false));
+    RETURN_IF_ERROR(ReadPages(conn, schema, wm_schema, base, p.watermark, options.fetch_rows, &budget,
+                              options.stop, [&](std::vector<Row> rows, const KeyTexts& last) -> Status {
+                                const IncrementalProgress before = p;
+                                const size_t n = rows.size();
+                                p.watermark = last;
+                                Status st = ApplyPage(sink, t.schema, std::move(rows), op, src, ckpt);
+                                if (!st.ok()) p = before;
+                                read += n;
+                                return st;
+                              }));
+  }
+  if (Stopping(options.stop)) return snap->Finish();
+  ++p.runs;
+  RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
+  LogInfo("incremental: {}: {} new or changed rows{} in {:.2f} s, watermark {}{}", name, read,
+          opt.lookback_seconds > 0 ? fmt::format(" (and {} read again in the {} s lookback)", reread, opt.lookback_seconds)
+                                   : std::string(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+          p.watermark.empty() ? "(none)" : KeyText(p.watermark),
+          budget == 0 ? fmt::format("; max_rows ({}) reached, the next run continues", opt.max_rows) : "");
+  return snap->Finish();
+}
+
+}  // namespace
+
+Status RunIncremental(const IncrementalRunOptions& options, Connection& meta,
+                      const std::vector<IncrementalTableOptions>& tables, Checkpoint& ckpt, Sink& sink) {
+  // Check every table before reading any: a bad cursor is a config error, found at once.
+  std::vector<TableRun> runs;
+  for (const IncrementalTableOptions& opt : tables) {
+    ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(meta, opt.name.db, opt.name.table));
+    auto schema = std::make_shared<const TableSchema>(std::move(loaded));
+    if (!schema->has_primary_key())
+      return Status::InvalidArgument(fmt::format(
+          "{}: mode \"{}\" needs a primary key (rows are read in key order and resumed after the last "
+          "key copied); {} has none: add one, or use mode = \"cdc\"",
+          opt.config_key, TableModeName(opt.mode), schema->QualifiedName()));
+    TableRun run{opt, schema, 0, nullptr};
+    if (opt.mode == TableMode::kIncremental) {
+      ASSIGN_OR_RETURN(run.cursor, ChooseCursor(*schema, opt.cursor, opt.config_key));
+    }
+    runs.push_back(std::move(run));
+  }
+  for (TableRun& t : runs) {
+    const std::string name = t.schema->QualifiedName();
+    IncrementalProgress& p = ckpt.incremental[name];
+    if (!p.mode.empty() && p.mode != TableModeName(t.opt.mode)) {
+      LogInfo("{}: mode changed from \"{}\" to \"{}\": starting over", name, p.mode, TableModeName(t.opt.mode));
+      p = IncrementalProgress{};
+    }
+    p.mode = TableModeName(t.opt.mode);
+    t.progress = &p;
+    RETURN_IF_ERROR(sink.PrepareTable(*t.schema));
+    if (t.opt.mode == TableMode::kIncremental) {
+      const ColumnDesc& c = t.schema->columns[t.cursor];
+      LogInfo("incremental: {}: cursor {} ({}{}), write {}, lookback {} s{}; cannot see deletes, nor updates "
+              "that do not advance {} (docs/incremental.md)",
+              name, QuoteIdentifier(c.name), c.column_type.empty() ? c.data_type : c.column_type,
+              c.type == SqlType::kTimestamp ? ", compared in UTC" : "", WritePolicyName(t.opt.write),
+              t.opt.lookback_seconds,
+              t.opt.max_rows > 0 ? fmt::format(", max_rows {}", t.opt.max_rows) : std::string(),
+              QuoteIdentifier(c.name));
+      if (p.runs == 0) {
+        ASSIGN_OR_RETURN(IndexAdvice advice, AdviseIndex(meta, *t.schema, t.cursor));
+        if (advice.has_index)
+          LogInfo("incremental: {}: index {} serves the paging order (EXPLAIN: {})", name,
+                  QuoteIdentifier(advice.index_name), advice.explain);
+        else
+          LogWarning("incremental: {}: no index begins with the cursor and the primary key, so every paging "
+                     "query reads and sorts all matching rows (EXPLAIN: {}); add one: {}",
+                     name, advice.explain, advice.create_index);
+      }
+    }
+    Status st = RunTable(options, t, ckpt, sink);
+    if (!st.ok()) return st.WithContext(name);
+    if (Stopping(options.stop)) return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+}  // namespace sluice

@@ -1,0 +1,457 @@
+// Incremental reads without the binlog (issue 13, docs/incremental.md): scheduled runs of
+// `sluice run` against a concurrent writer (many rows sharing one cursor value, a late commit
+// with an older cursor), upsert into SQLite and append into JSON lines, SIGKILL during the
+// backfill and during a paging run, the refusal of a table without a usable cursor, index
+// advice, a user without replication privileges, and a pipeline mixing cdc and incremental.
+//
+// The writer is one thread of autocommit statements whose cursor values come from a logical
+// clock that only moves forward (each value shared by many rows). So when a run's high
+// watermark H has cursor S, every change with a cursor below S committed before that run's
+// read view, and each row whose source cursor is below S must be in the destination as it is
+// in the source: that is checked after every run.
+#include <sqlite3.h>
+
+#include <atomic>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+namespace sluice::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kBase = "2026-01-01 00:00:00";
+
+std::string Stamp(int s) { return fmt::format("'{}' + INTERVAL {} SECOND", kBase, s); }
+
+// Updates rows above `avoid_upto` and inserts new ones; cursor = kBase + stamp seconds, the
+// stamp advancing every 15 transactions. State survives Stop/Start.
+class StampWriter {
+ public:
+  StampWriter(std::string table, int max_id, int avoid_upto)
+      : table_(std::move(table)), max_id_(max_id), avoid_upto_(avoid_upto), next_id_(1000000) {}
+  void Start() {
+    stop_ = false;
+    thread_ = std::thread([this] { Loop(); });
+  }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int committed() const { return committed_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  void Loop() {
+    auto conn = Connection::Connect(TestServer());
+    if (!conn.ok()) {
+      error_ = conn.status().ToString();
+      return;
+    }
+    while (!stop_) {
+      const int id = avoid_upto_ + 1 + static_cast<int>(rng_() % static_cast<uint32_t>(max_id_ - avoid_upto_));
+      std::string sql =
+          rng_() % 4 == 0
+              ? fmt::format("INSERT INTO {} (id, v, pad, updated_at) VALUES ({}, 0, 'new', {})", table_, next_id_++,
+                            Stamp(stamp_))
+              : fmt::format("UPDATE {} SET v = v + 1, pad = CONCAT(LEFT(pad, 20), 'u'), updated_at = {} WHERE id = {}",
+                            table_, Stamp(stamp_), id);
+      Status st = (*conn)->Execute(sql);
+      if (!st.ok()) {
+        error_ = st.ToString() + " in " + sql;
+        return;
+      }
+      if (++committed_ % 15 == 0) ++stamp_;
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+  }
+  std::string table_;
+  int max_id_, avoid_upto_, next_id_;
+  int stamp_ = 1;
+  std::mt19937 rng_{42};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  int committed_ = 0;
+  std::string error_;
+};
+
+// Writes the harness config plus the [table."..."] sections in `tables_toml`.
+std::string IncrementalConfig(const TempDir& dir, const std::vector<std::string>& tables, const std::string& sink_type,
+                              const std::string& sink_path, const std::string& tables_toml, int fetch_rows = 5000) {
+  SluiceConfigSpec spec;
+  spec.tables = tables;
+  spec.sink_type = sink_type;
+  spec.sink_path = sink_path;
+  spec.snapshot_extra = fmt::format("fetch_rows = {}\n", fetch_rows);
+  std::string path = WriteConfig(dir, spec);
+  std::ofstream(path, std::ios::app) << "\n" << tables_toml;
+  return path;
+}
+
+nlohmann::json Progress(const std::string& sqlite_path, const std::string& table) {
+  std::string state = ReadSqliteCheckpoint(sqlite_path);
+  if (state.empty()) return nullptr;
+  auto j = nlohmann::json::parse(state, nullptr, false);
+  if (j.is_discarded() || !j.contains("incremental") || !j["incremental"].contains(table)) return nullptr;
+  return j["incremental"][table];
+}
+
+// id -> "v|pad" of the SQLite replica's table.
+std::map<int64_t, std::string> ReplicaRows(const std::string& sqlite_path, const std::string& table) {
+  std::map<int64_t, std::string> out;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(sqlite_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* s = nullptr;
+    std::string sql = fmt::format("SELECT id, v, pad FROM \"{}\"", table);
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK)
+      while (sqlite3_step(s) == SQLITE_ROW)
+        out[sqlite3_column_int64(s, 0)] =
+            fmt::format("{}|{}", sqlite3_column_int64(s, 1), reinterpret_cast<const char*>(sqlite3_column_text(s, 2)));
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+std::map<int64_t, std::string> SourceRows(const std::string& table, const std::string& where) {
+  std::map<int64_t, std::string> out;
+  auto conn = Connect();
+  auto r = conn->Query(fmt::format("SELECT id, v, pad FROM {}{}", table, where.empty() ? "" : " WHERE " + where));
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return out;
+  for (const auto& row : r->rows) out[std::stoll(*row[0])] = *row[1] + "|" + *row[2];
+  return out;
+}
+
+void CreateTable(const std::string& table, int rows, const std::string& extra_keys = ", KEY (updated_at)") {
+  ASSERT_EQ(RunSqlText(fmt::format("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS {0};"
+                                   "CREATE TABLE {0} (id INT PRIMARY KEY, v INT NOT NULL, pad VARCHAR(200) NOT NULL,"
+                                   "  updated_at DATETIME NOT NULL{1});"
+                                   "INSERT INTO {0} SELECT seq, 0, CONCAT('p', seq), '{2}' FROM seq_1_to_{3};",
+                                   table, extra_keys, kBase, rows)),
+            0);
+}
+
+// Upsert into SQLite under a concurrent writer, several scheduled runs (the backfill, then
+// paging runs): after each, every row whose source cursor is below the run's high watermark
+// equals the source. A transaction held open with an old explicit cursor and committed after
+// a run read later rows is missed without a lookback and caught with one.
+TEST(Incremental, UpsertRunsUnderConcurrentWriterAndLateCommit) {
+  const std::string table = "it_inc.up";
+  CreateTable(table, 3000);  // every row shares one cursor value
+  TempDir dir;
+  const std::string db = dir.File("replica.db");
+  const std::string section = "[table.\"it_inc.up\"]\nmode = \"incremental\"\n";
+  const std::string config = IncrementalConfig(dir, {table}, "sqlite", db, section, 97);
+  StampWriter writer(table, 3000, 10);  // ids 1..10 are left to the late transaction
+
+  auto check_run = [&](const std::string& what, const std::set<int64_t>& skip) {
+    nlohmann::json p = Progress(db, table);
+    ASSERT_FALSE(p.is_null()) << what << ": no incremental progress in the checkpoint";
+    ASSERT_FALSE(p["run_high"].empty()) << what << ": " << p.dump();
+    const std::string high = p["run_high"][0].get<std::string>();
+    auto source = SourceRows(table, fmt::format("updated_at < '{}'", high));
+    auto replica = ReplicaRows(db, table);
+    size_t checked = 0;
+    for (const auto& [id, row] : source) {
+      if (skip.count(id)) continue;
+      ++checked;
+      auto it = replica.find(id);
+      ASSERT_NE(it, replica.end()) << what << ": row id=" << id << " (cursor below the high watermark " << high
+                                   << ") is missing in the replica";
+      ASSERT_EQ(it->second, row) << what << ": row id=" << id << " differs (cursor below " << high << ")";
+    }
+    EXPECT_GT(checked, 1000u) << what;
+  };
+
+  writer.Start();
+  ProcessResult r = RunSluice({"run", "--config", config});
+  writer.Stop();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(writer.error(), "");
+  EXPECT_NE(r.output.find("backfill up to high watermark"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cannot see deletes, nor updates that do not advance `updated_at`"), std::string::npos)
+      << r.output;
+  check_run("run 1 (backfill)", {});
+
+  for (int run = 2; run <= 3; ++run) {
+    writer.Start();
+    std::this_thread::sleep_for(milliseconds(300));
+    r = RunSluice({"run", "--config", config});
+    writer.Stop();
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_EQ(writer.error(), "");
+    EXPECT_NE(r.output.find("new or changed rows"), std::string::npos) << r.output;
+    check_run(fmt::format("run {} (paging)", run), {});
+  }
+  EXPECT_GT(writer.committed(), 100);
+
+  // The late commit: row 7 gets an old cursor in a transaction that stays open while a run
+  // reads rows with later cursors, and commits after it.
+  auto late = Connect();
+  ASSERT_TRUE(late->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(late->Execute(fmt::format("UPDATE {} SET v = 777, updated_at = {} WHERE id = 7", table, Stamp(2))).ok());
+  writer.Start();
+  std::this_thread::sleep_for(milliseconds(300));
+  r = RunSluice({"run", "--config", config});
+  writer.Stop();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(late->Execute("COMMIT").ok());
+  check_run("run 4 (late commit still open)", {7});
+  r = RunSluice({"run", "--config", config});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  check_run("run 5 (after the late commit, no lookback)", {7});
+  EXPECT_NE(ReplicaRows(db, table)[7], "777|p7")
+      << "without a lookback the late commit (older cursor than the watermark) cannot be seen";
+
+  // A lookback covering the late commit catches it; then the replica equals the source.
+  const std::string with_lookback = IncrementalConfig(dir, {table}, "sqlite", db, section + "lookback = \"1d\"\n", 97);
+  r = RunSluice({"run", "--config", with_lookback});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("read again in the 86400 s lookback"), std::string::npos) << r.output;
+  EXPECT_EQ(ReplicaRows(db, table)[7], "777|p7") << r.output;
+  ExpectReplicaEqualsSource({table}, db);
+}
+
+// Append into JSON lines with max_rows splitting runs inside groups of rows sharing one
+// cursor value: the backfill gives each row once as op r; paging runs give each row version
+// at most once as op c (never twice without a lookback), and the last record of every row is
+// the source's row. A lookback then reads rows again.
+TEST(Incremental, AppendRecordsOncePerRunWindowInJsonLines) {
+  const std::string table = "it_inc.ap";
+  CreateTable(table, 200, ", KEY (updated_at, id)");
+  TempDir dir;
+  const std::string out = dir.File("out.jsonl");
+  const std::string section = "[table.\"it_inc.ap\"]\nmode = \"incremental\"\nwrite = \"append\"\nmax_rows = 45\n";
+  const std::string config = IncrementalConfig(dir, {table}, "jsonl", out, section, 10);
+  StampWriter writer(table, 200, 0);
+  for (int run = 0; run < 5; ++run) {  // 200 rows at 45 per run
+    ProcessResult r = RunSluice({"run", "--config", config});
+    ASSERT_EQ(r.exit_code, 0) << "backfill run " << run << ": " << r.output;
+  }
+  for (int run = 0; run < 3; ++run) {
+    writer.Start();
+    std::this_thread::sleep_for(milliseconds(250));
+    ProcessResult r = RunSluice({"run", "--config", config});
+    writer.Stop();
+    ASSERT_EQ(r.exit_code, 0) << "paging run " << run << ": " << r.output;
+    ASSERT_EQ(writer.error(), "");
+  }
+  // Quiet runs until a run reads nothing (max_rows bounds each run).
+  for (int run = 0; run < 40; ++run) {
+    ProcessResult r = RunSluice({"run", "--config", config});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    if (r.output.find(": 0 new or changed rows") != std::string::npos) break;
+  }
+  std::map<std::string, int> backfill;  // id -> records
+  std::map<std::string, int> versions;  // "id|v|pad" -> op c records
+  std::map<int64_t, std::string> last;  // id -> last record's "v|pad"
+  std::ifstream in(out);
+  std::string line;
+  size_t records = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    if (!j.contains("op") || !j["after"].is_object()) continue;
+    const auto& a = j["after"];
+    const std::string id = a["id"].dump();
+    const std::string row = fmt::format("{}|{}", a["v"].dump(), a["pad"].get<std::string>());
+    ++records;
+    const std::string op = j["op"].get<std::string>();
+    if (op == "r") ++backfill[id];
+    else if (op == "c") ++versions[id + "|" + row];
+    else ADD_FAILURE() << "unexpected op " << op << ": " << line;
+    last[std::stoll(id)] = row;
+  }
+  EXPECT_EQ(backfill.size(), 200u) << "every row of the backfill as op r";
+  for (const auto& [id, n] : backfill) EXPECT_EQ(n, 1) << "row " << id << " appears " << n << " times in the backfill";
+  for (const auto& [v, n] : versions) EXPECT_EQ(n, 1) << "row version " << v << " read " << n << " times without a lookback";
+  EXPECT_GT(versions.size(), 50u);
+  EXPECT_EQ(last, SourceRows(table, "")) << "the last record of every row equals the source";
+
+  const std::string with_lookback = IncrementalConfig(dir, {table}, "jsonl", out, section + "lookback = 3600\n", 10);
+  ProcessResult r = RunSluice({"run", "--config", with_lookback});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(and 45 read again in the 3600 s lookback)"), std::string::npos) << r.output;
+  (void)records;
+}
+
+// SIGKILL during the backfill, then during a paging run: the next run continues after the
+// last committed chunk (not from the start) and the replica equals the source.
+TEST(Incremental, SigkillDuringBackfillAndPagingResumes) {
+  const std::string table = "it_inc.kill";
+  const int rows = SluiceSanitized() ? 12000 : 20000;
+  CreateTable(table, rows);
+  TempDir dir;
+  const std::string db = dir.File("replica.db");
+  const std::string config =
+      IncrementalConfig(dir, {table}, "sqlite", db, "[table.\"it_inc.kill\"]\nmode = \"incremental\"\n", 50);
+  const std::string log = dir.File("sluice.log");
+
+  auto kill_when = [&](const std::string& what, const std::function<bool(const nlohmann::json&)>& reached) {
+    pid_t pid = StartSluice({"run", "--config", config}, log);
+    bool ok = false;
+    auto deadline = std::chrono::steady_clock::now() + seconds(60);
+    while (!ok && std::chrono::steady_clock::now() < deadline) {
+      nlohmann::json p = Progress(db, table);
+      ok = !p.is_null() && reached(p);
+      if (!ok) std::this_thread::sleep_for(milliseconds(1));
+    }
+    kill(pid, SIGKILL);
+    EXPECT_EQ(WaitChild(pid, seconds(30)), -SIGKILL) << ReadFile(log);
+    ASSERT_TRUE(ok) << what << " was never reached\n" << ReadFile(log);
+  };
+  kill_when("backfill at 1000 rows", [&](const nlohmann::json& p) {
+    return p["backfill_rows"].get<uint64_t>() >= 1000 && !p["backfill_done"].get<bool>();
+  });
+  const uint64_t copied = Progress(db, table)["backfill_rows"].get<uint64_t>();
+  ASSERT_LT(copied, static_cast<uint64_t>(rows)) << "killed after the backfill ended: the test proves nothing";
+  ProcessResult r = RunSluice({"run", "--config", config});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resuming the copy after key"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("copied, {} rows in this run", rows - static_cast<int>(copied))), std::string::npos)
+      << "the resumed run copies only the rest (" << copied << " were committed)\n" << r.output;
+  ExpectReplicaEqualsSource({table}, db);
+
+  // Every row gets a later cursor, shared by about 100 rows each.
+  ASSERT_EQ(RunSqlText(fmt::format("UPDATE {} SET v = v + 1, updated_at = '2026-06-01' + INTERVAL (id % 200) SECOND",
+                                   table)),
+            0);
+  kill_when("paging at 2026-06-01 00:00:20", [&](const nlohmann::json& p) {
+    return !p["watermark"].empty() && p["watermark"][0].get<std::string>() >= "2026-06-01 00:00:20";
+  });
+  const std::string wm = Progress(db, table)["watermark"][0].get<std::string>();
+  ASSERT_LT(wm, "2026-06-01 00:03:19") << "killed after the paging ended: the test proves nothing";
+  r = RunSluice({"run", "--config", config});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find(fmt::format(": {} new or changed rows", rows)), std::string::npos)
+      << "the resumed paging run must start after the last committed page, not read every row again\n" << r.output;
+  ExpectReplicaEqualsSource({table}, db);
+}
+
+// A table without a usable cursor is refused naming the candidates; `sluice check` and the
+// first run's log give index advice for a table without an index on (cursor, pk) and not for
+// one with it.
+TEST(Incremental, RefusalNamesCandidatesAndIndexAdvice) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS it_inc.nocur, it_inc.idx, it_inc.noidx;"
+                       "CREATE TABLE it_inc.nocur (id INT PRIMARY KEY, created DATETIME NOT NULL, touched TIMESTAMP NULL);"
+                       "CREATE TABLE it_inc.idx (id INT PRIMARY KEY, updated_at TIMESTAMP NOT NULL DEFAULT "
+                       "  CURRENT_TIMESTAMP, KEY ux (updated_at));"
+                       "CREATE TABLE it_inc.noidx (id INT PRIMARY KEY, updated_at DATETIME(3) NOT NULL);"
+                       "INSERT INTO it_inc.idx (id) SELECT seq FROM seq_1_to_50;"
+                       "INSERT INTO it_inc.noidx SELECT seq, NOW(3) FROM seq_1_to_50;"),
+            0);
+  TempDir dir;
+  const std::string sections =
+      "[table.\"it_inc.nocur\"]\nmode = \"incremental\"\n[table.\"it_inc.idx\"]\nmode = \"incremental\"\n"
+      "[table.\"it_inc.noidx\"]\nmode = \"incremental\"\n";
+  const std::string all = IncrementalConfig(dir, {"it_inc.nocur", "it_inc.idx", "it_inc.noidx"}, "sqlite",
+                                            dir.File("a.db"), sections);
+  ProcessResult check = RunSluice({"check", "--config", all});
+  EXPECT_EQ(check.exit_code, 1) << check.output;
+  const std::string candidates = "candidates: `created` (datetime NOT NULL), `touched` (timestamp NULL: not usable";
+  EXPECT_NE(check.output.find("FAIL  incremental: it_inc.nocur"), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find(candidates), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find("WARN  incremental: it_inc.noidx"), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find("fix: CREATE INDEX `sluice_updated_at_pk` ON `it_inc`.`noidx` (`updated_at`, `id`)"),
+            std::string::npos)
+      << check.output;
+  EXPECT_NE(check.output.find("Using filesort"), std::string::npos) << "the EXPLAIN it is based on\n" << check.output;
+  EXPECT_NE(check.output.find("PASS  incremental: it_inc.idx"), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find("index `ux` serves the paging order"), std::string::npos) << check.output;
+  EXPECT_EQ(check.output.find("ON `it_inc`.`idx`"), std::string::npos) << check.output;
+
+  ProcessResult refused = RunSluice({"run", "--config", all});
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_NE(refused.output.find(candidates), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("table.\"it_inc.nocur\".cursor"), std::string::npos) << refused.output;
+
+  const std::string two = IncrementalConfig(dir, {"it_inc.idx", "it_inc.noidx"}, "sqlite", dir.File("b.db"), sections);
+  ProcessResult run = RunSluice({"run", "--config", two});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("add one: CREATE INDEX `sluice_updated_at_pk` ON `it_inc`.`noidx`"), std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("ON `it_inc`.`idx`"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("index `ux` serves the paging order"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("compared in UTC"), std::string::npos) << "TIMESTAMP cursor\n" << run.output;
+  ExpectReplicaEqualsSource({"it_inc.idx", "it_inc.noidx"}, dir.File("b.db"));
+  // The second run pages and gives no advice again.
+  run = RunSluice({"run", "--config", two});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output.find("CREATE INDEX"), std::string::npos) << run.output;
+}
+
+// A user with SELECT only (no REPLICATION SLAVE/CLIENT): `sluice check` fails nothing and
+// `sluice run` copies, when every table is incremental, full or snapshot_only.
+TEST(Incremental, NoReplicationPrivilegesNeededWithoutCdcTables) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS it_inc.ro_a, it_inc.ro_b;"
+                       "CREATE TABLE it_inc.ro_a (id INT PRIMARY KEY, v INT NOT NULL, pad VARCHAR(20) NOT NULL,"
+                       "  modified_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6));"
+                       "CREATE TABLE it_inc.ro_b (id INT PRIMARY KEY, v INT NOT NULL, pad VARCHAR(20) NOT NULL);"
+                       "INSERT INTO it_inc.ro_a (id, v, pad) SELECT seq, seq, 'a' FROM seq_1_to_300;"
+                       "INSERT INTO it_inc.ro_b SELECT seq, seq, 'b' FROM seq_1_to_300;"
+                       "DROP USER IF EXISTS 'inc_ro'@'127.0.0.1'; CREATE USER 'inc_ro'@'127.0.0.1' IDENTIFIED BY 'ro-pw';"
+                       "GRANT SELECT ON it_inc.* TO 'inc_ro'@'127.0.0.1';"),
+            0);
+  setenv("SLUICE_INC_RO_PW", "ro-pw", 1);
+  TempDir dir;
+  const ConnectOptions o = TestServer();
+  const std::string config = dir.File("ro.toml");
+  std::ofstream(config) << fmt::format(
+      "[source]\nhost = \"{}\"\nport = {}\nuser = \"inc_ro\"\npassword_env = \"SLUICE_INC_RO_PW\"\nserver_id = 5402\n"
+      "tables = [\"it_inc.ro_*\"]\n[sink]\npath = \"{}\"\n"
+      "[table.\"it_inc.ro_a\"]\nmode = \"incremental\"\n[table.\"it_inc.ro_b\"]\nmode = \"full\"\n",
+      o.host, o.port, dir.File("ro.db"));
+  ProcessResult check = RunSluice({"check", "--config", config});
+  EXPECT_EQ(check.output.find("FAIL"), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find("REPLICATION SLAVE privilege"), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find("not needed: no selected table uses mode cdc"), std::string::npos) << check.output;
+  ProcessResult run = RunSluice({"run", "--config", config});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("no table uses mode cdc"), std::string::npos) << run.output;
+  ExpectReplicaEqualsSource({"it_inc.ro_*"}, dir.File("ro.db"));
+  // full re-copies each run, deletes included (upsert empties the table first).
+  ASSERT_EQ(RunSqlText("DELETE FROM it_inc.ro_b WHERE id <= 100; UPDATE it_inc.ro_b SET v = -v WHERE id = 200;"
+                       "UPDATE it_inc.ro_a SET v = -v WHERE id = 5;"),
+            0);
+  run = RunSluice({"run", "--config", config});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ExpectReplicaEqualsSource({"it_inc.ro_*"}, dir.File("ro.db"));
+}
+
+// One pipeline and one sink: a cdc table streamed from the binlog beside an incremental one.
+TEST(Incremental, MixedPipelineStreamsCdcTablesAndReadsTheOthers) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS it_inc.mx_cdc, it_inc.mx_inc;"
+                       "CREATE TABLE it_inc.mx_cdc (id INT PRIMARY KEY, v INT);"
+                       "CREATE TABLE it_inc.mx_inc (id INT PRIMARY KEY, v INT, updated_at DATETIME(6) NOT NULL);"
+                       "INSERT INTO it_inc.mx_cdc SELECT seq, seq FROM seq_1_to_100;"
+                       "INSERT INTO it_inc.mx_inc SELECT seq, seq, NOW(6) FROM seq_1_to_100;"),
+            0);
+  TempDir dir;
+  const std::string db = dir.File("mx.db");
+  const std::string config = IncrementalConfig(dir, {"it_inc.mx_*"}, "sqlite", db,
+                                               "[table.\"it_inc.mx_inc\"]\nmode = \"incremental\"\n");
+  ProcessResult r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("DELETE FROM it_inc.mx_cdc WHERE id < 10; UPDATE it_inc.mx_cdc SET v = 0 WHERE id = 50;"
+                       "UPDATE it_inc.mx_inc SET v = 0, updated_at = NOW(6) + INTERVAL 1 SECOND WHERE id = 50;"
+                       "INSERT INTO it_inc.mx_inc VALUES (101, 1, NOW(6) + INTERVAL 1 SECOND);"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("streaming from"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("incremental: it_inc.mx_inc: 2 new or changed rows"), std::string::npos) << r.output;
+  ExpectReplicaEqualsSource({"it_inc.mx_*"}, db);
+}
+
+}  // namespace
+}  // namespace sluice::testing
