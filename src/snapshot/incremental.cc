@@ -214,6 +214,7 @@ std::string BuildPageSql(const PageQuery& q) {
   if (!q.after.empty()) where.push_back(cols + " > " + q.after);
   if (!q.upper.empty()) where.push_back(cols + " <= " + q.upper);
   if (!q.cursor_floor.empty() && !q.order.empty()) where.push_back(q.order[0] + " >= " + q.cursor_floor);
+  if (!q.cursor_below.empty() && !q.order.empty()) where.push_back(q.order[0] + " < " + q.cursor_below);
   std::string sql = "SELECT " + q.select_list + " FROM " + q.table;
   for (size_t i = 0; i < where.size(); ++i) sql += (i ? " AND " : " WHERE ") + where[i];
   sql += " ORDER BY " + order;
@@ -305,6 +306,18 @@ Status ApplyPage(Sink& sink, const TableSchemaPtr& schema, std::vector<Row> rows
   return sink.Apply(txn);
 }
 
+// Whether rows with cursor value `text` can no longer be committing, as far as the server's
+// clock tells: the value is more than a second older than now (UTC for TIMESTAMP, compared
+// in the UTC session; the server's time zone for DATETIME).
+Result<bool> CursorSettled(Connection& conn, const ColumnDesc& cursor, const std::string& text) {
+  const std::string now = cursor.type == SqlType::kTimestamp
+                              ? "UTC_TIMESTAMP(6)"
+                              : "CONVERT_TZ(UTC_TIMESTAMP(6), '+00:00', @@global.time_zone)";
+  ASSIGN_OR_RETURN(QueryResult r, conn.Query(fmt::format("SELECT CAST({} AS DATETIME(6)) < {} - INTERVAL 1 SECOND",
+                                                         conn.Quote(text), now)));
+  return !r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1";
+}
+
 // The max (cursor, pk...) of the read view, or empty for an empty table.
 Result<KeyTexts> CaptureHigh(Connection& conn, const TableSchema& schema, const std::vector<size_t>& wm) {
   std::string desc;
@@ -382,7 +395,16 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
       return snap->Finish();
     }
     p.backfill_done = true;
-    if (incremental) p.watermark = p.run_high;
+    // Rows sharing H's cursor value may have committed after the backfill's read view with a
+    // lower key than H: the next run reads that whole value again (cursor >= H's cursor).
+    // Unless the clock says that value has settled.
+    if (incremental) {
+      p.watermark = p.run_high;
+      if (!p.run_high.empty()) {
+        ASSIGN_OR_RETURN(bool settled, CursorSettled(conn, schema.columns[t.cursor], p.run_high[0]));
+        if (!settled) p.watermark = KeyTexts{p.run_high[0]};
+      }
+    }
     ++p.runs;
     RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
     LogInfo("{}: {}: copied, {} rows in this run ({} in all) in {:.2f} s", TableModeName(opt.mode), name, read,
@@ -391,7 +413,14 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
   }
 
   // A paging run.
-  ASSIGN_OR_RETURN(p.run_high, CaptureHigh(conn, schema, wm));
+  ASSIGN_OR_RETURN(KeyTexts high, CaptureHigh(conn, schema, wm));
+  const ColumnDesc& cursor_col = schema.columns[t.cursor];
+  bool hold_back = false;  // leave the rows sharing H's cursor value for the next run
+  if (!high.empty() && high != p.run_high) {
+    ASSIGN_OR_RETURN(bool settled, CursorSettled(conn, cursor_col, high[0]));
+    hold_back = !settled;
+  }
+  p.run_high = high;
   const Op op = opt.write == WritePolicy::kAppend ? Op::kCreate : Op::kRead;
   const SourceInfo src = MakeSource(options, /*backfill=*/false);
   PageQuery base;
@@ -404,7 +433,11 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
     // without moving it.
     PageQuery lb = base;
     lb.cursor_floor = LookbackFloor(conn.Quote(p.watermark[0]), opt.lookback_seconds);
-    ASSIGN_OR_RETURN(lb.upper, KeyTuple(conn, wm_schema, p.watermark, /*standalone=*/false));
+    if (p.watermark.size() == 1) {
+      ASSIGN_OR_RETURN(lb.cursor_below, KeyLiteral(conn, cursor_col, p.watermark[0]));
+    } else {
+      ASSIGN_OR_RETURN(lb.upper, KeyTuple(conn, wm_schema, p.watermark, /*standalone=*/false));
+    }
     RETURN_IF_ERROR(ReadPages(conn, schema, wm_schema, lb, {}, options.fetch_rows, &budget, options.stop,
                               [&](std::vector<Row> rows, const KeyTexts&) -> Status {
                                 reread += rows.size();
@@ -412,9 +445,18 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
                               }));
     if (Stopping(options.stop)) return snap->Finish();
   }
-  if (!p.run_high.empty()) {
-    ASSIGN_OR_RETURN(base.upper, KeyTuple(conn, wm_schema, p.run_high, /*standalone=*/false));
-    RETURN_IF_ERROR(ReadPages(conn, schema, wm_schema, base, p.watermark, options.fetch_rows, &budget,
+  if (!high.empty()) {
+    if (hold_back) {
+      ASSIGN_OR_RETURN(base.cursor_below, KeyLiteral(conn, cursor_col, high[0]));
+    } else {
+      ASSIGN_OR_RETURN(base.upper, KeyTuple(conn, wm_schema, high, /*standalone=*/false));
+    }
+    KeyTexts after = p.watermark;
+    if (after.size() == 1) {  // cursor >= the backfill's H cursor, any key
+      ASSIGN_OR_RETURN(base.cursor_floor, KeyLiteral(conn, cursor_col, after[0]));
+      after.clear();
+    }
+    RETURN_IF_ERROR(ReadPages(conn, schema, wm_schema, base, after, options.fetch_rows, &budget,
                               options.stop, [&](std::vector<Row> rows, const KeyTexts& last) -> Status {
                                 const IncrementalProgress before = p;
                                 const size_t n = rows.size();
@@ -433,7 +475,11 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
                                    : std::string(),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
           p.watermark.empty() ? "(none)" : KeyText(p.watermark),
-          budget == 0 ? fmt::format("; max_rows ({}) reached, the next run continues", opt.max_rows) : "");
+          budget == 0 ? fmt::format("; max_rows ({}) reached, the next run continues", opt.max_rows)
+          : hold_back ? fmt::format("; rows at the newest cursor value {} are left for the next run (they may "
+                                    "still be committing)",
+                                    high[0])
+                      : std::string());
   return snap->Finish();
 }
 

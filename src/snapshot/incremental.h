@@ -18,7 +18,15 @@
 //             read view, then reads (cursor, pk...) > watermark AND (cursor, pk...) <= H in
 //             (cursor, pk...) order; every chunk moves the watermark to its last row, in the
 //             sink transaction that holds the rows. Rows sharing one cursor value are told
-//             apart by the primary key, so none is skipped or read twice.
+//             apart by the primary key, so none is skipped or read twice. The rows sharing H's
+//             cursor value may still be committing (a later commit with a lower key would fall
+//             behind the watermark), so they are left for the next run (cursor < H's cursor)
+//             unless they have settled: H is the same row as the previous run's H, or H's
+//             cursor is more than a second older than the server's clock (UTC for TIMESTAMP,
+//             the server's time zone for DATETIME). After the backfill the watermark is H,
+//             or, when H's cursor has not settled by that clock rule, H's cursor alone (a
+//             one-element watermark: the next run reads cursor >= it), since rows with that
+//             value may have committed after the backfill's read view.
 //   lookback  (`lookback_seconds` > 0): before paging, rows with cursor >= watermark cursor -
 //             lookback and (cursor, pk...) <= watermark are read again (late commits: a
 //             transaction that committed after a later cursor value had been read). They do
@@ -94,6 +102,7 @@ struct PageQuery {
   std::string after;         // literal tuple: rows > after (empty: no lower bound)
   std::string upper;         // literal tuple: rows <= upper (empty: no upper bound)
   std::string cursor_floor;  // `c` >= this expression (empty: none); order[0] is the cursor
+  std::string cursor_below;  // `c` < this expression (empty: none)
   uint64_t limit = 0;
 };
 std::string BuildPageSql(const PageQuery& q);

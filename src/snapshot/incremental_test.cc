@@ -71,6 +71,21 @@ TEST(IncrementalSql, LookbackWindowIsAFloorOnTheCursorBelowTheWatermark) {
             "LIMIT 100");
 }
 
+// The rows sharing the run's newest cursor value are left for the next run; after a backfill
+// the watermark is a cursor value alone (any key at it is read).
+TEST(IncrementalSql, HeldBackNewestCursorValueAndCursorOnlyWatermark) {
+  PageQuery q;
+  q.table = "`d`.`t`";
+  q.select_list = "*";
+  q.order = {"`u`", "`id`"};
+  q.cursor_floor = "'2026-01-01 00:00:00'";
+  q.cursor_below = "'2026-01-01 00:00:09'";
+  q.limit = 7;
+  EXPECT_EQ(BuildPageSql(q),
+            "SELECT * FROM `d`.`t` WHERE `u` >= '2026-01-01 00:00:00' AND `u` < '2026-01-01 00:00:09' ORDER BY "
+            "`u`, `id` LIMIT 7");
+}
+
 TEST(IncrementalSql, CursorInThePrimaryKeyIsNotRepeated) {
   TableSchema s = Orders();
   s.primary_key = {4, 0};
