@@ -266,6 +266,11 @@ Result<Checkpoint> FromParsed(const Json& doc) {
   }
   auto schemas = doc.find("schemas");
   if (v == Checkpoint::kVersionWithSchemas) {
+    if (auto ref = doc.find("schemas_ref"); schemas == doc.end() && ref != doc.end()) {
+      return Status::Corruption(fmt::format(
+          "checkpoint: the schema history it refers to (schemas_ref {}) was not found beside it",
+          ref->dump()));
+    }
     if (schemas == doc.end() || !schemas->is_object()) return Missing("schemas", "an object");
     auto h = SchemaHistory::FromJson(schemas->dump());
     if (!h.ok()) return h.status().WithContext("checkpoint");
@@ -317,7 +322,7 @@ void Checkpoint::FreezeSnapshotJson() {
   frozen_snapshot_ = std::move(frozen);
 }
 
-std::string Checkpoint::ToJson() const {
+std::string Checkpoint::ToJsonWithoutSchemas() const {
   const bool with_schemas = schemas != nullptr && !schemas->empty();
   const bool frozen = frozen_snapshot_ && frozen_snapshot_->fingerprint == SnapshotFingerprint();
   OJson doc;
@@ -352,15 +357,99 @@ std::string Checkpoint::ToJson() const {
     const size_t at = text.find(kPlaceholder);
     text.replace(at + kPlaceholder.size() - 4, 4, frozen_snapshot_->json);
   }
-  if (with_schemas) {
+  return text;
+}
+
+namespace {
+// The history is always the last key, spliced in as text after everything nlohmann wrote; no
+// other key of the document is "schemas" or "schemas_ref", and a JSON string cannot hold the
+// quote right after a comma unescaped, so the first `,"schemas":{` / `,"schemas_ref":"` of
+// a checkpoint text is that key.
+constexpr std::string_view kSchemasKey = ",\"schemas\":";
+constexpr std::string_view kRefKey = ",\"schemas_ref\":\"";
+
+// 64-bit FNV-1a of the text, and its length.
+std::string HistoryRef(std::string_view json) {
+  uint64_t x = 1469598103934665603ull;
+  for (unsigned char c : json) {
+    x ^= c;
+    x *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}-{}", x, json.size());
+}
+}  // namespace
+
+std::string Checkpoint::ToJson() const {
+  std::string text = ToJsonWithoutSchemas();
+  if (schemas != nullptr && !schemas->empty()) {
     // Spliced in as text (the history caches its JSON, schema_history.h): written once per
     // transaction, it is not parsed and dumped again each time.
     text.pop_back();  // '}'
-    text += ",\"schemas\":";
+    text += kSchemasKey;
     text += schemas->ToJson();
     text += '}';
   }
   return text;
+}
+
+std::string Checkpoint::ToJsonWithRef(const SchemaHistoryText* history) const {
+  if (history == nullptr || schemas == nullptr || schemas->empty()) return ToJson();
+  std::string text = ToJsonWithoutSchemas();
+  text.pop_back();
+  text += kRefKey;
+  text += history->ref;  // hex digits and '-': nothing to escape
+  text += "\"}";
+  return text;
+}
+
+std::shared_ptr<const SchemaHistoryText> SchemaHistoryTextOf(const SchemaHistory& h) {
+  auto out = std::make_shared<SchemaHistoryText>();
+  out->json = h.ToJson();
+  out->ref = HistoryRef(out->json);
+  return out;
+}
+
+std::string_view CheckpointSchemasRef(std::string_view text) {
+  const size_t at = text.find(kRefKey);
+  if (at == std::string_view::npos || !text.ends_with("\"}")) return {};
+  const size_t from = at + kRefKey.size();
+  if (from + 2 > text.size()) return {};
+  return text.substr(from, text.size() - 2 - from);
+}
+
+std::string JoinCheckpoint(std::string_view split, std::string_view history_json) {
+  const size_t at = split.find(kRefKey);
+  if (at == std::string_view::npos || CheckpointSchemasRef(split).empty()) return std::string(split);
+  std::string out;
+  out.reserve(at + kSchemasKey.size() + history_json.size() + 1);
+  out.append(split.substr(0, at));
+  out.append(kSchemasKey);
+  out.append(history_json);
+  out.push_back('}');
+  return out;
+}
+
+SplitCheckpointText SplitCheckpoint(std::string_view whole) {
+  SplitCheckpointText out;
+  const size_t at = whole.find(std::string(kSchemasKey) + "{");
+  if (at == std::string_view::npos || !whole.ends_with("}")) {
+    out.split = std::string(whole);
+    return out;
+  }
+  auto h = std::make_shared<SchemaHistoryText>();
+  h->json = std::string(whole.substr(at + kSchemasKey.size(), whole.size() - 1 - at - kSchemasKey.size()));
+  h->ref = HistoryRef(h->json);
+  out.split = std::string(whole.substr(0, at));
+  out.split += kRefKey;
+  out.split += h->ref;
+  out.split += "\"}";
+  out.schemas = std::move(h);
+  return out;
+}
+
+std::string WholeCheckpoint(const Transaction& txn) {
+  if (!txn.schemas) return txn.checkpoint;
+  return JoinCheckpoint(txn.checkpoint, txn.schemas->json);
 }
 
 std::string SourceIdentity::ToString() const {

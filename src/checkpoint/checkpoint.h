@@ -24,6 +24,12 @@
 //                 checkpoint that holds them is written as version 2, so that a sluice that
 //                 cannot read them refuses it instead of decoding old events with new
 //                 definitions; version 1 (no schemas) is still read and written.
+// Split form (issue 8): the history is 40 KB for Sakila and changes only at a DDL, so the
+// streamer's per-transaction checkpoints refer to it ("schemas_ref": its SchemaHistoryText's
+// ref, pipeline/change.h) and the sinks store the history once per change (SQLite: a row of
+// _sluice_schemas; JSON lines: a file beside the state file), in the same atomic step as the
+// checkpoint that first refers to it. JoinCheckpoint(split, history json) is exactly ToJson();
+// FromJson reads only the whole form (a split text is kCorruption naming the missing history).
 // Thread safety: plain value type.
 #pragma once
 
@@ -34,6 +40,7 @@
 #include <vector>
 
 #include "core/position.h"
+#include "pipeline/change.h"
 #include "pipeline/handoff_rule.h"
 #include "schema/schema_history.h"
 #include "util/status.h"
@@ -133,6 +140,9 @@ struct Checkpoint {
   std::map<std::string, IncrementalProgress> incremental;  // key "db.table"
 
   std::string ToJson() const;
+  // ToJson() with "schemas_ref":"<history.ref>" in place of "schemas" (the caller passes the
+  // text of `schemas`, SchemaHistoryTextOf); without schemas, ToJson().
+  std::string ToJsonWithRef(const SchemaHistoryText* history) const;
   static Result<Checkpoint> FromJson(const std::string& text);
 
   // Formats the "snapshot" object once, for a checkpoint whose snapshot part no longer
@@ -147,6 +157,25 @@ struct Checkpoint {
   struct FrozenSnapshot;
   std::shared_ptr<const FrozenSnapshot> frozen_snapshot_;
   std::string SnapshotFingerprint() const;
+  std::string ToJsonWithoutSchemas() const;  // the document, ending in '}'
 };
+
+// The text of `h` (its cached JSON) and its ref: a 64-bit FNV-1a digest and the length.
+std::shared_ptr<const SchemaHistoryText> SchemaHistoryTextOf(const SchemaHistory& h);
+// The ref a split checkpoint names ("" for a whole one or any other text).
+std::string_view CheckpointSchemasRef(std::string_view text);
+// A split checkpoint and the json of the history it names -> the whole checkpoint. A text
+// without a ref is returned as it is.
+std::string JoinCheckpoint(std::string_view split, std::string_view history_json);
+// A whole checkpoint (ToJson) -> its split form and its history (null: it holds none; then
+// `split` is the text itself). The inverse of JoinCheckpoint.
+struct SplitCheckpointText {
+  std::string split;
+  std::shared_ptr<const SchemaHistoryText> schemas;
+};
+SplitCheckpointText SplitCheckpoint(std::string_view whole);
+// The whole checkpoint of a transaction: JoinCheckpoint when it carries a history (for sinks
+// that store the checkpoint as one text: Kafka, NATS).
+std::string WholeCheckpoint(const Transaction& txn);
 
 }  // namespace sluice

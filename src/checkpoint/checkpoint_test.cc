@@ -440,3 +440,66 @@ TEST(CheckpointFreezeTest, FrozenSnapshotTextEqualsAFreshFormatAndNeverGoesStale
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+std::shared_ptr<SchemaHistory> OneTableHistory(const std::string& column) {
+  auto h = std::make_shared<SchemaHistory>();
+  auto t = std::make_shared<TableSchema>();
+  t->db = "shop";
+  t->table = "t";
+  ColumnDesc c;
+  c.name = column;
+  c.SetType("int");
+  t->columns.push_back(c);
+  EXPECT_TRUE(h->Add("shop", "t", {{"binlog.000001", 4}, t, ""}).ok());
+  return h;
+}
+
+// Issue 8: per-transaction checkpoints refer to the schema history instead of holding it;
+// the split form joined with the history's text is exactly the whole checkpoint, and a
+// whole checkpoint splits into exactly that.
+TEST(CheckpointSplitTest, SplitFormJoinsBackToTheWholeText) {
+  Checkpoint cp;
+  cp.flavor = Flavor::kMariaDB;
+  cp.stream_start = {"binlog.000002", 1234};
+  cp.gtid = "0-1-9";
+  cp.schemas = OneTableHistory("id");
+  auto text = SchemaHistoryTextOf(*cp.schemas);
+  const std::string whole = cp.ToJson();
+  const std::string split = cp.ToJsonWithRef(text.get());
+  EXPECT_EQ(split.find(text->json), std::string::npos) << "the split form must not hold the history: " << split;
+  EXPECT_LT(split.size() + text->json.size() / 2, whole.size());
+  EXPECT_EQ(CheckpointSchemasRef(split), text->ref) << split;
+  EXPECT_EQ(CheckpointSchemasRef(whole), "") << whole;
+  EXPECT_EQ(JoinCheckpoint(split, text->json), whole);
+  SplitCheckpointText parts = SplitCheckpoint(whole);
+  EXPECT_EQ(parts.split, split);
+  ASSERT_NE(parts.schemas, nullptr);
+  EXPECT_EQ(parts.schemas->ref, text->ref);
+  EXPECT_EQ(parts.schemas->json, text->json);
+  Transaction txn;
+  txn.checkpoint = split;
+  txn.schemas = text;
+  EXPECT_EQ(WholeCheckpoint(txn), whole);
+
+  // Another history gets another ref.
+  EXPECT_NE(SchemaHistoryTextOf(*OneTableHistory("id2"))->ref, text->ref);
+
+  // Without a history both forms are the same text, and nothing splits off.
+  Checkpoint plain = cp;
+  plain.schemas = nullptr;
+  EXPECT_EQ(plain.ToJsonWithRef(text.get()), plain.ToJson());
+  EXPECT_EQ(SplitCheckpoint(plain.ToJson()).schemas, nullptr);
+  EXPECT_EQ(JoinCheckpoint(plain.ToJson(), text->json), plain.ToJson());
+
+  // A split text read as a checkpoint (its history lost) is corrupt, naming the ref.
+  auto r = Checkpoint::FromJson(split);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find(text->ref), std::string::npos) << r.status().ToString();
+}
+
+}  // namespace
+}  // namespace sluice

@@ -25,7 +25,9 @@
 #include "cli/table_config.h"
 #include "snapshot/incremental.h"
 #include "schema/text_value.h"
+#include "sink/jsonl_sink.h"
 #include "sink/mysql_sink.h"
+#include "sink/sqlite_sink.h"
 #include "util/log.h"
 
 namespace sluice::cli {
@@ -148,15 +150,9 @@ Result<std::optional<std::string>> ReadSqliteCheckpoint(const std::string& path)
     st = Status::Unavailable(fmt::format("cannot open {}: {}", path, db ? sqlite3_errmsg(db) : "out of memory"));
   } else {
     sqlite3_busy_timeout(db, 5000);
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT state FROM _sluice_checkpoint WHERE id = 1", -1, &s, nullptr) == SQLITE_OK) {
-      if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
-        out = std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)),
-                          static_cast<size_t>(sqlite3_column_bytes(s, 0)));
-    } else if (std::string(sqlite3_errmsg(db)).find("no such table") == std::string::npos) {
-      st = Status::Unavailable(fmt::format("cannot read the checkpoint of {}: {}", path, sqlite3_errmsg(db)));
-    }
-    sqlite3_finalize(s);
+    auto text = sluice::ReadSqliteCheckpoint(db);
+    if (text.ok()) out = std::move(text).value();
+    else st = text.status().WithContext(fmt::format("the checkpoint of {}", path));
   }
   sqlite3_close(db);
   if (!st.ok()) return st;
@@ -754,17 +750,8 @@ SinkFacts CheckSink(const Config& config) {
       stored = ReadSqliteCheckpoint(k.path);
     }
   } else {
-    auto text = ReadSmallFile(k.checkpoint);
-    if (!text.ok()) {
-      stored = text.status();
-    } else if (*text) {
-      try {
-        auto j = nlohmann::json::parse(**text);
-        if (j.contains("checkpoint") && j["checkpoint"].is_string())
-          stored = std::optional<std::string>(j["checkpoint"].get<std::string>());
-      } catch (const std::exception& e) {
-        stored = Status::Corruption(fmt::format("{} is not a sluice state file: {}", k.checkpoint, e.what()));
-      }
+    stored = ReadJsonlCheckpoint(k.checkpoint);  // errors name the file
+    if (stored.ok() && *stored) {
       s.checkpoint_age_seconds = FileAgeSeconds({k.checkpoint});
     }
   }

@@ -171,12 +171,9 @@ class Replica {
 
   // The stored checkpoint, if any (no table yet: none).
   std::optional<Checkpoint> LoadCheckpoint() {
-    auto s = Prepare("SELECT state FROM _sluice_checkpoint WHERE id = 1");
-    if (!s.ok()) return std::nullopt;
-    if (sqlite3_step(s->get()) != SQLITE_ROW) return std::nullopt;
-    const char* text = reinterpret_cast<const char*>(sqlite3_column_text(s->get(), 0));
-    if (text == nullptr) return std::nullopt;
-    auto c = Checkpoint::FromJson(text);
+    auto text = sluice::ReadSqliteCheckpoint(db_);
+    if (!text.ok() || !*text) return std::nullopt;
+    auto c = Checkpoint::FromJson(**text);
     if (!c.ok()) return std::nullopt;
     return std::move(c).value();
   }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,11 +42,33 @@ struct RowChange {
   SourceInfo source;
 };
 
+// Bytes `c` holds in memory (itself, its values and their heap storage): what the memory cap
+// of buffered change data counts (issue 8).
+inline size_t ApproxBytes(const RowChange& c) {
+  auto heap = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
+  size_t n = sizeof(RowChange) + heap(c.source.file) + heap(c.source.gtid) +
+             (c.before.capacity() + c.after.capacity()) * sizeof(Value);
+  for (const Value& v : c.before) n += heap(v.s);
+  for (const Value& v : c.after) n += heap(v.s);
+  return n;
+}
+
+// A checkpoint's schema history as text, kept apart from the checkpoint (issue 8): formatted
+// once per DDL and shared by every transaction after it, stored by the sinks that can
+// (SQLite, JSON lines) only when it changed. `ref` names this text (a digest of it).
+struct SchemaHistoryText {
+  std::string ref;
+  std::string json;
+};
+
 struct Transaction {
   std::vector<RowChange> changes;
   // The state to record once this transaction is applied, as opaque JSON text written by
-  // checkpoint/checkpoint.h. Sinks store it with the data in one atomic step.
+  // checkpoint/checkpoint.h. Sinks store it with the data in one atomic step. When `schemas`
+  // is set, the text refers to that history ("schemas_ref") instead of holding it, and
+  // JoinCheckpoint(checkpoint, schemas->json) (checkpoint.h) is the whole checkpoint.
   std::string checkpoint;
+  std::shared_ptr<const SchemaHistoryText> schemas;
   bool is_snapshot = false;
   // Output formatted ahead, on another thread, by the Preformatter of the sink that will
   // apply this transaction (sink/sink.h); opaque to everyone else. A sink that finds it set

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_file.h"
 
 namespace sluice {
@@ -84,7 +86,62 @@ Result<State> ParseState(const std::string& path, const std::string& text) {
   return st;
 }
 
+std::string SchemasFile(const std::string& state_path, std::string_view ref) {
+  return fmt::format("{}.schemas-{}", state_path, ref);
+}
+
+// The history a split checkpoint refers to, from its file beside the state file.
+Result<std::shared_ptr<const SchemaHistoryText>> ReadSchemasFile(const std::string& state_path,
+                                                                 const std::string& checkpoint) {
+  const std::string_view ref = CheckpointSchemasRef(checkpoint);
+  if (ref.empty()) return std::shared_ptr<const SchemaHistoryText>();
+  const std::string path = SchemasFile(state_path, ref);
+  ASSIGN_OR_RETURN(std::optional<std::string> json, ReadSmallFile(path));
+  if (!json) {
+    return Status::Corruption(fmt::format(
+        "JSONL state file {}: its checkpoint refers to schema history {}, but {} does not exist",
+        state_path, ref, path));
+  }
+  auto h = std::make_shared<SchemaHistoryText>();
+  h->ref = std::string(ref);
+  h->json = std::move(*json);
+  return std::shared_ptr<const SchemaHistoryText>(std::move(h));
+}
+
+// History files of `state_path` other than `keep_ref`'s (left by a crash between writing a
+// new history and the state file that refers to it).
+void RemoveOtherSchemasFiles(const std::string& state_path, std::string_view keep_ref) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path state(state_path);
+  const std::string prefix = state.filename().string() + ".schemas-";
+  const fs::path dir = state.parent_path().empty() ? fs::path(".") : state.parent_path();
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with(prefix) && name.substr(prefix.size()) != keep_ref) fs::remove(e.path(), ec);
+  }
+}
+
 }  // namespace
+
+Result<std::optional<std::string>> ReadJsonlCheckpoint(const std::string& state_path) {
+  ASSIGN_OR_RETURN(std::optional<std::string> text, ReadSmallFile(state_path));
+  if (!text) return std::optional<std::string>();
+  ASSIGN_OR_RETURN(State state, ParseState(state_path, *text));
+  if (!state.checkpoint) return std::optional<std::string>();
+  ASSIGN_OR_RETURN(auto history, ReadSchemasFile(state_path, *state.checkpoint));
+  if (!history) return state.checkpoint;
+  return std::optional<std::string>(JoinCheckpoint(*state.checkpoint, history->json));
+}
+
+JsonlSink::Stored JsonlSink::ToStored(const std::string& text,
+                                      const std::shared_ptr<const SchemaHistoryText>& schemas) {
+  if (schemas) return Stored{text, schemas};
+  SplitCheckpointText split = SplitCheckpoint(text);  // a whole checkpoint (SaveCheckpoint etc.)
+  return Stored{std::move(split.split), std::move(split.schemas)};
+}
+
+std::string JsonlSink::SchemasPath(std::string_view ref) const { return SchemasFile(state_path_, ref); }
 
 JsonlSink::JsonlSink(JsonlSinkOptions options)
     : options_(std::move(options)), serializer_(options_.records) {}
@@ -113,7 +170,11 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
   if (text) {
     ASSIGN_OR_RETURN(state, ParseState(sink->state_path_, *text));
   }
-  sink->stored_ = state.checkpoint;
+  if (state.checkpoint) {
+    ASSIGN_OR_RETURN(auto history, ReadSchemasFile(sink->state_path_, *state.checkpoint));
+    sink->stored_ = Stored{*state.checkpoint, std::move(history)};
+  }
+  RemoveOtherSchemasFiles(sink->state_path_, sink->stored_ && sink->stored_->schemas ? sink->stored_->schemas->ref : "");
 
   if (sink->to_stdout_) {
     sink->fd_ = STDOUT_FILENO;
@@ -156,7 +217,10 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
 
 Result<std::optional<std::string>> JsonlSink::LoadCheckpoint() {
   RETURN_IF_ERROR(broken_);
-  return pending_ ? pending_ : stored_;
+  const std::optional<Stored>& cp = pending_ ? pending_ : stored_;
+  if (!cp) return std::optional<std::string>();
+  if (!cp->schemas) return std::optional<std::string>(cp->text);
+  return std::optional<std::string>(JoinCheckpoint(cp->text, cp->schemas->json));
 }
 
 Status JsonlSink::PrepareTable(const TableSchema&) { return broken_; }
@@ -173,7 +237,7 @@ Status JsonlSink::ApplyTransactions(const Transaction* txns, size_t count) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
   const size_t mark = buffer_.size();
-  std::optional<std::string> pending_before = pending_;
+  std::optional<Stored> pending_before = pending_;
   const int64_t now = options_.now_ms();
   for (size_t k = 0; k < count; ++k) {
     if (txns[k].preformatted) {
@@ -189,7 +253,7 @@ Status JsonlSink::ApplyTransactions(const Transaction* txns, size_t count) {
       return st;
     }
     AppendLines();
-    if (!txns[k].checkpoint.empty()) pending_ = txns[k].checkpoint;
+    if (!txns[k].checkpoint.empty()) pending_ = ToStored(txns[k].checkpoint, txns[k].schemas);
   }
   if (!options_.sync_every_txn && buffer_.size() < kWriteThreshold) return Status::Ok();
   Status st = options_.sync_every_txn ? Flush() : WriteBuffer(/*keep=*/false);
@@ -252,8 +316,8 @@ Status JsonlSink::WriteRecordsWithCheckpoint(const std::function<Status()>& appe
   batch_.clear();
   RETURN_IF_ERROR(append());
   AppendLines();
-  std::optional<std::string> pending_before = pending_;
-  if (!checkpoint.empty()) pending_ = checkpoint;
+  std::optional<Stored> pending_before = pending_;
+  if (!checkpoint.empty()) pending_ = ToStored(checkpoint, nullptr);
   Status st = Flush();
   if (!st.ok() && broken_.ok()) {
     buffer_.resize(mark);
@@ -279,8 +343,8 @@ Status JsonlSink::ApplySchemaChanges(const std::vector<SchemaChange>& changes, c
 Status JsonlSink::SaveCheckpoint(const std::string& checkpoint) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
-  std::optional<std::string> pending_before = pending_;
-  pending_ = checkpoint;
+  std::optional<Stored> pending_before = pending_;
+  pending_ = ToStored(checkpoint, nullptr);
   if (!options_.sync_every_txn) return Status::Ok();
   Status st = Flush();
   if (!st.ok() && broken_.ok()) pending_ = std::move(pending_before);
@@ -335,9 +399,27 @@ Status JsonlSink::WriteState() {
   doc["format"] = kStateFormat;
   doc["version"] = kStateVersion;
   doc["output_bytes"] = to_stdout_ ? nlohmann::json(nullptr) : nlohmann::json(output_bytes_);
-  doc["checkpoint"] = pending_  ? nlohmann::json(*pending_)
-                      : stored_ ? nlohmann::json(*stored_)
-                                : nlohmann::json(nullptr);
+  const std::optional<Stored>& next = pending_ ? pending_ : stored_;
+  doc["checkpoint"] = next ? nlohmann::json(next->text) : nlohmann::json(nullptr);
+  const bool new_history = next && next->schemas &&
+                           !(stored_ && stored_->schemas &&
+                             (stored_->schemas == next->schemas || stored_->schemas->ref == next->schemas->ref));
+  if (new_history) {
+    // Before the state file that refers to it; an orphan left by a crash is removed by Open.
+    Status hst = WriteFileAtomic(SchemasPath(next->schemas->ref), next->schemas->json);
+    if (!hst.ok()) {
+      const bool full = hst.message().find(strerror(ENOSPC)) != std::string::npos ||
+                        hst.message().find(strerror(EDQUOT)) != std::string::npos;
+      if (full)
+        return Status::Unavailable(fmt::format("disk full: schema history file: {} (will retry once space is freed)",
+                                               hst.message()));
+      return Status::FailedPrecondition(fmt::format("cannot write the JSON lines schema history file: {}", hst.message()));
+    }
+  }
+  const std::string old_history =
+      stored_ && stored_->schemas && (!next || !next->schemas || next->schemas->ref != stored_->schemas->ref)
+          ? SchemasPath(stored_->schemas->ref)
+          : "";
   Status st =
       WriteFileAtomic(state_path_, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (!st.ok()) {
@@ -350,7 +432,7 @@ Status JsonlSink::WriteState() {
     }
     const bool is_new = now && now->output_bytes == (to_stdout_ ? std::nullopt
                                                                 : std::optional<uint64_t>(output_bytes_)) &&
-                        now->checkpoint == (pending_ ? pending_ : stored_);
+                        now->checkpoint == (next ? std::optional<std::string>(next->text) : std::nullopt);
     if (!is_new) {
       const bool full = st.message().find(strerror(ENOSPC)) != std::string::npos ||
                         st.message().find(strerror(EDQUOT)) != std::string::npos;
@@ -367,6 +449,7 @@ Status JsonlSink::WriteState() {
   state_bytes_ = output_bytes_;
   if (pending_) stored_ = std::move(pending_);
   pending_.reset();
+  if (!old_history.empty()) ::unlink(old_history.c_str());  // no state file refers to it now
   return Status::Ok();
 }
 

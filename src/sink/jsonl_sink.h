@@ -31,6 +31,11 @@
 // State file format (a JSON object; keys written in sorted order): {"checkpoint":
 // "<checkpoint text>"|null,"format":"sluice-jsonl-state","output_bytes":N|null,"version":1}
 // (output_bytes is null in stdout mode). Another version is kFailedPrecondition.
+// A checkpoint in split form (checkpoint.h: "schemas_ref" instead of the schema history)
+// has its history in "<state file>.schemas-<ref>", written (tmp + fsync + rename) before the
+// first state file that refers to it and removed once a state file refers to another, so
+// the state file is rewritten without the history at every commit; a missing history file
+// is kCorruption naming it. ReadJsonlCheckpoint reads the whole checkpoint without a sink.
 // Ownership/thread safety: one thread at a time; the destructor flushes (ignoring errors).
 #pragma once
 
@@ -55,6 +60,10 @@ struct JsonlSinkOptions {
   // transaction_metadata the BEGIN/END records are lines too; tombstones have no line.
   RecordOptions records;
 };
+
+// The whole checkpoint recorded in the state file `state_path` (joined with its schema history
+// file), or nullopt when the file does not exist or records none. Errors as Open's.
+Result<std::optional<std::string>> ReadJsonlCheckpoint(const std::string& state_path);
 
 class JsonlSink : public Sink {
  public:
@@ -104,8 +113,16 @@ class JsonlSink : public Sink {
   int fd_ = -1;
   uint64_t output_bytes_ = 0;           // bytes of the output written (and, if synced, durable)
   uint64_t state_bytes_ = 0;            // output length recorded in the state file
-  std::optional<std::string> stored_;   // checkpoint text in the state file
-  std::optional<std::string> pending_;  // checkpoint to store at the next flush
+  // A checkpoint as the state file records it: the text (split form when `schemas` is set)
+  // and the history it refers to.
+  struct Stored {
+    std::string text;
+    std::shared_ptr<const SchemaHistoryText> schemas;
+  };
+  static Stored ToStored(const std::string& text, const std::shared_ptr<const SchemaHistoryText>& schemas);
+  std::string SchemasPath(std::string_view ref) const;
+  std::optional<Stored> stored_;   // checkpoint in the state file
+  std::optional<Stored> pending_;  // checkpoint to store at the next flush
   std::string buffer_;                  // lines not yet written
   RecordSerializer serializer_;
   RecordBatch batch_;                   // records of the call being applied

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_file.h"
 #include "sink/envelope.h"
 
@@ -253,6 +254,90 @@ TEST_F(JsonlSinkTest, Stdout) {
   s = OpenSink(true, "-");
   ASSERT_TRUE(s);
   EXPECT_EQ(Checkpoint(*s), "cp1");
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+std::shared_ptr<const SchemaHistory> HistoryWith(const std::string& column) {
+  auto h = std::make_shared<SchemaHistory>();
+  auto t = std::make_shared<TableSchema>(*Items());
+  t->columns[1].name = column;
+  t->columns[1].SetType("int");
+  t->columns[0].SetType("int");
+  EXPECT_TRUE(h->Add("shop", "items", {{"binlog.000001", 4}, t, ""}).ok());
+  return h;
+}
+
+// Issue 8: the state file rewritten at every commit holds the checkpoint without the schema
+// history; the history is a file beside it, written once per change before the first state
+// file that refers to it, and the old one removed after.
+TEST_F(JsonlSinkTest, SchemaHistoryIsAFileWrittenOncePerChange) {
+  auto s = OpenSink();
+  ASSERT_TRUE(s);
+  ::sluice::Checkpoint cp;
+  cp.stream_start = {"binlog.000001", 100};
+  cp.schemas = HistoryWith("name");
+  auto h1 = SchemaHistoryTextOf(*cp.schemas);
+  auto txn = [&](int id, uint64_t pos, const std::shared_ptr<const SchemaHistoryText>& h) {
+    cp.stream_start.pos = pos;
+    Transaction t = Txn({Insert(id, "x")}, cp.ToJsonWithRef(h.get()));
+    t.schemas = h;
+    return t;
+  };
+  const std::string h1_path = path_ + ".checkpoint.schemas-" + h1->ref;
+  std::vector<Transaction> group{txn(1, 200, h1), txn(2, 300, h1)};
+  ASSERT_TRUE(s->ApplyGroup(group).ok());
+  EXPECT_EQ(ReadAll(h1_path), h1->json);
+  EXPECT_EQ(ReadAll(path_ + ".checkpoint").find("\\\"schemas\\\":"), std::string::npos)
+      << "the state file holds the history: " << ReadAll(path_ + ".checkpoint");
+  EXPECT_EQ(Checkpoint(*s), cp.ToJson());
+  struct stat before;
+  ASSERT_EQ(::stat(h1_path.c_str(), &before), 0);
+  ::usleep(20000);
+  group = {txn(3, 400, h1)};
+  ASSERT_TRUE(s->ApplyGroup(group).ok());
+  struct stat after;
+  ASSERT_EQ(::stat(h1_path.c_str(), &after), 0);
+  EXPECT_EQ(before.st_ino, after.st_ino) << "the history file was rewritten for an unchanged history";
+
+  // A new history: its file, then the state file; the old file goes.
+  cp.schemas = HistoryWith("label");
+  auto h2 = SchemaHistoryTextOf(*cp.schemas);
+  group = {txn(4, 500, h2)};
+  ASSERT_TRUE(s->ApplyGroup(group).ok());
+  EXPECT_EQ(ReadAll(path_ + ".checkpoint.schemas-" + h2->ref), h2->json);
+  EXPECT_NE(::access(h1_path.c_str(), F_OK), 0) << "old history file kept";
+  const std::string whole = cp.ToJson();
+
+  // Restart: the whole checkpoint, from the sink and from ReadJsonlCheckpoint; an orphan
+  // history file (a crash after writing it) is removed.
+  s.reset();
+  ASSERT_TRUE(WriteFileAtomic(h1_path, h1->json).ok());
+  s = OpenSink();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Checkpoint(*s), whole);
+  EXPECT_NE(::access(h1_path.c_str(), F_OK), 0) << "orphan history file kept";
+  auto read = ReadJsonlCheckpoint(path_ + ".checkpoint");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, whole);
+  // A whole checkpoint saved directly is split the same way.
+  cp.schemas = HistoryWith("title");
+  ASSERT_TRUE(s->SaveCheckpoint(cp.ToJson()).ok());
+  EXPECT_EQ(Checkpoint(*s), cp.ToJson());
+  EXPECT_EQ(ReadAll(path_ + ".checkpoint").find("\\\"schemas\\\":"), std::string::npos);
+
+  // The history file lost: kCorruption naming it.
+  s.reset();
+  const std::string h3_path = path_ + ".checkpoint.schemas-" + SchemaHistoryTextOf(*cp.schemas)->ref;
+  ASSERT_EQ(::unlink(h3_path.c_str()), 0);
+  auto bad = JsonlSink::Open(JsonlSinkOptions{path_});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(bad.status().message().find(h3_path), std::string::npos) << bad.status().ToString();
 }
 
 }  // namespace

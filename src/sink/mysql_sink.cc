@@ -11,6 +11,8 @@
 // would cost one per row.
 #include "sink/mysql_sink.h"
 
+#include "checkpoint/checkpoint.h"
+
 #include <mysql.h>
 
 #include <algorithm>
@@ -772,9 +774,19 @@ Status MysqlSink::ApplyGroup(const std::vector<Transaction>& group) {
 
 Status MysqlSink::ApplyTransactions(const Transaction* txns, size_t count) {
   RETURN_IF_ERROR(EnsureConnected());
+  // The whole checkpoint text: the streamer's refers to its schema history (checkpoint.h).
+  std::string whole;
   const std::string* checkpoint = nullptr;
   for (size_t k = 0; k < count; ++k)
     if (!txns[k].checkpoint.empty()) checkpoint = &txns[k].checkpoint;
+  for (size_t k = count; k-- > 0;)
+    if (!txns[k].checkpoint.empty()) {
+      if (txns[k].schemas) {
+        whole = WholeCheckpoint(txns[k]);
+        checkpoint = &whole;
+      }
+      break;
+    }
   if (stored_after_reconnect_.has_value()) {
     // The last commit before the connection broke may have reached the server: if its
     // checkpoint is stored, this (repeated) call is already applied.

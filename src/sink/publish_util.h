@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "sink/kafka_sink.h"
 #include "sink/nats_sink.h"
 #include "util/status.h"
@@ -64,7 +65,7 @@ template <class Impl>
   RETURN_IF_ERROR(impl.broken);
   impl.batch.clear();
   RETURN_IF_ERROR(impl.serializer.AppendTransaction(txn, impl.o.now_ms(), &impl.batch));
-  return impl.Publish(txn.checkpoint);
+  return impl.Publish(WholeCheckpoint(txn));
 }
 template <class Impl>
 [[nodiscard]] Status PublishSchemaChange(Impl& impl, const TableSchema& table) {

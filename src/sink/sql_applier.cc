@@ -7,6 +7,8 @@
 // Statements are prepared once per (table, kind, present-column mask[, rows]) and cached.
 #include "sink/sql_applier.h"
 
+#include "checkpoint/checkpoint.h"
+
 #include <nlohmann/json.hpp>
 
 #include <bit>
@@ -98,6 +100,8 @@ Result<SqlStatement*> SqlApplier::Meta(SqlMeta which) {
 
 Status SqlApplier::Recover() {
   if (!need_reconnect_) return Status::Ok();
+  stored_schemas_.reset();
+  part_open_ = false;
   stmts_.clear();
   meta_.fill(nullptr);
   RETURN_IF_ERROR(conn_->Reconnect());
@@ -110,11 +114,16 @@ Status SqlApplier::Note(Status st) {
   return st;
 }
 
-Status SqlApplier::Begin() { return conn_->Begin(); }
+Status SqlApplier::Begin() { return part_open_ ? Status::Ok() : conn_->Begin(); }
 
-void SqlApplier::Rollback() { conn_->Rollback(); }
+void SqlApplier::Rollback() {
+  part_open_ = false;
+  stored_schemas_.reset();  // a history written in the rolled-back transaction is gone
+  conn_->Rollback();
+}
 
 Status SqlApplier::Commit(const std::string* checkpoint) {
+  if (part_open_) return Status::Ok();  // the group that ends the source transaction commits
   Status st = conn_->Commit();
   // A connection lost during COMMIT leaves the outcome unknown: the next call finds out
   // from the stored checkpoint.
@@ -135,16 +144,56 @@ Result<std::optional<std::string>> SqlApplier::LoadCheckpoint() {
     ASSIGN_OR_RETURN(auto rows, s->Query());
     std::optional<std::string> out;
     if (!rows.empty() && !rows[0].empty() && rows[0][0].has_value()) out = *rows[0][0];
-    return out;
+    if (!out) return out;
+    const std::string_view ref = CheckpointSchemasRef(*out);
+    if (ref.empty()) return out;
+    ASSIGN_OR_RETURN(SqlStatement * h, Meta(SqlMeta::kLoadSchemas));
+    const Value ref_value = Value::Text(std::string(ref));
+    RETURN_IF_ERROR(h->Bind(1, ref_value, nullptr));
+    ASSIGN_OR_RETURN(auto hrows, h->Query());
+    if (hrows.empty() || hrows[0].empty() || !hrows[0][0].has_value()) {
+      return Status::Corruption(fmt::format(
+          "the checkpoint refers to schema history {}, which the schemas table does not hold", ref));
+    }
+    return std::optional<std::string>(JoinCheckpoint(*out, *hrows[0][0]));
   };
   Result<std::optional<std::string>> r = load();
   if (!r.ok()) return Note(r.status().WithContext("load checkpoint"));
   return r;
 }
 
-Status SqlApplier::WriteCheckpoint(const std::string& checkpoint) {
+Status SqlApplier::WriteCheckpoint(const std::string& checkpoint,
+                                   const std::shared_ptr<const SchemaHistoryText>& schemas) {
+  const std::string* text = &checkpoint;
+  std::shared_ptr<const SchemaHistoryText> history = schemas;
+  SplitCheckpointText split;
+  if (!history) {
+    split = SplitCheckpoint(checkpoint);
+    if (split.schemas) {
+      text = &split.split;
+      history = split.schemas;
+    }
+  }
+  const bool stored = history && stored_schemas_ &&
+                      (stored_schemas_ == history ||
+                       (stored_schemas_->ref == history->ref && stored_schemas_->json == history->json));
+  if (history && !stored) {
+    // Once per schema change: the new history replaces the old in this transaction.
+    const Value ref = Value::Text(history->ref);
+    ASSIGN_OR_RETURN(SqlStatement * drop, Meta(SqlMeta::kDropOtherSchemas));
+    RETURN_IF_ERROR(drop->Bind(1, ref, nullptr).WithContext("bind schema history"));
+    Result<int64_t> r = drop->Execute();
+    if (!r.ok()) return r.status().WithContext("save schema history");
+    ASSIGN_OR_RETURN(SqlStatement * save, Meta(SqlMeta::kSaveSchemas));
+    const Value json = Value::Text(history->json);
+    RETURN_IF_ERROR(save->Bind(1, ref, nullptr).WithContext("bind schema history"));
+    RETURN_IF_ERROR(save->Bind(2, json, nullptr).WithContext("bind schema history"));
+    r = save->Execute();
+    if (!r.ok()) return r.status().WithContext("save schema history");
+    stored_schemas_ = history;
+  }
   ASSIGN_OR_RETURN(SqlStatement * s, Meta(SqlMeta::kSaveCheckpoint));
-  const Value v = Value::Text(checkpoint);
+  const Value v = Value::Text(*text);
   RETURN_IF_ERROR(s->Bind(1, v, nullptr).WithContext("bind checkpoint"));
   Result<int64_t> r = s->Execute();
   return r.ok() ? Status::Ok() : r.status().WithContext("save checkpoint");
@@ -792,16 +841,21 @@ Status SqlApplier::ApplyGroup(const std::vector<Transaction>& group) {
 }
 
 Status SqlApplier::ApplyChanges(const Transaction* txns, size_t count) {
-  RETURN_IF_ERROR(Recover());
+  if (!part_open_) RETURN_IF_ERROR(Recover());
   const std::string* checkpoint = nullptr;
+  const Transaction* checkpoint_txn = nullptr;
   for (size_t k = 0; k < count; ++k)
-    if (!txns[k].checkpoint.empty()) checkpoint = &txns[k].checkpoint;
-  if (in_doubt_) {
+    if (!txns[k].checkpoint.empty()) {
+      checkpoint = &txns[k].checkpoint;
+      checkpoint_txn = &txns[k];
+    }
+  if (in_doubt_ && !part_open_) {
     // The last commit's outcome was unknown: if it did commit, this is the same work again.
     std::optional<std::string> doubt = std::move(in_doubt_);
     in_doubt_.reset();
     ASSIGN_OR_RETURN(std::optional<std::string> stored, LoadCheckpoint());
-    if (checkpoint != nullptr && stored && *stored == *checkpoint && *doubt == *checkpoint) return Status::Ok();
+    if (checkpoint != nullptr && stored && *stored == WholeCheckpoint(*checkpoint_txn) && *doubt == *checkpoint)
+      return Status::Ok();
   }
   // Create missing tables first, each in its own transaction, outside the data transaction.
   targets_.clear();
@@ -838,10 +892,37 @@ Status SqlApplier::ApplyChanges(const Transaction* txns, size_t count) {
       }
     }
   }
-  if (st.ok() && checkpoint != nullptr) st = WriteCheckpoint(*checkpoint);
+  if (st.ok() && checkpoint != nullptr) st = WriteCheckpoint(*checkpoint, checkpoint_txn->schemas);
+  part_open_ = false;  // this group ends the source transaction its parts began
   if (st.ok()) st = Commit(checkpoint);
   if (!st.ok()) Rollback();
   return st;
+}
+
+Status SqlApplier::ApplyPart(const Transaction& part) {
+  if (!part_open_) RETURN_IF_ERROR(Note(Recover()));
+  targets_.clear();
+  Status st;
+  for (const RowChange& c : part.changes) {
+    auto t = TableFor(c.table);  // inside the open transaction once parts began
+    if (!t.ok()) {
+      st = t.status();
+      break;
+    }
+    targets_.push_back(*t);
+  }
+  if (st.ok() && !part_open_) {
+    st = Begin();
+    if (st.ok()) part_open_ = true;
+  }
+  for (size_t i = 0; i < part.changes.size() && st.ok(); ++i) st = ApplyChange(*targets_[i], part.changes[i]);
+  if (!st.ok()) Rollback();
+  return Note(st);
+}
+
+void SqlApplier::AbortParts() {
+  if (part_open_) Rollback();
+  part_open_ = false;
 }
 
 }  // namespace sluice

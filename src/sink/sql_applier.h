@@ -24,7 +24,9 @@
 // Runs of consecutive inserts (and deletes by key) of one table go into multi-row
 // statements when SqlDialect::MaxRowsPerStatement() > 1; snapshot chunks go through
 // SqlConnection::BulkLoad when the backend has one.
-// An empty checkpoint leaves the stored checkpoint as it was.
+// An empty checkpoint leaves the stored checkpoint as it was. The checkpoint's schema history
+// is kept in its own table (SqlMeta::kSaveSchemas), written only when it changed, in the same
+// transaction as the checkpoint row that refers to it; LoadCheckpoint joins them.
 //
 // Transient errors (kUnavailable): the call rolls back and returns kUnavailable; the next
 // call reconnects first (SqlConnection::Reconnect). When the connection was lost during
@@ -78,6 +80,12 @@ class SqlApplier : public Sink {
   // DELETE FROM the table and the checkpoint row, in one destination transaction.
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
   Status Flush() override;  // every commit is already durable: nothing to do
+  bool CheckpointsEachTransaction() const override { return false; }  // a group's last only
+  // Parts of a large source transaction: one open destination transaction until the
+  // ApplyGroup that ends it commits (tables first met in a part are created inside it).
+  bool SupportsParts() const override { return true; }
+  Status ApplyPart(const Transaction& part) override;
+  void AbortParts() override;
 
   SqlConnection& connection() { return *conn_; }
   // A DROP (SchemaChange kDrop) drops the destination table too, instead of keeping it with
@@ -105,12 +113,15 @@ class SqlApplier : public Sink {
   Status ApplyUpdateNoPk(SqlTable& t, const RowChange& c);
   Status ApplyDelete(SqlTable& t, const RowChange& c);
   Result<size_t> ApplyInsertRun(size_t at);
-  Status WriteCheckpoint(const std::string& checkpoint);
+  // The checkpoint row, and the schema history it refers to when that is not the one stored
+  // (a whole checkpoint text is split first: checkpoint.h).
+  Status WriteCheckpoint(const std::string& checkpoint,
+                         const std::shared_ptr<const SchemaHistoryText>& schemas = nullptr);
   Status Bind(SqlTable& t, SqlStatement* s, int index, size_t column, const Value& v);
   Result<int64_t> Run(SqlTable* t, SqlStatement* s);
   Result<SqlStatement*> CachedStatement(SqlTable& t, const std::string& key);
-  Status Begin();
-  void Rollback();
+  Status Begin();   // no-op while parts hold the transaction open
+  void Rollback();  // rolls back everything, parts included
   // Before any work: reconnects after a transient error (dropping every cached statement).
   Status Recover();
   // Wraps a failed commit: remembers `checkpoint` when the outcome is unknown.
@@ -136,7 +147,11 @@ class SqlApplier : public Sink {
   std::vector<SqlTable*> targets_;   // scratch: the table of each change being applied
   std::vector<const RowChange*> flat_;  // scratch: the changes being applied, in order
   std::unordered_set<std::string> keys_;  // scratch: keys in one multi-row statement
-  std::array<SqlStatement*, 5> meta_{};   // SqlMeta statements (owned by conn_)
+  std::array<SqlStatement*, 8> meta_{};   // SqlMeta statements (owned by conn_)
+  // The history the schemas table holds (as of the open transaction); null: unknown, written
+  // again by the next checkpoint that refers to one. Reset by Rollback and Recover.
+  std::shared_ptr<const SchemaHistoryText> stored_schemas_;
+  bool part_open_ = false;  // ApplyPart opened the current transaction
   std::vector<const Row*> rows_;     // scratch: rows of a bulk load
 };
 

@@ -146,6 +146,10 @@ enum class SqlMeta : uint8_t {
   kLookupTable,     // (1) key: rows of (source_db, source_table)
   kStoreTable,      // (1) key (2) source_db (3) source_table (4) columns JSON; replaces
   kForgetTable,     // (1) key
+  // The checkpoint's schema history, stored apart from it (checkpoint.h, split form):
+  kLoadSchemas,       // (1) ref: one row, one column (the history) or no row
+  kSaveSchemas,       // (1) ref (2) history: inserts or replaces
+  kDropOtherSchemas,  // (1) ref: deletes every history but that one
 };
 
 class SqlDialect {

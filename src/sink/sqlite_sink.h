@@ -6,6 +6,10 @@
 // lossless mapping (docs/sinks.md). Source primary keys become PRIMARY KEY. Metadata:
 //   _sluice_checkpoint(id INTEGER PRIMARY KEY CHECK(id = 1), state TEXT NOT NULL)
 //   _sluice_tables(name TEXT PRIMARY KEY COLLATE NOCASE, source_db, source_table, columns)
+//   _sluice_schemas(ref TEXT PRIMARY KEY, history TEXT NOT NULL)
+// _sluice_schemas holds the one schema history the checkpoint refers to by "schemas_ref"
+// (checkpoint.h, split form), written in the same transaction as the first checkpoint that
+// refers to it; read the checkpoint with ReadSqliteCheckpoint, which joins them.
 // where `columns` is a JSON array of {"name","column_type","sqlite_type"}. Two source tables
 // mapping to one SQLite name (case-insensitively) is kFailedPrecondition.
 //
@@ -39,6 +43,8 @@
 
 #include "sink/sql_applier.h"
 
+struct sqlite3;
+
 namespace sluice {
 
 struct SqliteSinkOptions {
@@ -56,6 +62,11 @@ std::string SqliteTableName(const TableSchema& table);
 std::string SqliteColumnType(const ColumnDesc& column);
 // `name` as an SQLite identifier: double quotes, embedded quotes doubled.
 std::string SqliteQuote(std::string_view name);
+
+// The whole checkpoint text stored in `db` (the checkpoint row joined with the schema history
+// it refers to), or nullopt when there is none (no row, or no _sluice_checkpoint table).
+// kCorruption when the history it refers to is missing; kUnavailable for SQLite errors.
+Result<std::optional<std::string>> ReadSqliteCheckpoint(sqlite3* db);
 
 class SqliteSink : public SqlApplier {
  public:

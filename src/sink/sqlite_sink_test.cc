@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "checkpoint/checkpoint.h"
+
 namespace sluice {
 namespace {
 
@@ -405,6 +407,83 @@ TEST_F(SqliteSinkTest, GroupIsAppliedWholeWithTheLastCheckpointOrNotAtAll) {
   EXPECT_EQ(Query("SELECT id, price FROM \"shop.items\" ORDER BY id"),
             (std::vector<std::vector<std::string>>{{"i:2", "t:2.50"}, {"i:4", "t:4.00"}}));
   EXPECT_EQ(Checkpoint(), "cp4");  // the last non-empty checkpoint of the group
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+std::shared_ptr<const SchemaHistory> HistoryWith(const std::string& column) {
+  auto h = std::make_shared<SchemaHistory>();
+  auto t = std::make_shared<TableSchema>(*Items());
+  t->columns[1].name = column;
+  EXPECT_TRUE(h->Add("shop", "items", {{"binlog.000001", 4}, t, ""}).ok());
+  return h;
+}
+
+// Issue 8: the schema history is stored once per change in _sluice_schemas, in the same
+// SQLite transaction as the first checkpoint that refers to it, not with every checkpoint.
+TEST_F(SqliteSinkTest, SchemaHistoryIsStoredOncePerChangeBesideTheCheckpoint) {
+  ::sluice::Checkpoint cp;
+  cp.stream_start = {"binlog.000001", 100};
+  cp.schemas = HistoryWith("name");
+  auto h1 = SchemaHistoryTextOf(*cp.schemas);
+  auto txn = [&](int id, uint64_t pos, const std::shared_ptr<const SchemaHistoryText>& h) {
+    cp.stream_start.pos = pos;
+    Transaction t = Txn({Change(Op::kCreate, Items(), {}, Item(id, "x", "1.00", 1))}, cp.ToJsonWithRef(h.get()));
+    t.schemas = h;
+    return t;
+  };
+  std::vector<Transaction> group{txn(1, 200, h1), txn(2, 300, h1)};
+  ASSERT_TRUE(sink_->ApplyGroup(group).ok());
+  EXPECT_EQ(Query("SELECT count(*), min(ref) FROM _sluice_schemas"), (Rows{{"i:1", "t:" + h1->ref}}));
+  const Rows rowid = Query("SELECT rowid FROM _sluice_schemas");
+  auto state = Query("SELECT state FROM _sluice_checkpoint")[0][0];
+  EXPECT_EQ(state.find("\"schemas\":"), std::string::npos) << "the history travels apart: " << state;
+  EXPECT_EQ(Checkpoint(), cp.ToJson()) << "LoadCheckpoint gives the whole checkpoint back";
+
+  // Same history: the checkpoint row moves, the history row is not written again.
+  group = {txn(3, 400, h1)};
+  ASSERT_TRUE(sink_->ApplyGroup(group).ok());
+  EXPECT_EQ(Query("SELECT rowid FROM _sluice_schemas"), rowid) << "history rewritten for an unchanged history";
+  EXPECT_EQ(Checkpoint(), cp.ToJson());
+
+  // A failed group with a new history leaves the old one; the next good group writes it.
+  cp.schemas = HistoryWith("label");
+  auto h2 = SchemaHistoryTextOf(*cp.schemas);
+  group = {txn(4, 500, h2), Txn({Change(Op::kCreate, Items(), {}, {Value::Int(9)})}, "")};
+  EXPECT_FALSE(sink_->ApplyGroup(group).ok());
+  EXPECT_EQ(Query("SELECT ref FROM _sluice_schemas"), (Rows{{"t:" + h1->ref}}));
+  group = {txn(4, 500, h2)};
+  ASSERT_TRUE(sink_->ApplyGroup(group).ok());
+  EXPECT_EQ(Query("SELECT ref FROM _sluice_schemas"), (Rows{{"t:" + h2->ref}})) << "the old history is dropped";
+  const std::string whole = cp.ToJson();
+
+  // A restart reads the whole checkpoint; a whole text saved directly is split likewise.
+  sink_ = OpenSink();
+  ASSERT_TRUE(sink_);
+  EXPECT_EQ(Checkpoint(), whole);
+  cp.schemas = HistoryWith("title");
+  ASSERT_TRUE(sink_->SaveCheckpoint(cp.ToJson()).ok());
+  EXPECT_EQ(Checkpoint(), cp.ToJson());
+  EXPECT_EQ(Query("SELECT count(*) FROM _sluice_schemas"), (Rows{{"i:1"}}));
+  EXPECT_EQ(Query("SELECT state FROM _sluice_checkpoint")[0][0].find("\"schemas\":"), std::string::npos);
+
+  // The history lost: kCorruption naming the ref it needs, from the sink and from a reader.
+  sink_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM _sluice_schemas", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto read = ReadSqliteCheckpoint(db);
+  sqlite3_close(db);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(read.status().message().find("_sluice_schemas"), std::string::npos) << read.status().ToString();
+  sink_ = OpenSink();
+  ASSERT_TRUE(sink_);
+  EXPECT_EQ(sink_->LoadCheckpoint().status().code(), StatusCode::kCorruption);
 }
 
 }  // namespace

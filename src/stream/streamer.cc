@@ -605,6 +605,8 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
 
   Checkpoint passed = checkpoint_;
   passed.FreezeSnapshotJson();  // the stream's transactions never change the snapshot part
+  const SchemaHistory* history_of = nullptr;  // the history history_text was made of
+  std::shared_ptr<const SchemaHistoryText> history_text;
   size_t txn_bytes = 0;  // binlog bytes read since the last transaction boundary
   auto caught_up = [&] {
     return !options_.target.empty() && !assembler.in_transaction() &&
@@ -669,9 +671,15 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     }
     RETURN_IF_ERROR(handoff.Filter(&committed->changes));
     item.txn.changes = std::move(committed->changes);
+    // The history's text is made once per DDL and shared; checkpoints refer to it.
+    if (next.schemas.get() != history_of) {
+      history_of = next.schemas.get();
+      history_text = next.schemas && !next.schemas->empty() ? SchemaHistoryTextOf(*next.schemas) : nullptr;
+    }
+    item.txn.schemas = history_text;
     // Each transaction carries its own checkpoint (formatted here, off the sink thread):
     // sinks that group by themselves (NATS, Kafka) checkpoint inside a group.
-    if (!item.txn.changes.empty()) item.txn.checkpoint = next.ToJson();
+    if (!item.txn.changes.empty()) item.txn.checkpoint = next.ToJsonWithRef(history_text.get());
     passed = std::move(next);
     return send(std::move(item));
   };
@@ -846,10 +854,12 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     size_t bytes = 0;
     const auto started = Clock::now();
     Checkpoint last;
+    std::shared_ptr<const SchemaHistoryText> last_schemas;  // the text of last.schemas
     BinlogPosition group_last_data_pos;
     group_items = 0;
     auto add = [&](SinkItem& item) {
       ++group_items;
+      last_schemas = item.txn.schemas;
       for (const auto& c : item.txn.changes) bytes += 64 + c.after.size() * 16 + c.before.size() * 16;
       if (!item.txn.changes.empty()) {
         group_last_data_pos = item.after.stream_start;
@@ -890,7 +900,10 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
           seen = c.table.get();
         }
     // The group ends with the state after its last item (it may be a position-only one).
-    if (ComparePositions(last.stream_start, group_last_data_pos) != 0) group.back().checkpoint = last.ToJson();
+    if (ComparePositions(last.stream_start, group_last_data_pos) != 0) {
+      group.back().checkpoint = last.ToJsonWithRef(last_schemas.get());
+      group.back().schemas = last_schemas;
+    }
     RETURN_IF_ERROR(CallSink("apply", [&] { return sink.ApplyGroup(group); }));
     checkpoint_ = std::move(last);
     unsaved = false;

@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "sink/sqlite_sink.h"
+
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -175,12 +177,8 @@ std::string ReadSqliteCheckpoint(const std::string& sqlite_path) {
   std::string out;
   if (sqlite3_open_v2(sqlite_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_busy_timeout(db, 1000);
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT state FROM _sluice_checkpoint", -1, &s, nullptr) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW) {
-      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-    }
-    sqlite3_finalize(s);
+    auto text = sluice::ReadSqliteCheckpoint(db);
+    if (text.ok() && *text) out = **text;
   }
   sqlite3_close(db);
   return out;
