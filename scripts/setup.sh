@@ -12,6 +12,7 @@ packages=(
   sysbench openssl
   librdkafka-dev libnats-dev nats-server
   libcpp-httplib-dev tmux curl
+  libjemalloc-dev
 )
 
 # Extra packages for one target only (e.g. SETUP_EXTRA=mydumper for the snapshot benchmark).
