@@ -226,7 +226,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (const toml::node* n = root.get("sink")) {
     const toml::table* sink = n->as_table();
     if (!sink) return KeyError(origin, "sink", "expected a section");
-    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats", "mysql", "busy_timeout_ms", "group_max_bytes", "group_max_ms", "drop_tables"}, origin));
+    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats", "mysql", "busy_timeout_ms", "group_max_bytes", "group_max_ms", "drop_tables", "max_buffered_bytes"}, origin));
     std::string type = "sqlite";
     RETURN_IF_ERROR(GetString(*sink, "sink", "type", &type, origin));
     if (type == "sqlite") c.sink.type = SinkType::kSqlite;
@@ -276,6 +276,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     if (drop != "keep" && drop != "drop")
       return KeyError(origin, "sink.drop_tables", fmt::format("'{}' is not one of: keep, drop", drop));
     c.sink.drop_tables = drop == "drop";
+    RETURN_IF_ERROR(GetInt(*sink, "sink", "max_buffered_bytes", &c.sink.max_buffered_bytes, 0, 1LL << 40, origin));
   }
   if (const toml::node* n = root.get("metrics")) {
     const toml::table* m = n->as_table();

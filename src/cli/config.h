@@ -14,7 +14,8 @@
 //              [sink.mysql] (cli/mysql_sink_config.h)
 //              busy_timeout_ms (sqlite: wait this long for another connection's lock
 //              before retrying the transaction; default 10000), group_max_bytes (default
-//              33554432), group_max_ms (default 200): group commit budgets
+//              33554432), group_max_ms (default 200): group commit budgets;
+//              max_buffered_bytes (default 268435456; 0: none): memory cap of change data
 //   [metrics]  listen = "host:port" (Prometheus endpoint; absent: none)
 //   [log]      format = "text" | "json", progress = "auto" | "display" | "lines"
 //   [table."db.table"]  per-table mode, write policy, cursor, lookback, max_rows
@@ -88,6 +89,7 @@ struct SinkConfig {
   // sqlite: a table dropped in the source (or renamed out of source.tables) is dropped in the
   // replica too ("drop"), or kept with its rows ("keep", the default).
   bool drop_tables = false;
+  size_t max_buffered_bytes = 256u << 20;  // memory cap of buffered change data; 0: none
 };
 
 // [metrics]: an optional Prometheus endpoint. Empty listen: none.

@@ -407,6 +407,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
       if (asked.empty()) ClearResnapshotClaim(config.sink);
       return asked;
     };
+  sopts.max_buffered_bytes = config.sink.max_buffered_bytes;
   // Progress: every 10 s while streaming (on the sink writer thread), the position, the
   // rates since the last line, and the lag (source commit time of the last applied
   // transaction to now, i.e. to its sink commit).

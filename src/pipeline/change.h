@@ -74,6 +74,10 @@ struct Transaction {
   // apply this transaction (sink/sink.h); opaque to everyone else. A sink that finds it set
   // writes it and does not look at `changes` (which the producer may then have emptied).
   std::optional<std::string> preformatted;
+  // The sink's bytes for this transaction, made ahead by its TransactionFormatter on another
+  // thread (sink/sink.h); unset: the sink formats it itself.
+  bool has_formatted = false;
+  std::string formatted;
 };
 
 }  // namespace sluice

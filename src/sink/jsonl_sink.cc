@@ -242,17 +242,18 @@ Status JsonlSink::ApplyTransactions(const Transaction* txns, size_t count) {
   for (size_t k = 0; k < count; ++k) {
     if (txns[k].preformatted) {
       buffer_.append(*txns[k].preformatted);
-      if (!txns[k].checkpoint.empty()) pending_ = txns[k].checkpoint;
-      continue;
+    } else if (txns[k].has_formatted) {
+      buffer_.append(txns[k].formatted);
+    } else {
+      batch_.clear();
+      Status st = serializer_.AppendTransaction(txns[k], now, &batch_);
+      if (!st.ok()) {
+        buffer_.resize(mark);  // nothing of a failed group is written
+        pending_ = std::move(pending_before);
+        return st;
+      }
+      AppendLines();
     }
-    batch_.clear();
-    Status st = serializer_.AppendTransaction(txns[k], now, &batch_);
-    if (!st.ok()) {
-      buffer_.resize(mark);  // nothing of a failed group is written
-      pending_ = std::move(pending_before);
-      return st;
-    }
-    AppendLines();
     if (!txns[k].checkpoint.empty()) pending_ = ToStored(txns[k].checkpoint, txns[k].schemas);
   }
   if (!options_.sync_every_txn && buffer_.size() < kWriteThreshold) return Status::Ok();
@@ -296,6 +297,63 @@ class JsonlPreformatter : public Preformatter {
 
 std::unique_ptr<Preformatter> JsonlSink::NewPreformatter() const {
   return std::make_unique<JsonlPreformatter>(options_.records, options_.now_ms);
+}
+
+Status JsonlSink::ApplyPart(const Transaction& part) {
+  RETURN_IF_ERROR(broken_);
+  if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
+  if (part.has_formatted) {
+    buffer_.append(part.formatted);
+  } else {
+    batch_.clear();
+    RETURN_IF_ERROR(serializer_.AppendTransaction(part, options_.now_ms(), &batch_));
+    AppendLines();
+  }
+  if (buffer_.size() < kWriteThreshold) return Status::Ok();
+  Status st = WriteBuffer(/*keep=*/false);
+  if (!st.ok() && broken_.ok()) broken_ = st;  // earlier parts are out: cannot undo in place
+  return st;
+}
+
+void JsonlSink::AbortParts() {
+  if (fd_ < 0 || to_stdout_ || !broken_.ok()) return;
+  buffer_.clear();
+  if (output_bytes_ != state_bytes_) {
+    if (::ftruncate(fd_, static_cast<off_t>(state_bytes_)) != 0) {
+      broken_ = Status::FailedPrecondition(fmt::format("jsonl sink: cutting {} back to {} bytes failed: {}",
+                                                       options_.path, state_bytes_, strerror(errno)));
+      return;
+    }
+    output_bytes_ = state_bytes_;
+  }
+}
+
+namespace {
+class JsonlFormatter : public TransactionFormatter {
+ public:
+  JsonlFormatter(const RecordOptions& records, std::function<int64_t()> now_ms)
+      : serializer_(records), now_ms_(std::move(now_ms)) {}
+  void Format(Transaction* txn) override {
+    batch_.clear();
+    if (!serializer_.AppendTransaction(*txn, now_ms_(), &batch_).ok()) return;
+    txn->formatted.clear();
+    for (const Record& r : batch_.records) {
+      if (!r.has_value) continue;
+      txn->formatted.append(batch_.value(r));
+      txn->formatted.push_back('\n');
+    }
+    txn->has_formatted = true;
+  }
+
+ private:
+  RecordSerializer serializer_;
+  std::function<int64_t()> now_ms_;
+  RecordBatch batch_;
+};
+}  // namespace
+
+std::unique_ptr<TransactionFormatter> JsonlSink::NewFormatter() {
+  return std::make_unique<JsonlFormatter>(options_.records, options_.now_ms);
 }
 
 void JsonlSink::AppendLines() {

@@ -82,6 +82,18 @@ class JsonlSink : public Sink {
   // recording the last checkpoint (sync_every_txn; else as Apply).
   Status ApplyGroup(const std::vector<Transaction>& group) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
+  // Parts of a large source transaction: their lines are written out past the recorded
+  // length (no state file update), so a crash or AbortParts cuts them off again; the
+  // ApplyGroup that ends the transaction records them. Not with transaction metadata (its
+  // BEGIN/END records and counters describe whole transactions), nor to stdout (lines handed
+  // on cannot be taken back). A failed write while parts are out marks the sink broken (the
+  // next run cuts the output back).
+  bool CheckpointsEachTransaction() const override { return false; }  // a group's last only
+  // The lines of a transaction, made on the streamer's formatting thread.
+  std::unique_ptr<TransactionFormatter> NewFormatter() override;
+  bool SupportsParts() const override { return !options_.records.transaction_metadata && !to_stdout_; }
+  Status ApplyPart(const Transaction& part) override;
+  void AbortParts() override;
   // Lines already written cannot be taken back: writes a truncate record,
   // {"before":null,"after":null,"op":"t","ts_ms":...,"source":{"connector":"sluice","db","table"}},
   // so a consumer can empty its copy, and records the checkpoint.

@@ -60,6 +60,17 @@ class Preformatter {
   virtual Status Format(Transaction& txn) = 0;
 };
 
+// Formats a sink's records for whole transactions (or parts) ahead of the sink, on a thread
+// of its own, so that formatting runs concurrently with decoding and with the sink's writes
+// (issue 8 pipeline). It shares no state with its sink. Format fills txn->formatted (and sets
+// has_formatted), or leaves the transaction as it was when it cannot: the sink then formats
+// it itself when applying it, and reports any error in order.
+class TransactionFormatter {
+ public:
+  virtual ~TransactionFormatter() = default;
+  virtual void Format(Transaction* txn) = 0;
+};
+
 class Sink {
  public:
   // A Preformatter for this sink, or null when Apply has nothing worth formatting ahead
@@ -80,6 +91,27 @@ class Sink {
     for (const Transaction& t : group) RETURN_IF_ERROR(Apply(t));
     return Status::Ok();
   }
+  // Large source transactions (issue 8: memory stays bounded whatever their size), for sinks
+  // that can apply one in steps inside one open sink transaction. ApplyPart applies changes
+  // of a source transaction that goes on (no checkpoint): the first part opens the sink
+  // transaction, later parts add to it, and the next ApplyGroup (whose first transaction is
+  // the rest of that source transaction) commits it with its checkpoint, all or nothing.
+  // AbortParts takes back everything applied since the last commit (the source transaction
+  // rolled back, or the run stops in the middle). An ApplyPart that fails has aborted the
+  // open transaction: the caller starts again from the last checkpoint. Sinks that cannot
+  // (SupportsParts false) receive whole transactions only.
+  virtual bool SupportsParts() const { return false; }
+  virtual Status ApplyPart(const Transaction&) {
+    return Status::NotSupported("this sink cannot apply a transaction in parts");
+  }
+  virtual void AbortParts() {}
+  // Whether every transaction of a group needs its own checkpoint text (sinks that commit
+  // inside a group: Kafka, NATS). Sinks that record only a group's last one (SQLite, JSON
+  // lines) say false, and the streamer formats one checkpoint per group instead.
+  virtual bool CheckpointsEachTransaction() const { return true; }
+  // A formatter for this sink's records (see TransactionFormatter), or null: the sink formats
+  // on its own thread (SQLite binds values; Kafka and NATS).
+  virtual std::unique_ptr<TransactionFormatter> NewFormatter() { return nullptr; }
   // Removes every row of `table` and records `checkpoint`, atomically where possible. Used
   // before copying a table without a primary key again after an interrupted snapshot.
   // Sinks that cannot take rows back (JSON lines) only record the checkpoint.

@@ -84,6 +84,24 @@ class SchemaRegistry {
   // `event` is where the rows event starts: rows of a table whose snapshot copy was read
   // at a later point are already in the sink, and are skipped (null schema).
   Result<TableSchemaPtr> Resolve(const binlog::TableMap& map, const BinlogPosition& event) {
+    // Every rows event asks again with the TABLE_MAP before it, which repeats the same
+    // layout: once a table's latest version has been checked against a layout, the same
+    // layout needs no new check (filter glob, history lookup and CheckTableMap cost more than
+    // decoding the rows). Forgotten at every DDL, and unused while snapshot points are ahead.
+    if (copied_at_.empty()) {
+      auto m = memo_.find(map.table_id);
+      if (m != memo_.end() && SameLayout(m->second.map, map)) return m->second.schema;
+    }
+    ASSIGN_OR_RETURN(TableSchemaPtr schema, ResolveUncached(map, event));
+    if (copied_at_.empty() && memo_.size() < 4096) {
+      const TableVersion* latest = schema ? history_.Latest(map.db, map.table) : nullptr;
+      const bool cacheable = !schema || (latest && latest->schema == schema);
+      if (cacheable) memo_[map.table_id] = Memo{map, schema};
+    }
+    return schema;
+  }
+
+  Result<TableSchemaPtr> ResolveUncached(const binlog::TableMap& map, const BinlogPosition& event) {
     if (!TableSelected(filter_, map.db, map.table)) return TableSchemaPtr();
     std::string key = map.db + "." + map.table;
     if (!copied_at_.empty()) {
@@ -386,6 +404,7 @@ class SchemaRegistry {
     }
     next.Prune(resume);
     history_ = std::move(next);
+    memo_.clear();
     history_.CacheJson();
     frozen_ = history_.empty() ? nullptr : std::make_shared<const SchemaHistory>(history_);
     return Status::Ok();
@@ -424,6 +443,19 @@ class SchemaRegistry {
   bool can_reread_;
   SchemaHistory history_;
   std::shared_ptr<const SchemaHistory> frozen_;
+  // Resolve's memo, by table id: the layout last resolved and its result (a null schema for
+  // a table not selected).
+  struct Memo {
+    binlog::TableMap map;
+    TableSchemaPtr schema;
+  };
+  static bool SameLayout(const binlog::TableMap& a, const binlog::TableMap& b) {
+    return a.table_id == b.table_id && a.db == b.db && a.table == b.table && a.column_types == b.column_types &&
+           a.column_meta == b.column_meta && a.nullable == b.nullable && a.is_unsigned == b.is_unsigned &&
+           a.collation_ids == b.collation_ids && a.column_names == b.column_names && a.labels == b.labels &&
+           a.geometry_types == b.geometry_types && a.primary_key == b.primary_key && a.visible == b.visible;
+  }
+  std::unordered_map<uint64_t, Memo> memo_;
   std::map<std::string, TableSchemaPtr> legacy_;
   std::map<std::string, BinlogPosition> copied_at_;
   std::map<std::string, std::string> db_collation_;
@@ -541,7 +573,13 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   const Flavor flavor = session->flavor();
   if (checkpoint_.flavor == Flavor::kUnknown) checkpoint_.flavor = flavor;
 
-  BoundedQueue<RawEvent> queue(options_.queue_max_events, options_.queue_max_bytes);
+  // Large transactions go to the sink in parts when it can take them (see max_buffered_bytes).
+  const size_t cap = options_.max_buffered_bytes;
+  const size_t part_bytes = cap > 0 && sink.SupportsParts() ? std::max<size_t>(cap / 8, 1) : 0;
+  const size_t raw_queue_bytes =
+      cap > 0 ? std::min(options_.queue_max_bytes, std::max<size_t>(cap / 4, 1)) : options_.queue_max_bytes;
+  BoundedQueue<RawEvent> queue(options_.queue_max_events, raw_queue_bytes);
+  queue.set_wake_batch(64, std::chrono::milliseconds(1));
   std::atomic<bool> reader_stop{false};
   std::thread reader([&] {
     while (!reader_stop.load()) {
@@ -585,7 +623,10 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   // checkpoint_ is the state the sink has committed: the writer moves it only after a sink
   // call succeeded, so a reconnect or a retry never starts past a transaction the sink does
   // not hold. `passed` (decoding thread) is the state after the last transaction read.
-  BoundedQueue<SinkItem> to_sink(1u << 20, std::max<size_t>(options_.group_max_bytes, 1));
+  const size_t item_queue_bytes =
+      std::max<size_t>(cap > 0 ? std::min(options_.group_max_bytes, cap / 8) : options_.group_max_bytes, 1);
+  BoundedQueue<SinkItem> to_sink(1u << 20, item_queue_bytes);
+  to_sink.set_wake_batch(16, std::chrono::milliseconds(1));
   Status writer_status;
   std::atomic<bool> writer_failed{false};
   std::thread writer([&] {
@@ -595,16 +636,52 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
       to_sink.Close(writer_status);
     }
   });
+  // Sinks whose records are text made from the changes alone (JSON lines) have them formatted
+  // on a thread of their own, between decoding and the writer: decoding, formatting and the
+  // sink's writes and fsyncs then run at the same time.
+  std::unique_ptr<TransactionFormatter> formatter = sink.NewFormatter();
+  BoundedQueue<std::pair<SinkItem, size_t>> to_format(1u << 20, item_queue_bytes);
+  to_format.set_wake_batch(16, std::chrono::milliseconds(1));
+  std::thread format_thread;
+  if (formatter) {
+    format_thread = std::thread([&] {
+      std::vector<std::pair<SinkItem, size_t>> items;
+      while (true) {
+        items.clear();
+        Status st;
+        bool closed = false;
+        if (to_format.PopBatch(&items, 64, std::chrono::milliseconds(200), &st, &closed) == 0) {
+          if (closed) {
+            to_sink.Close(st);  // OK: the writer drains what is queued, then ends
+            return;
+          }
+          continue;
+        }
+        for (auto& [item, bytes] : items) {
+          if (!item.txn.changes.empty()) formatter->Format(&item.txn);
+          if (!to_sink.Push(std::move(item), bytes).ok()) {
+            to_format.Close(Status::Cancelled("the sink writer stopped"));
+            return;
+          }
+        }
+      }
+    });
+  }
   bool writer_joined = false;
   auto join_writer = [&] {
     if (writer_joined) return;
+    if (formatter) {
+      to_format.Close(Status::Ok());  // the formatter passes on what is queued, then closes to_sink
+      format_thread.join();
+    }
     to_sink.Close(Status::Ok());  // the writer drains what is queued, then ends
     writer.join();
     writer_joined = true;
   };
 
+  checkpoint_.FreezeSnapshotJson();  // the stream's transactions never change the snapshot part
   Checkpoint passed = checkpoint_;
-  passed.FreezeSnapshotJson();  // the stream's transactions never change the snapshot part
+  const bool every_checkpoint = sink.CheckpointsEachTransaction();
   const SchemaHistory* history_of = nullptr;  // the history history_text was made of
   std::shared_ptr<const SchemaHistoryText> history_text;
   size_t txn_bytes = 0;  // binlog bytes read since the last transaction boundary
@@ -629,11 +706,12 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     q_sink_items.Set(static_cast<double>(to_sink.size()));
     q_sink_bytes.Set(static_cast<double>(to_sink.bytes()));
   };
-  auto send = [&](SinkItem item) -> Status {
+  auto send = [&](SinkItem item, size_t memory_bytes = 0) -> Status {
     m_read.Add(1);
-    size_t bytes = std::max<size_t>(txn_bytes, 64);
+    // A part counts what it holds in memory, so that the queue holds at most one.
+    size_t bytes = std::max<size_t>({txn_bytes, memory_bytes, 64});
     txn_bytes = 0;
-    Status st = to_sink.Push(std::move(item), bytes);
+    Status st = formatter ? to_format.Push({std::move(item), bytes}, bytes) : to_sink.Push(std::move(item), bytes);
     if (!st.ok()) return Status::Cancelled("the sink writer stopped");  // see writer_status
     return st;
   };
@@ -642,29 +720,43 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   auto handle = [&](const binlog::Event& ev) -> Status {
     current_event = BinlogPosition{ev.file, ev.pos};
     ASSIGN_OR_RETURN(auto committed, assembler.Feed(ev));
-    if (!committed) return Status::Ok();
-    Checkpoint next = passed;
-    next.stream_start = committed->end.position;
-    next.gtid = committed->end.gtid;
+    if (!committed) {
+      if (part_bytes == 0 || assembler.buffered_bytes() < part_bytes) return Status::Ok();
+      const size_t held = assembler.buffered_bytes();
+      auto part = assembler.TakePart();
+      if (!part) return Status::Ok();  // XA: held whole until XA COMMIT
+      RETURN_IF_ERROR(handoff.Filter(&*part));
+      SinkItem item;
+      item.part = true;
+      item.txn.changes = std::move(*part);
+      return send(std::move(item), held);
+    }
+    passed.stream_start = committed->end.position;
+    passed.gtid = committed->end.gtid;
     SinkItem item;
-    item.after = next;
+    item.abort_parts = committed->rolled_back && committed->has_parts;
+    bool snapshot_changed = false;
     if (committed->is_ddl) {
       std::vector<std::string> rereads;
-      RETURN_IF_ERROR(schemas.OnDdl(*committed, ev, next.stream_start, &item.schema_changes, &item.reset, &rereads));
-      next.schemas = schemas.history();
+      RETURN_IF_ERROR(schemas.OnDdl(*committed, ev, passed.stream_start, &item.schema_changes, &item.reset, &rereads));
+      passed.schemas = schemas.history();
       if (!rereads.empty()) {
         // The mark is stored with this statement's position; decoding stops here and Run
         // copies the tables once the writer has drained (a restart does the same).
         for (const std::string& t : rereads) {
           TableSnapshotProgress p;
           p.reread = true;
-          next.tables[t] = std::move(p);
+          passed.tables[t] = std::move(p);
         }
-        next.snapshot_done = false;
+        passed.snapshot_done = false;
         reread_now = true;
+        snapshot_changed = true;
       }
-      item.after = next;
     }
+    item.stream_start = passed.stream_start;
+    item.gtid = passed.gtid;
+    item.schemas = passed.schemas;
+    if (snapshot_changed) item.full = passed;
     if (!committed->unknown_xa.empty()) {
       LogWarning("XA COMMIT {} at {}:{}: its XA PREPARE came before the start point, so its rows "
                  "cannot be delivered", committed->unknown_xa, ev.file, ev.pos);
@@ -672,20 +764,27 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     RETURN_IF_ERROR(handoff.Filter(&committed->changes));
     item.txn.changes = std::move(committed->changes);
     // The history's text is made once per DDL and shared; checkpoints refer to it.
-    if (next.schemas.get() != history_of) {
-      history_of = next.schemas.get();
-      history_text = next.schemas && !next.schemas->empty() ? SchemaHistoryTextOf(*next.schemas) : nullptr;
+    if (passed.schemas.get() != history_of) {
+      history_of = passed.schemas.get();
+      history_text = passed.schemas && !passed.schemas->empty() ? SchemaHistoryTextOf(*passed.schemas) : nullptr;
     }
     item.txn.schemas = history_text;
-    // Each transaction carries its own checkpoint (formatted here, off the sink thread):
-    // sinks that group by themselves (NATS, Kafka) checkpoint inside a group.
-    if (!item.txn.changes.empty()) item.txn.checkpoint = next.ToJsonWithRef(history_text.get());
-    passed = std::move(next);
-    return send(std::move(item));
+    // Sinks that group by themselves (NATS, Kafka) checkpoint inside a group: each transaction
+    // carries its own checkpoint (formatted here, off the sink thread). The others record a
+    // group's last one only, formatted by the writer once per group.
+    if (every_checkpoint && !item.txn.changes.empty()) item.txn.checkpoint = passed.ToJsonWithRef(history_text.get());
+    // Queues count what an item holds in memory (3-6 times its binlog bytes), so that they
+    // bound memory, not binlog.
+    size_t memory = 0;
+    for (const RowChange& c : item.txn.changes) memory += ApproxBytes(c);
+    return send(std::move(item), memory);
   };
 
   Status result;
   auto last_poll = Clock::now();
+  // Events are taken from the reader in batches (one lock and at most one wake-up per batch).
+  std::vector<RawEvent> batch;
+  size_t batch_at = 0;
   while (true) {
     if (Stopping(options_.stop) || writer_failed.load()) break;
     if (caught_up()) break;
@@ -695,31 +794,38 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
       std::vector<std::string> asked = options_.poll_rereads();
       if (!asked.empty()) {
         // Marked at the position after the last whole transaction read, like a DDL's re-read.
-        SinkItem item;
-        item.after = passed;
         for (const std::string& t : asked) {
           TableSnapshotProgress p;
           p.reread = true;
-          item.after.tables[t] = std::move(p);
+          passed.tables[t] = std::move(p);
         }
-        item.after.snapshot_done = false;
+        passed.snapshot_done = false;
+        SinkItem item;
+        item.stream_start = passed.stream_start;
+        item.gtid = passed.gtid;
+        item.schemas = passed.schemas;
+        item.txn.schemas = history_text;
+        item.full = passed;
         LogInfo("re-read requested (sluice resnapshot) at {}", passed.stream_start.ToString());
-        passed = item.after;
         result = send(std::move(item));
         break;
       }
     }
-    Status qst;
-    bool closed = false;
-    auto raw = queue.Pop(std::chrono::milliseconds(200), &qst, &closed);
-    if (!raw) {
-      if (closed) {
-        result = qst.ok() ? Status::Unavailable("the server ended the binlog stream") : qst;
-        break;
+    if (batch_at == batch.size()) {
+      batch.clear();
+      batch_at = 0;
+      Status qst;
+      bool closed = false;
+      if (queue.PopBatch(&batch, 256, std::chrono::milliseconds(200), &qst, &closed) == 0) {
+        if (closed) {
+          result = qst.ok() ? Status::Unavailable("the server ended the binlog stream") : qst;
+          break;
+        }
+        update_queue_gauges();
+        continue;
       }
-      update_queue_gauges();
-      continue;
     }
+    RawEvent* raw = &batch[batch_at++];
     if (++since_gauges % 256 == 0) update_queue_gauges();
     m_events.Add(1);
     m_bytes.Add(static_cast<double>(raw->bytes.size()));
@@ -793,6 +899,38 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
         .Set(static_cast<double>(checkpoint_.stream_start.pos));
   };
   size_t group_items = 0;
+  const bool every_checkpoint = sink.CheckpointsEachTransaction();
+  auto advance = [](Checkpoint& cp, const SinkItem& item) {
+    if (item.full) {
+      cp = *item.full;
+      return;
+    }
+    cp.stream_start = item.stream_start;
+    cp.gtid = item.gtid;
+    cp.schemas = item.schemas;
+  };
+  // A large source transaction's parts are in an open sink transaction: only the group that
+  // holds its end commits it; a stop or error before that takes them back.
+  bool parts_open = false;
+  uint64_t parts_rows = 0;  // rows in the open parts, counted when committed
+  struct AbortOpenParts {
+    Sink& sink;
+    bool& open;
+    ~AbortOpenParts() {
+      if (open) sink.AbortParts();
+    }
+  } abort_open_parts{sink, parts_open};
+  // A failed call with parts open has aborted them: no retry in place, the run starts again
+  // from the last checkpoint (kUnavailable) or stops (definite).
+  auto part_failure = [&](const char* what, const Status& st) -> Status {
+    sink.AbortParts();  // whatever the failed call left open
+    parts_open = false;
+    parts_rows = 0;
+    if (st.code() == StatusCode::kUnavailable)
+      return Status::Unavailable(fmt::format("sink: {} of a large transaction failed ({}); starting again from {}",
+                                             what, st.message(), checkpoint_.stream_start.ToString()));
+    return st.WithContext(fmt::format("sink: {} of a large transaction", what));
+  };
   publish_position();
   auto prepare = [&](const TableSchemaPtr& t) -> Status {
     if (!t || prepared.count(t.get())) return Status::Ok();
@@ -801,7 +939,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     return Status::Ok();
   };
   auto save_pending = [&](bool force) -> Status {
-    if (!unsaved || (!force && Clock::now() - last_save < std::chrono::seconds(1))) return Status::Ok();
+    if (!unsaved || parts_open || (!force && Clock::now() - last_save < std::chrono::seconds(1))) return Status::Ok();
     const std::string text = checkpoint_.ToJson();
     RETURN_IF_ERROR(CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(text); }));
     unsaved = false;
@@ -820,28 +958,51 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       if (!first) {
         if (closed) {
           RETURN_IF_ERROR(st);
+          if (parts_open) sink.AbortParts();  // stopped inside a large transaction
+          parts_open = false;
           return save_pending(true);
         }
         RETURN_IF_ERROR(save_pending(false));
         continue;
       }
     }
+    if (first->part) {
+      Status st = sink.ApplyPart(first->txn);
+      if (!st.ok()) return part_failure("applying a part", st);
+      parts_open = true;
+      parts_rows += first->txn.changes.size();
+      continue;
+    }
+    if (first->abort_parts) {
+      sink.AbortParts();  // the source transaction rolled back
+      parts_open = false;
+      parts_rows = 0;
+      advance(checkpoint_, *first);
+      unsaved = true;
+      m_applied.Add(1);
+      publish_position();
+      continue;
+    }
     if (!first->schema_changes.empty()) {
-      const std::string text = first->after.ToJson();
+      Checkpoint after = checkpoint_;
+      advance(after, *first);
+      const std::string text = after.ToJson();
       RETURN_IF_ERROR(CallSink("follow schema change",
                                [&] { return sink.ApplySchemaChanges(first->schema_changes, text); }));
       for (const SchemaChange& c : first->schema_changes)
         if (c.after) prepared.emplace(c.after.get(), c.after);
-      checkpoint_ = std::move(first->after);
+      checkpoint_ = std::move(after);
       unsaved = false;
       continue;
     }
     if (first->reset) {
-      const std::string text = first->after.ToJson();
+      Checkpoint after = checkpoint_;
+      advance(after, *first);
+      const std::string text = after.ToJson();
       TableSchemaPtr schema = first->reset;
       RETURN_IF_ERROR(prepare(schema));
       RETURN_IF_ERROR(CallSink("truncate table", [&] { return sink.ResetTable(*schema, text); }));
-      checkpoint_ = std::move(first->after);
+      checkpoint_ = std::move(after);
       unsaved = false;
       m_applied.Add(1);
       publish_position();
@@ -853,16 +1014,17 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     group_txns = group_rows = 0;
     size_t bytes = 0;
     const auto started = Clock::now();
-    Checkpoint last;
+    Checkpoint last = checkpoint_;  // once per group: the state after its last item
     std::shared_ptr<const SchemaHistoryText> last_schemas;  // the text of last.schemas
     BinlogPosition group_last_data_pos;
     group_items = 0;
     auto add = [&](SinkItem& item) {
       ++group_items;
       last_schemas = item.txn.schemas;
+      advance(last, item);
       for (const auto& c : item.txn.changes) bytes += 64 + c.after.size() * 16 + c.before.size() * 16;
       if (!item.txn.changes.empty()) {
-        group_last_data_pos = item.after.stream_start;
+        group_last_data_pos = item.stream_start;
         group_rows += item.txn.changes.size();
         ++group_txns;
         group_source_ts = std::max(group_source_ts, item.txn.changes.back().source.timestamp);
@@ -870,20 +1032,19 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       }
     };
     add(*first);
-    last = std::move(first->after);
     while (bytes < options_.group_max_bytes &&
            Clock::now() - started < milliseconds(options_.group_max_ms)) {
       Status st;
       bool closed = false;
       auto next = queue.Pop(milliseconds(0), &st, &closed);
       if (!next) break;  // nothing more ready: commit now (latency first when idle)
-      if (next->reset || !next->schema_changes.empty()) {
+      if (next->reset || !next->schema_changes.empty() || next->part || next->abort_parts) {
         held = std::move(next);
         break;
       }
       add(*next);
-      last = std::move(next->after);
     }
+    if (group.empty() && parts_open) group.emplace_back();  // commits the parts' transaction
     if (group.empty()) {
       checkpoint_ = std::move(last);  // nothing to deliver (filtered tables, DDL)
       unsaved = true;
@@ -900,11 +1061,19 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
           seen = c.table.get();
         }
     // The group ends with the state after its last item (it may be a position-only one).
-    if (ComparePositions(last.stream_start, group_last_data_pos) != 0) {
+    if (!every_checkpoint || ComparePositions(last.stream_start, group_last_data_pos) != 0) {
       group.back().checkpoint = last.ToJsonWithRef(last_schemas.get());
       group.back().schemas = last_schemas;
     }
-    RETURN_IF_ERROR(CallSink("apply", [&] { return sink.ApplyGroup(group); }));
+    if (parts_open) {
+      Status st = sink.ApplyGroup(group);
+      if (!st.ok()) return part_failure("committing", st);
+      parts_open = false;
+      group_rows += parts_rows;
+      parts_rows = 0;
+    } else {
+      RETURN_IF_ERROR(CallSink("apply", [&] { return sink.ApplyGroup(group); }));
+    }
     checkpoint_ = std::move(last);
     unsaved = false;
     last_save = Clock::now();

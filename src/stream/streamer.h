@@ -8,7 +8,9 @@
 // that touches the Sink). Group commit: the writer applies the transactions that are ready
 // together, one sink transaction (Sink::ApplyGroup) with the checkpoint of the last one,
 // within group_max_bytes / group_max_ms; when the stream is idle a single transaction is
-// committed at once. A group holds whole source transactions only. All threads are owned by
+// committed at once. A group holds whole source transactions only (a transaction larger
+// than the memory cap is applied in parts inside one open sink transaction, which only the
+// group holding its end commits). All threads are owned by
 // Run(); checkpoint() and the counters may be read from another thread only after Run.
 // Errors, by what Run does next:
 //   - source, transient (kUnavailable: lost connection, server restart): reconnect from the
@@ -28,6 +30,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "checkpoint/checkpoint.h"
@@ -72,6 +75,14 @@ struct StreamerOptions {
   // Tables to re-read on request (`sluice resnapshot` while a run streams): asked about once
   // a second between source transactions; a non-empty answer is marked like a DDL's re-read.
   std::function<std::vector<std::string>()> poll_rereads;
+  // Memory cap of buffered change data (issue 8): a source transaction whose decoded changes
+  // pass max_buffered_bytes / 8 is handed to the sink in parts of that size inside one open
+  // sink transaction (Sink::SupportsParts; committed whole with its checkpoint, or not at
+  // all), so that at most about three parts (decoding, queued, applying) and the binlog
+  // event queue (limited to max_buffered_bytes / 4) are held at once. 0: no cap. Sinks that
+  // cannot apply parts (Kafka, NATS, JSON lines with transaction metadata or to stdout) and
+  // XA transactions (held until XA COMMIT) still take whole transactions.
+  size_t max_buffered_bytes = 256u << 20;
   // Progress callback for logging: called on the sink writer thread after each applied group.
   std::function<void(const Checkpoint&, size_t rows)> on_applied;
 };
@@ -102,7 +113,20 @@ class Streamer {
     Transaction txn;
     TableSchemaPtr reset;
     std::vector<SchemaChange> schema_changes;  // one DDL statement's, applied on their own
-    Checkpoint after;
+    // The state once it is applied, as far as it moves while streaming (the snapshot part of
+    // the checkpoint does not): copying a whole Checkpoint per transaction cost more than
+    // decoding it.
+    BinlogPosition stream_start;
+    std::string gtid;
+    std::shared_ptr<const SchemaHistory> schemas;
+    // The whole state instead, when its snapshot part changed too (tables marked for an
+    // online re-read: snapshot/reread.h).
+    std::optional<Checkpoint> full;
+    // Large transactions: `txn` holds changes of a source transaction that goes on
+    // (Sink::ApplyPart; the state fields unused), or the parts sent of one that rolled back
+    // are taken back (abort_parts; the state is the one after the rollback).
+    bool part = false;
+    bool abort_parts = false;
   };
   Status RunOnce(Sink& sink, bool* made_progress);
   // The sink writer thread's loop: applies items in groups until the queue is closed and
@@ -111,6 +135,8 @@ class Streamer {
   // Runs `call` (a sink operation) until it succeeds, retrying kUnavailable in place with
   // backoff; returns a definite error with `what` as context, or kCancelled on *stop.
   Status CallSink(const char* what, const std::function<Status()>& call);
+
+  friend class StreamerTestPeer;  // group_commit_test.cc drives WriteGroups directly
 
   StreamerOptions options_;
   Checkpoint checkpoint_;

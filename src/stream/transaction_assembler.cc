@@ -90,6 +90,18 @@ void TransactionAssembler::Reset() {
   mariadb_gtid_.reset();
   mysql_gtid_.reset();
   changes_.clear();
+  buffered_bytes_ = 0;
+  parts_taken_ = false;
+  xa_ = false;
+}
+
+std::optional<std::vector<RowChange>> TransactionAssembler::TakePart() {
+  if (!in_txn_ || changes_.empty() || xa_ || !xa_xid_.empty()) return std::nullopt;
+  std::vector<RowChange> part = std::move(changes_);
+  changes_.clear();
+  buffered_bytes_ = 0;
+  parts_taken_ = true;
+  return part;
 }
 
 void TransactionAssembler::MoveBoundary(const binlog::Event& event) {
@@ -132,6 +144,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
     group_start_ = boundary_;
     in_txn_ = true;
     standalone_ = g->standalone();
+    xa_ = (g->flags & MariadbGtidEvent::kFlPreparedXa) != 0;
     gtid_ = g->GtidText();
     mariadb_gtid_ = gtid::MariadbGtid{g->domain_id, g->server_id ? g->server_id : ev.header.server_id,
                                       g->seq_no};
@@ -164,10 +177,14 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
     if (StatementIs(q->query, "ROLLBACK")) {
       // A group that must not be applied (e.g. a non-transactional mix rolled back).
       std::string gtid = gtid_;
+      const bool had_parts = parts_taken_;
       Reset();
       NoteGtid(gtid);
       MoveBoundary(ev);
-      return std::optional<CommittedTransaction>(CommittedTransaction{{}, ResumePoint(), gtid, false, "", ""});
+      CommittedTransaction rolled_back{{}, ResumePoint(), gtid, false, "", ""};
+      rolled_back.has_parts = had_parts;
+      rolled_back.rolled_back = true;
+      return std::optional<CommittedTransaction>(std::move(rolled_back));
     }
     for (std::string_view dml : {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD DATA"}) {
       if (StartsWithCi(q->query, dml) && statement_filter_ && statement_filter_(q->schema, q->query)) {
@@ -280,6 +297,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::FinishXa(const
 Result<std::optional<CommittedTransaction>> TransactionAssembler::Commit(const binlog::Event& ev) {
   CommittedTransaction out;
   out.changes = std::move(changes_);
+  out.has_parts = parts_taken_;
   out.gtid = gtid_;
   NoteGtid(gtid_);
   Reset();
@@ -335,6 +353,7 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
     if (!c.after.empty()) c.after.resize(schema->columns.size(), Value::Absent());
     c.source = src;
     c.source.row = static_cast<uint32_t>(i);
+    buffered_bytes_ += ApproxBytes(c);
     changes_.push_back(std::move(c));
   }
   return Status::Ok();

@@ -58,6 +58,10 @@ struct CommittedTransaction {
   std::string ddl_schema;  // for DDL: default schema of the statement
   std::string ddl_query;
   std::string unknown_xa;  // XA COMMIT of a transaction prepared before the start point
+  // Earlier changes of this transaction were handed on by TakePart (they come first).
+  bool has_parts = false;
+  // The transaction ended in ROLLBACK: nothing of it may be applied (parts included).
+  bool rolled_back = false;
 };
 
 class TransactionAssembler {
@@ -88,6 +92,14 @@ class TransactionAssembler {
   size_t held_xa_count() const { return held_xa_.size(); }
   bool in_transaction() const { return in_txn_; }
 
+  // Bounded memory for large transactions (issue 8): ApproxBytes of the changes of the open
+  // transaction held now, and TakePart, which hands them on before the transaction ends
+  // (the committed transaction then has has_parts, and only the changes after the last part).
+  // An XA transaction is held whole until its XA COMMIT (nullopt: it cannot be split), as
+  // is a transaction with nothing held.
+  size_t buffered_bytes() const { return buffered_bytes_; }
+  std::optional<std::vector<RowChange>> TakePart();
+
  private:
   Result<std::optional<CommittedTransaction>> Commit(const binlog::Event& event);
   Status AddRows(const binlog::Event& event, const binlog::RowsEvent& rows);
@@ -113,6 +125,9 @@ class TransactionAssembler {
   std::optional<gtid::MariadbGtid> mariadb_gtid_;
   std::optional<binlog::GtidEvent> mysql_gtid_;
   std::vector<RowChange> changes_;
+  size_t buffered_bytes_ = 0;  // ApproxBytes of changes_
+  bool parts_taken_ = false;   // TakePart handed on changes of the current transaction
+  bool xa_ = false;            // the current transaction is an XA one (MariaDB GTID flag)
   StreamPoint group_start_;  // boundary when the current group began
   std::string xa_xid_;       // MySQL: xid of the "XA START" group being read
 

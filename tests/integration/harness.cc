@@ -3,6 +3,7 @@
 #include "sink/sqlite_sink.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,20 +134,22 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-int WaitChild(pid_t pid, std::chrono::seconds timeout) {
+int WaitChild(pid_t pid, std::chrono::seconds timeout, long* max_rss_kib) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
+  struct rusage ru {};
   while (true) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
+    pid_t r = wait4(pid, &status, WNOHANG, &ru);
     if (r == pid) break;
     if (std::chrono::steady_clock::now() > deadline) {
       kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
+      wait4(pid, &status, 0, &ru);
       ADD_FAILURE() << "sluice did not finish within " << timeout.count() << " s";
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (max_rss_kib != nullptr) *max_rss_kib = ru.ru_maxrss;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return -WTERMSIG(status);
   return -1000;
@@ -159,7 +162,7 @@ ProcessResult RunSluice(const std::vector<std::string>& args, std::chrono::secon
   pid_t pid = Spawn(args, fd);
   close(fd);
   ProcessResult r;
-  r.exit_code = WaitChild(pid, timeout);
+  r.exit_code = WaitChild(pid, timeout, &r.max_rss_kib);
   r.output = ReadFile(log);
   return r;
 }
