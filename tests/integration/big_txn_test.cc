@@ -47,7 +47,8 @@ class BigTransaction : public ::testing::Test {
   void BigInsert() {
     ASSERT_EQ(RunSqlText(fmt::format("INSERT INTO bigtxn.t SELECT seq, CONCAT('row-', seq, '-', REPEAT('x', 40)), "
                                      "seq * 7 FROM seq_1_to_{}",
-                                     kRows)),
+                                     kRows),
+                         "bigtxn"),
               0);
   }
 };
