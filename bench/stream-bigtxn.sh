@@ -51,7 +51,7 @@ EOT
 done
 
 before=$(sql "SHOW MASTER STATUS" | awk '{print $2}')
-sql "INSERT INTO big.t SELECT seq, seq % 1000, CONCAT('row ', seq, ' ', REPEAT('c', 240)), 'pad' FROM seq_1_to_$rows"
+sql "USE big; INSERT INTO big.t SELECT seq, seq % 1000, CONCAT('row ', seq, ' ', REPEAT('c', 240)), 'pad' FROM seq_1_to_$rows"
 after=$(sql "SHOW MASTER STATUS" | awk '{print $2}')
 echo "one transaction of $rows row changes: $(( (after - before) / 1048576 )) MiB of binlog; cap ${CAP:-268435456 (default)} bytes"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
