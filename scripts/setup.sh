@@ -13,6 +13,7 @@ packages=(
   librdkafka-dev libnats-dev nats-server
   libcpp-httplib-dev tmux curl
   libjemalloc-dev
+  libpq-dev postgresql-15
 )
 
 # Extra packages for one target only (e.g. SETUP_EXTRA=mydumper for the snapshot benchmark).

@@ -157,11 +157,14 @@ int RunCommand(int argc, char** argv) {
   if (*compare) {
     auto config = LoadConfigFile(config_path);
     if (!config.ok()) return Fail(config.status());
-    if (config->sink.type != SinkType::kSqlite && config->sink.type != SinkType::kMysql)
-      return Fail(Status::InvalidArgument("compare works with sink.type = \"sqlite\" or \"mysql\" only"));
+    if (config->sink.type != SinkType::kSqlite && config->sink.type != SinkType::kMysql &&
+        config->sink.type != SinkType::kPostgres)
+      return Fail(Status::InvalidArgument("compare works with sink.type = \"sqlite\", \"mysql\" or \"postgres\" only"));
     const TableFilter filter{config->source.tables, config->source.exclude};
     auto result = config->sink.type == SinkType::kMysql
                       ? CompareTablesMysql(SourceConnectOptions(config->source), filter, config->sink.mysql)
+                  : config->sink.type == SinkType::kPostgres
+                      ? CompareTablesPostgres(SourceConnectOptions(config->source), filter, config->sink.postgres)
                       : CompareTables(SourceConnectOptions(config->source), filter, config->sink.path);
     if (!result.ok()) return Fail(result.status());
     size_t equal = 0;

@@ -5,7 +5,10 @@
 
 #include <sqlite3.h>
 
+#include <nlohmann/json.hpp>
+
 #include "schema/text_value.h"
+#include "sink/postgres_sink.h"
 #include "sink/sqlite_sink.h"
 
 namespace sluice::cli {
@@ -118,6 +121,15 @@ void MatchReplicaRow(const Row& row, const TableSchema& schema, SourceRows& src,
     }
   }
   src.erase(it);
+}
+
+// JSON compares by value: PostgreSQL's jsonb prints a document in its own layout.
+void NormalizeJson(Row& row, const TableSchema& schema) {
+  for (size_t i = 0; i < row.size() && i < schema.columns.size(); ++i) {
+    if (schema.columns[i].type != SqlType::kJson || row[i].kind != Value::Kind::kText) continue;
+    auto j = nlohmann::json::parse(row[i].s, nullptr, false);
+    if (!j.is_discarded()) row[i].s = j.dump();
+  }
 }
 
 // The source rows no replica row matched.
@@ -257,6 +269,44 @@ Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
     }
     if (rc != SQLITE_DONE)
       return Status::Unavailable(fmt::format("reading {}: {}", SqliteTableName(schema), sqlite3_errmsg(db)));
+    FinishComparison(schema, src, cmp);
+    out.push_back(std::move(cmp));
+  }
+  return out;
+}
+
+Result<std::vector<TableComparison>> CompareTablesPostgres(const ConnectOptions& source, const TableFilter& filter,
+                                                           const PostgresSinkOptions& replica) {
+  ASSIGN_OR_RETURN(auto conn, Connection::Connect(source));
+  RETURN_IF_ERROR(conn->Execute("SET time_zone = '+00:00'"));
+  ASSIGN_OR_RETURN(auto tables, ListTables(*conn, filter));
+  std::vector<TableComparison> out;
+  for (const auto& name : tables) {
+    ASSIGN_OR_RETURN(TableSchema schema, LoadTableSchema(*conn, name.db, name.table));
+    TableComparison cmp;
+    cmp.table = schema.QualifiedName();
+    SourceRows src;
+    {
+      SourceRows raw;
+      RETURN_IF_ERROR(ReadSourceRows(*conn, schema, &raw));
+      for (auto& [k, row] : raw) {
+        NormalizeJson(row, schema);
+        src.emplace(KeyOf(row, schema), std::move(row));
+      }
+    }
+    cmp.source_rows = src.size();
+    Result<std::vector<Row>> rows = ReadPostgresTable(replica, schema);
+    if (!rows.ok()) {
+      if (rows.status().code() != StatusCode::kNotFound) return rows.status();
+      cmp.missing = cmp.source_rows;
+      cmp.examples.push_back(rows.status().message());
+      out.push_back(std::move(cmp));
+      continue;
+    }
+    for (Row& row : *rows) {
+      NormalizeJson(row, schema);
+      MatchReplicaRow(row, schema, src, cmp);
+    }
     FinishComparison(schema, src, cmp);
     out.push_back(std::move(cmp));
   }

@@ -18,6 +18,7 @@
 #include "mysql/connection.h"
 #include "mysql/schema_loader.h"
 #include "sink/mysql_sink.h"
+#include "sink/postgres_sink.h"
 #include "util/status.h"
 
 struct sqlite3_stmt;
@@ -48,5 +49,10 @@ Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
 // MysqlDestinationDatabase(destination, db).`table`.
 Result<std::vector<TableComparison>> CompareTablesMysql(const ConnectOptions& source, const TableFilter& filter,
                                                         const MysqlSinkOptions& destination);
+// The same against a PostgreSQL replica (sink/postgres_sink.h): its rows are read back through
+// the inverse of the type mapping (ReadPostgresTable); JSON compares by value (jsonb keeps its
+// own layout). A missing replica table counts every source row as missing.
+Result<std::vector<TableComparison>> CompareTablesPostgres(const ConnectOptions& source, const TableFilter& filter,
+                                                           const PostgresSinkOptions& replica);
 
 }  // namespace sluice::cli

@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 
 #include "cli/mysql_sink_config.h"
+#include "cli/postgres_config.h"
 #include "cli/publish_config.h"
 #include "cli/table_config.h"
 
@@ -226,7 +227,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (const toml::node* n = root.get("sink")) {
     const toml::table* sink = n->as_table();
     if (!sink) return KeyError(origin, "sink", "expected a section");
-    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats", "mysql", "busy_timeout_ms", "group_max_bytes", "group_max_ms", "drop_tables", "max_buffered_bytes"}, origin));
+    RETURN_IF_ERROR(CheckKeys(*sink, "sink", {"type", "path", "checkpoint", "file_mode", "kafka", "nats", "mysql", "postgres", "busy_timeout_ms", "group_max_bytes", "group_max_ms", "drop_tables", "max_buffered_bytes"}, origin));
     std::string type = "sqlite";
     RETURN_IF_ERROR(GetString(*sink, "sink", "type", &type, origin));
     if (type == "sqlite") c.sink.type = SinkType::kSqlite;
@@ -234,14 +235,19 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     else if (type == "kafka") c.sink.type = SinkType::kKafka;
     else if (type == "nats") c.sink.type = SinkType::kNats;
     else if (type == "mysql") c.sink.type = SinkType::kMysql;
-    else return KeyError(origin, "sink.type", fmt::format("'{}' is not one of: sqlite, jsonl, kafka, nats, mysql", type));
-    for (const char* section : {"kafka", "nats", "mysql"}) {
+    else if (type == "postgres") c.sink.type = SinkType::kPostgres;
+    else return KeyError(origin, "sink.type", fmt::format("'{}' is not one of: sqlite, jsonl, kafka, nats, mysql, postgres", type));
+    for (const char* section : {"kafka", "nats", "mysql", "postgres"}) {
       const toml::node* sub = sink->get(section);
       const bool wanted = type == section;
       if (sub == nullptr && wanted) return KeyError(origin, fmt::format("sink.{}", section), "required for this sink type");
       if (sub == nullptr) continue;
       if (!wanted) return KeyError(origin, fmt::format("sink.{}", section), fmt::format("set, but sink.type is \"{}\"", type));
       if (!sub->is_table()) return KeyError(origin, fmt::format("sink.{}", section), "expected a table");
+      if (c.sink.type == SinkType::kPostgres) {
+        RETURN_IF_ERROR(ParsePostgresConfig(*sub->as_table(), origin, &c.sink.postgres));
+        continue;
+      }
       if (c.sink.type == SinkType::kMysql) {
         RETURN_IF_ERROR(ParseMysqlSinkConfig(*sub->as_table(), origin, &c.sink.mysql));
         continue;

@@ -8,10 +8,10 @@
 //              reconnect_timeout_seconds (0 = keep reconnecting; default 0)
 //   [snapshot] mode = "initial" | "never", workers, chunk_rows, fetch_rows,
 //              max_ranges_per_table, exact_count_max_rows, parallel, consistency = "exact"
-//   [sink]     type = "sqlite" | "jsonl" | "kafka" | "nats" | "mysql", path, checkpoint (jsonl to
+//   [sink]     type = "sqlite" | "jsonl" | "kafka" | "nats" | "mysql" | "postgres", path, checkpoint (jsonl to
 //              stdout only), file_mode (octal string, default "0600": the most any created
 //              file gets); [sink.kafka] / [sink.nats] (cli/publish_config.h),
-//              [sink.mysql] (cli/mysql_sink_config.h)
+//              [sink.mysql] (cli/mysql_sink_config.h), [sink.postgres] (cli/postgres_config.h)
 //              busy_timeout_ms (sqlite: wait this long for another connection's lock
 //              before retrying the transaction; default 10000), group_max_bytes (default
 //              33554432), group_max_ms (default 200): group commit budgets;
@@ -35,6 +35,7 @@
 #include "sink/kafka_sink.h"
 #include "sink/nats_sink.h"
 #include "sink/mysql_sink.h"
+#include "sink/postgres_sink.h"
 #include "snapshot/incremental.h"
 #include "util/status.h"
 
@@ -59,7 +60,7 @@ struct SourceConfig {
 };
 
 enum class SnapshotMode { kInitial, kNever };
-enum class SinkType { kSqlite, kJsonl, kKafka, kNats, kMysql };
+enum class SinkType { kSqlite, kJsonl, kKafka, kNats, kMysql, kPostgres };
 
 struct SnapshotConfig {
   SnapshotMode mode = SnapshotMode::kInitial;
@@ -81,6 +82,7 @@ struct SinkConfig {
   KafkaSinkOptions kafka;  // type = "kafka": the [sink.kafka] table (cli/publish_config.h)
   NatsSinkOptions nats;    // type = "nats": the [sink.nats] table
   MysqlSinkOptions mysql;  // type = "mysql": the [sink.mysql] table (cli/mysql_sink_config.h)
+  PostgresSinkOptions postgres;  // type = "postgres": the [sink.postgres] table
   uint32_t busy_timeout_ms = 10000;  // sqlite: lock wait per attempt
   // Group commit budgets: one sink transaction takes the source transactions that are
   // ready, up to this many bytes of changes or this many ms.

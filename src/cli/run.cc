@@ -20,6 +20,7 @@
 #include "mysql/server_probe.h"
 #include "sink/jsonl_sink.h"
 #include "sink/mysql_sink.h"
+#include "sink/postgres_sink.h"
 #include "sink/sqlite_sink.h"
 #include "snapshot/coordinator.h"
 #include "snapshot/reread.h"
@@ -148,6 +149,10 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
     ASSIGN_OR_RETURN(auto s, NatsSink::Open(config.nats));
     return std::unique_ptr<Sink>(std::move(s));
   }
+  if (config.type == SinkType::kPostgres) {
+    ASSIGN_OR_RETURN(auto s, PostgresSink::Open(config.postgres));
+    return std::unique_ptr<Sink>(std::move(s));
+  }
   JsonlSinkOptions o;
   o.path = config.path;
   o.checkpoint_path = config.checkpoint;
@@ -156,7 +161,8 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
 }
 
 Status RunPipeline(const Config& config, const RunOptions& options) {
-  if (config.sink.type != SinkType::kMysql) RETURN_IF_ERROR(CheckSinkFilePath(config.sink.path, "sink.path"));
+  if (config.sink.type == SinkType::kSqlite || config.sink.type == SinkType::kJsonl)
+    RETURN_IF_ERROR(CheckSinkFilePath(config.sink.path, "sink.path"));
   if (config.sink.type == SinkType::kJsonl)
     RETURN_IF_ERROR(CheckSinkFilePath(config.sink.checkpoint, "sink.checkpoint"));
   ConnectOptions conn_opts = SourceConnectOptions(config.source);
@@ -222,7 +228,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   incremental.stop = options.stop;
 
   // Kafka and NATS need no local lock: a transactional producer fences an older one, and
-  // JetStream drops resent records by id.
+  // JetStream drops resent records by id. PostgreSQL: an advisory lock (postgres_sink.h).
   std::optional<SinkLock> lock;
   if (config.sink.type == SinkType::kSqlite || config.sink.type == SinkType::kJsonl) {
     ASSIGN_OR_RETURN(SinkLock taken, SinkLock::Take(config.sink));

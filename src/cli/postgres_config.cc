@@ -1,0 +1,43 @@
+#include "cli/postgres_config.h"
+
+#include <cstdlib>
+
+namespace sluice::cli {
+
+Status ParsePostgresConfig(const toml::table& t, std::string_view origin, PostgresSinkOptions* o) {
+  const auto error = [&](std::string_view key, std::string_view msg) {
+    return Status::InvalidArgument(fmt::format("{}: sink.postgres.{}: {}", origin, key, msg));
+  };
+  std::string password_env;
+  for (const auto& [k, v] : t) {
+    const std::string key(k.str());
+    if (key == "conninfo" || key == "password_env") {
+      if (!v.is_string()) return error(key, "expected a string");
+      (key == "conninfo" ? o->conninfo : password_env) = v.as_string()->get();
+    } else if (key == "connect_timeout_seconds") {
+      if (!v.is_integer() || v.as_integer()->get() < 1 || v.as_integer()->get() > 3600)
+        return error(key, "expected an integer in 1..3600");
+      o->connect_timeout_s = static_cast<int>(v.as_integer()->get());
+    } else if (key == "schemas") {
+      if (!v.is_table()) return error(key, "expected a table of source database = \"schema\"");
+      for (const auto& [db, schema] : *v.as_table()) {
+        if (!schema.is_string() || schema.as_string()->get().empty())
+          return error(fmt::format("schemas.{}", db.str()), "expected a non-empty string");
+        o->schemas[std::string(db.str())] = schema.as_string()->get();
+      }
+    } else {
+      return error(key, "unknown key (known: conninfo, password_env, schemas, connect_timeout_seconds)");
+    }
+  }
+  if (o->conninfo.empty()) return error("conninfo", "required");
+  if (o->conninfo.find("password") != std::string::npos)
+    return error("conninfo", "must not hold the password: name its environment variable in password_env");
+  if (!password_env.empty()) {
+    const char* pw = std::getenv(password_env.c_str());
+    if (pw == nullptr) return error("password_env", fmt::format("environment variable {} is not set", password_env));
+    o->password = pw;
+  }
+  return Status::Ok();
+}
+
+}  // namespace sluice::cli

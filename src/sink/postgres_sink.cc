@@ -1,0 +1,775 @@
+// PostgreSQL dialect and connection of SqlApplier. SQL written here:
+//   upsert   INSERT INTO "s"."t" (c..) VALUES ($1..),($n..) ON CONFLICT (pk..) DO UPDATE
+//            SET c = excluded.c..            (SqlDialect default, up to 128 rows)
+//   no PK    UPDATE/DELETE ... WHERE ctid = (SELECT ctid FROM "s"."t" WHERE c IS NOT
+//            DISTINCT FROM $1 .. LIMIT 1)
+//   bulk     SAVEPOINT; COPY "s"."t" (c..) FROM STDIN; RELEASE — on a duplicate key:
+//            ROLLBACK TO SAVEPOINT; COPY into a temporary table; INSERT ... SELECT ...
+//            ON CONFLICT DO UPDATE
+// Values travel as text parameters in the PostgreSQL input form of the column's type
+// (PgText), bytea as binary parameters; COPY uses the same text, COPY-escaped.
+#include "sink/postgres_sink.h"
+
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <thread>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+#include "schema/text_value.h"
+
+namespace sluice {
+
+namespace {
+
+// SqlColumn::bind_kind for PostgreSQL.
+enum PgKind : uint8_t {
+  kPgPlain = 0,  // numbers and types whose MySQL text is PostgreSQL's input form
+  kPgText,       // text: NUL bytes refused
+  kPgBytea,
+  kPgBit,
+  kPgDate,
+  kPgDateTime,
+  kPgTimestamp,
+  kPgTime,
+  kPgSet,
+};
+
+PgKind PgKindOf(const ColumnDesc& c) {
+  const SqlType t = c.type;
+  if (IsCharacterType(t)) return c.charset == "binary" ? kPgBytea : kPgText;
+  if (IsBinaryType(t) || IsGeometryType(t)) return kPgBytea;
+  switch (t) {
+    case SqlType::kBit: return kPgBit;
+    case SqlType::kDate: return kPgDate;
+    case SqlType::kDateTime: return kPgDateTime;
+    case SqlType::kTimestamp: return kPgTimestamp;
+    case SqlType::kTime: return kPgTime;
+    case SqlType::kSet: return kPgSet;
+    case SqlType::kEnum:
+    case SqlType::kInet4:
+    case SqlType::kInet6:
+    case SqlType::kVector: return kPgText;
+    default: return kPgPlain;
+  }
+}
+
+std::string PgQuote(std::string_view name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+// A MySQL date/time text with a zero year, month or day ('0000-00-00', '2020-00-15').
+bool HasZeroDatePart(std::string_view s) {
+  if (s.size() < 10) return false;
+  return s.substr(0, 4) == "0000" || s.substr(5, 2) == "00" || s.substr(8, 2) == "00";
+}
+
+bool IsZeroDateTime(std::string_view s) {
+  for (char c : s)
+    if (c != '0' && c != '-' && c != ':' && c != ' ' && c != '.') return false;
+  return true;
+}
+
+// The PostgreSQL input text of `v` for column `c` (for text parameters, COPY and literals);
+// bytea values come back raw (the caller encodes them as its channel needs).
+Result<std::string> PgText(const Value& v, const ColumnDesc& c, uint8_t kind) {
+  switch (v.kind) {
+    case Value::Kind::kNull:
+    case Value::Kind::kAbsent: return Status::Internal("null value converted");
+    case Value::Kind::kInt: return std::to_string(v.i);
+    case Value::Kind::kUInt: {
+      if (kind != kPgBit) return std::to_string(v.u);
+      const uint32_t n = c.numeric_precision >= 1 && c.numeric_precision <= 64 ? c.numeric_precision : 64;
+      if (n < 64 && (v.u >> n) != 0)
+        return Status::InvalidArgument(fmt::format("value {} does not fit BIT({})", v.u, n));
+      std::string bits(n, '0');
+      for (uint32_t i = 0; i < n; ++i)
+        if ((v.u >> i) & 1) bits[n - 1 - i] = '1';
+      return bits;
+    }
+    case Value::Kind::kFloat:
+    case Value::Kind::kDouble:
+      if (!std::isfinite(v.d)) return Status::InvalidArgument(fmt::format("{} cannot be stored", v.d));
+      return v.ToText();
+    case Value::Kind::kBytes:
+      if (kind == kPgBytea) return v.s;
+      return Status::InvalidArgument("bytes given for a non-binary column");
+    case Value::Kind::kText: break;
+  }
+  const std::string& s = v.s;
+  switch (kind) {
+    case kPgDate:
+    case kPgDateTime:
+    case kPgTimestamp:
+      if (IsZeroDateTime(s)) return std::string("-infinity");
+      if (HasZeroDatePart(s))
+        return Status::InvalidArgument(fmt::format(
+            "'{}' has a zero year, month or day, which PostgreSQL's {} cannot hold", s,
+            kind == kPgDate ? "date" : "timestamp"));
+      return kind == kPgTimestamp ? s + "+00" : s;
+    case kPgSet: {
+      // Comma-joined labels -> an array literal; MySQL forbids commas in SET members.
+      std::string out = "{";
+      size_t start = 0;
+      while (!s.empty() && start <= s.size()) {
+        size_t end = s.find(',', start);
+        if (end == std::string::npos) end = s.size();
+        out += out.size() > 1 ? ",\"" : "\"";
+        for (size_t i = start; i < end; ++i) {
+          if (s[i] == '"' || s[i] == '\\') out.push_back('\\');
+          out.push_back(s[i]);
+        }
+        out += "\"";
+        start = end + 1;
+      }
+      return out + "}";
+    }
+    case kPgBytea: return s;
+    default:
+      if (std::memchr(s.data(), 0, s.size()) != nullptr)
+        return Status::InvalidArgument("the value holds a NUL byte, which PostgreSQL text cannot hold");
+      return s;
+  }
+}
+
+std::string Hex(std::string_view bytes) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 15]);
+  }
+  return out;
+}
+
+// What the caller does next after a failed libpq call (docs: header).
+StatusCode PgCode(PGconn* conn, const char* sqlstate) {
+  if (conn == nullptr || PQstatus(conn) == CONNECTION_BAD) return StatusCode::kUnavailable;
+  const std::string_view st = sqlstate != nullptr ? sqlstate : "";
+  if (st.empty()) return StatusCode::kUnavailable;  // no server answer: the connection broke
+  if (st.substr(0, 2) == "08" || st == "40001" || st == "40P01" || st == "55P03" || st == "53300" ||
+      st == "57P01" || st == "57P02" || st == "57P03")
+    return StatusCode::kUnavailable;
+  if (st == "22P02" || st == "22003" || st == "22007" || st == "22008" || st == "22021" || st == "22P05")
+    return StatusCode::kInvalidArgument;
+  return StatusCode::kFailedPrecondition;
+}
+
+Status MakePgStatus(StatusCode code, std::string msg) {
+  switch (code) {
+    case StatusCode::kUnavailable: return Status::Unavailable(std::move(msg));
+    case StatusCode::kInvalidArgument: return Status::InvalidArgument(std::move(msg));
+    default: return Status::FailedPrecondition(std::move(msg));
+  }
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+class PgConnection;
+
+class PgStatement : public SqlStatement {
+ public:
+  PgStatement(PgConnection* conn, std::string name, std::string sql)
+      : conn_(conn), name_(std::move(name)), sql_(std::move(sql)) {}
+  Status Bind(int index, const Value& v, const SqlColumn* column) override;
+  Result<int64_t> Execute() override;
+  Result<std::vector<std::vector<std::optional<std::string>>>> Query() override;
+
+ private:
+  Result<PGresult*> Run();
+
+  PgConnection* conn_;
+  std::string name_;
+  std::string sql_;
+  std::vector<const char*> values_;
+  std::vector<int> lengths_;
+  std::vector<int> formats_;
+  // Converted values; values_ points into them only once Run() starts (the vector may grow,
+  // and moving a short std::string moves its characters).
+  std::vector<std::string> bufs_;
+  std::vector<bool> owned_;
+  int count_ = 0;  // parameters bound (highest index)
+};
+
+class PgConnection : public SqlConnection {
+ public:
+  // `exclusive`: hold the destination's advisory lock for the session (one writer per
+  // PostgreSQL database); compare's reader does not.
+  PgConnection(PostgresSinkOptions options, bool exclusive) : options_(std::move(options)), exclusive_(exclusive) {}
+  ~PgConnection() override {
+    prepared_.clear();
+    if (conn_ != nullptr) PQfinish(conn_);
+  }
+
+  Status Connect() {
+    if (conn_ != nullptr) PQfinish(conn_);
+    prepared_.clear();
+    next_id_ = 0;
+    const std::string timeout = std::to_string(options_.connect_timeout_s);
+    const char* keys[] = {"dbname", "password", "connect_timeout", "application_name", nullptr};
+    const char* vals[] = {options_.conninfo.c_str(), options_.password.empty() ? nullptr : options_.password.c_str(),
+                          timeout.c_str(), "sluice", nullptr};
+    conn_ = PQconnectdbParams(keys, vals, /*expand_dbname=*/1);
+    if (conn_ == nullptr) return Status::Unavailable("postgres: out of memory");
+    if (PQstatus(conn_) != CONNECTION_OK) {
+      const std::string msg = Trim(PQerrorMessage(conn_));
+      // A wrong password or a missing database does not fix itself; a server away does.
+      const bool definite = msg.find("password authentication failed") != std::string::npos ||
+                            msg.find("does not exist") != std::string::npos ||
+                            msg.find("no password supplied") != std::string::npos ||
+                            msg.find("invalid ") != std::string::npos;
+      const std::string text = fmt::format("postgres {}: cannot connect: {}", DescribeOptions(), msg);
+      PQfinish(conn_);
+      conn_ = nullptr;
+      return definite ? Status::FailedPrecondition(text) : Status::Unavailable(text);
+    }
+    describe_ = fmt::format("postgres {}:{}/{}", PQhost(conn_), PQport(conn_), PQdb(conn_));
+    // NOTICEs ("relation already exists, skipping") are not for the user's terminal.
+    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+    RETURN_IF_ERROR(Exec(
+        "SET TIME ZONE 'UTC'; SET datestyle = 'ISO, YMD'; SET intervalstyle = 'postgres'; "
+        "SET bytea_output = 'hex'; SET extra_float_digits = 1; SET client_encoding = 'UTF8'; "
+        "SET standard_conforming_strings = on"));
+    if (!exclusive_) return Status::Ok();
+    // Two sluice runs writing one database would interleave their transactions. A killed
+    // predecessor's session ends when its socket closes: wait a little for it.
+    for (int attempt = 0;; ++attempt) {
+      PGresult* res = PQexec(conn_, "SELECT pg_try_advisory_lock(1397310277)");
+      const bool ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+      const bool got = ok && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+      Status err = ok ? Status::Ok() : Error(res, "pg_try_advisory_lock");
+      PQclear(res);
+      RETURN_IF_ERROR(err);
+      if (got) return Status::Ok();
+      if (attempt >= 50)
+        return Status::FailedPrecondition(fmt::format(
+            "{}: another sluice run is writing into this database (it holds advisory lock 1397310277)", describe_));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+
+  std::string DescribeOptions() const { return options_.conninfo; }
+
+  Status Error(PGresult* res, std::string_view what) const {
+    const char* state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+    std::string msg = res != nullptr ? Trim(PQresultErrorMessage(res)) : "";
+    if (msg.empty() && conn_ != nullptr) msg = Trim(PQerrorMessage(conn_));
+    std::string w(what);
+    if (w.size() > 300) w = w.substr(0, 297) + "...";
+    return MakePgStatus(PgCode(conn_, state), fmt::format("{}: {}{}{}: {}", describe_, state ? state : "",
+                                                          state ? ": " : "", w, msg));
+  }
+
+  Status Exec(const std::string& sql) override {
+    if (conn_ == nullptr) return Status::Unavailable(describe_ + ": not connected");
+    PGresult* res = PQexec(conn_, sql.c_str());
+    const ExecStatusType st = PQresultStatus(res);
+    Status out = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? Status::Ok() : Error(res, sql);
+    PQclear(res);
+    return out;
+  }
+
+  Result<SqlStatement*> Prepare(const std::string& sql) override {
+    if (conn_ == nullptr) return Status::Unavailable(describe_ + ": not connected");
+    auto it = prepared_.find(sql);
+    if (it != prepared_.end()) return it->second.get();
+    std::string name = "s" + std::to_string(next_id_++);
+    PGresult* res = PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr);
+    Status st = PQresultStatus(res) == PGRES_COMMAND_OK ? Status::Ok() : Error(res, "prepare " + sql);
+    PQclear(res);
+    RETURN_IF_ERROR(st);
+    auto stmt = std::make_unique<PgStatement>(this, std::move(name), sql);
+    SqlStatement* out = stmt.get();
+    prepared_.emplace(sql, std::move(stmt));
+    return out;
+  }
+
+  Status Begin() override { return Exec("BEGIN"); }
+  Status Commit() override {
+    if (conn_ == nullptr) return Status::Unavailable(describe_ + ": not connected");
+    PGresult* res = PQexec(conn_, "COMMIT");
+    Status out;
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+      out = Error(res, "COMMIT");
+    } else if (std::strcmp(PQcmdStatus(res), "COMMIT") != 0) {
+      // COMMIT of a failed transaction answers ROLLBACK.
+      out = Status::Internal(describe_ + ": COMMIT rolled back (an earlier statement failed)");
+    }
+    PQclear(res);
+    return out;
+  }
+  void Rollback() override {
+    if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) != PQTRANS_IDLE)
+      (void)Exec("ROLLBACK");
+  }
+  Status Reconnect() override {
+    // A deadlock or serialization failure leaves the session usable (and its lock held).
+    if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) {
+      Rollback();
+      PGresult* res = PQexec(conn_, "SELECT 1");
+      const bool alive = PQresultStatus(res) == PGRES_TUPLES_OK;
+      PQclear(res);
+      if (alive) return Status::Ok();
+    }
+    return Connect();
+  }
+  std::string Describe() const override { return describe_; }
+
+  bool SupportsBulkLoad() const override { return true; }
+  Status BulkLoad(const SqlTable& table, const std::vector<const Row*>& rows) override;
+
+  PGconn* conn() const { return conn_; }
+  const std::string& describe() const { return describe_; }
+
+ private:
+  Status Copy(const std::string& target, const SqlTable& table, const std::vector<const Row*>& rows);
+
+  PostgresSinkOptions options_;
+  bool exclusive_ = true;
+  PGconn* conn_ = nullptr;
+  std::string describe_ = "postgres";
+  std::unordered_map<std::string, std::unique_ptr<PgStatement>> prepared_;
+  uint64_t next_id_ = 0;
+  std::string copy_buf_;
+};
+
+Status PgStatement::Bind(int index, const Value& v, const SqlColumn* column) {
+  if (index < 1) return Status::Internal("parameter index < 1");
+  const size_t i = static_cast<size_t>(index - 1);
+  if (values_.size() <= i) {
+    values_.resize(i + 1, nullptr);
+    lengths_.resize(i + 1, 0);
+    formats_.resize(i + 1, 0);
+    bufs_.resize(i + 1);
+    owned_.resize(i + 1, false);
+  }
+  owned_[i] = false;
+  count_ = std::max(count_, index);
+  formats_[i] = 0;
+  lengths_[i] = 0;
+  if (v.is_null()) {
+    values_[i] = nullptr;
+    return Status::Ok();
+  }
+  if (column == nullptr) {
+    if (v.kind == Value::Kind::kText) {
+      if (std::memchr(v.s.data(), 0, v.s.size()) != nullptr)
+        return Status::InvalidArgument("a NUL byte in a text value");
+      values_[i] = v.s.c_str();
+    } else if (v.kind == Value::Kind::kBytes) {
+      values_[i] = v.s.data();
+      lengths_[i] = static_cast<int>(v.s.size());
+      formats_[i] = 1;
+    } else {
+      bufs_[i] = v.ToText();
+      owned_[i] = true;
+    }
+    return Status::Ok();
+  }
+  const uint8_t kind = column->bind_kind;
+  if (kind == kPgBytea) {
+    if (v.kind != Value::Kind::kBytes && v.kind != Value::Kind::kText)
+      return Status::InvalidArgument(fmt::format("a {} value for a bytea column", v.DebugString()));
+    if (v.s.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+      return Status::InvalidArgument("value larger than 2 GiB");
+    values_[i] = v.s.data();
+    lengths_[i] = static_cast<int>(v.s.size());
+    formats_[i] = 1;
+    return Status::Ok();
+  }
+  if (v.kind == Value::Kind::kText && (kind == kPgPlain || kind == kPgTime)) {
+    values_[i] = v.s.c_str();  // the MySQL text is the input form (decimal, json, time)
+    if (std::memchr(v.s.data(), 0, v.s.size()) != nullptr)
+      return Status::InvalidArgument("the value holds a NUL byte, which PostgreSQL cannot hold");
+    return Status::Ok();
+  }
+  if (v.kind == Value::Kind::kText && kind == kPgText) {
+    if (std::memchr(v.s.data(), 0, v.s.size()) != nullptr)
+      return Status::InvalidArgument("the value holds a NUL byte, which PostgreSQL text cannot hold");
+    values_[i] = v.s.c_str();
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(bufs_[i], PgText(v, *column->source, kind));
+  owned_[i] = true;
+  return Status::Ok();
+}
+
+Result<PGresult*> PgStatement::Run() {
+  PGconn* c = conn_->conn();
+  if (c == nullptr) return Status::Unavailable(conn_->describe() + ": not connected");
+  for (int i = 0; i < count_; ++i)
+    if (owned_[static_cast<size_t>(i)]) values_[static_cast<size_t>(i)] = bufs_[static_cast<size_t>(i)].c_str();
+  PGresult* res = PQexecPrepared(c, name_.c_str(), count_, values_.data(), lengths_.data(), formats_.data(), 0);
+  const ExecStatusType st = PQresultStatus(res);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    Status err = conn_->Error(res, sql_);
+    PQclear(res);
+    return err;
+  }
+  return res;
+}
+
+Result<int64_t> PgStatement::Execute() {
+  ASSIGN_OR_RETURN(PGresult * res, Run());
+  const char* n = PQcmdTuples(res);
+  const int64_t changed = n != nullptr && *n != '\0' ? std::atoll(n) : 0;
+  PQclear(res);
+  return changed;
+}
+
+Result<std::vector<std::vector<std::optional<std::string>>>> PgStatement::Query() {
+  ASSIGN_OR_RETURN(PGresult * res, Run());
+  std::vector<std::vector<std::optional<std::string>>> rows;
+  const int nr = PQntuples(res), nc = PQnfields(res);
+  for (int r = 0; r < nr; ++r) {
+    auto& row = rows.emplace_back();
+    for (int c = 0; c < nc; ++c) {
+      if (PQgetisnull(res, r, c)) row.emplace_back();
+      else row.emplace_back(std::string(PQgetvalue(res, r, c), static_cast<size_t>(PQgetlength(res, r, c))));
+    }
+  }
+  PQclear(res);
+  return rows;
+}
+
+// COPY text format: backslash, newline, carriage return and tab escaped; NULL is \N.
+void AppendCopyText(std::string* out, std::string_view s) {
+  for (char c : s) {
+    switch (c) {
+      case '\\': *out += "\\\\"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      default: out->push_back(c);
+    }
+  }
+}
+
+Status PgConnection::Copy(const std::string& target, const SqlTable& table, const std::vector<const Row*>& rows) {
+  std::string sql = "COPY " + target + " (";
+  for (size_t i = 0; i < table.columns.size(); ++i) sql += (i ? ", " : "") + table.columns[i].quoted;
+  sql += ") FROM STDIN";
+  PGresult* res = PQexec(conn_, sql.c_str());
+  if (PQresultStatus(res) != PGRES_COPY_IN) {
+    Status err = Error(res, sql);
+    PQclear(res);
+    return err;
+  }
+  PQclear(res);
+  Status conv;
+  copy_buf_.clear();
+  auto flush = [&]() -> bool {
+    if (copy_buf_.empty()) return true;
+    const bool ok = PQputCopyData(conn_, copy_buf_.data(), static_cast<int>(copy_buf_.size())) == 1;
+    copy_buf_.clear();
+    return ok;
+  };
+  bool sent = true;
+  for (const Row* row : rows) {
+    for (size_t i = 0; i < table.columns.size() && conv.ok(); ++i) {
+      if (i) copy_buf_.push_back('\t');
+      const Value& v = (*row)[i];
+      if (v.is_null()) {
+        copy_buf_ += "\\N";
+        continue;
+      }
+      const SqlColumn& col = table.columns[i];
+      Result<std::string> text = PgText(v, *col.source, col.bind_kind);
+      if (!text.ok()) {
+        conv = text.status().WithContext(fmt::format("column {}", col.source->name));
+        break;
+      }
+      if (col.bind_kind == kPgBytea) {
+        copy_buf_ += "\\\\x";
+        copy_buf_ += Hex(*text);
+      } else {
+        AppendCopyText(&copy_buf_, *text);
+      }
+    }
+    if (!conv.ok()) break;
+    copy_buf_.push_back('\n');
+    if (copy_buf_.size() >= (1u << 20) && !(sent = flush())) break;
+  }
+  if (conv.ok() && sent) sent = flush();
+  PQputCopyEnd(conn_, conv.ok() && sent ? nullptr : "sluice: conversion failed");
+  Status out;
+  while ((res = PQgetResult(conn_)) != nullptr) {
+    if (out.ok() && PQresultStatus(res) != PGRES_COMMAND_OK) out = Error(res, sql);
+    PQclear(res);
+  }
+  if (!conv.ok()) return conv;
+  if (!sent && out.ok()) out = Error(nullptr, sql);
+  return out;
+}
+
+Status PgConnection::BulkLoad(const SqlTable& table, const std::vector<const Row*>& rows) {
+  if (conn_ == nullptr) return Status::Unavailable(describe_ + ": not connected");
+  if (!table.schema->has_primary_key()) return Copy(table.name.quoted, table, rows);
+  RETURN_IF_ERROR(Exec("SAVEPOINT sluice_copy"));
+  Status st = Copy(table.name.quoted, table, rows);
+  if (st.ok()) return Exec("RELEASE SAVEPOINT sluice_copy");
+  if (st.message().find("23505") == std::string::npos) return st;
+  // Some keys are there already (a chunk copied again, or rows the stream wrote): merge.
+  RETURN_IF_ERROR(Exec("ROLLBACK TO SAVEPOINT sluice_copy"));
+  RETURN_IF_ERROR(Exec("CREATE TEMPORARY TABLE IF NOT EXISTS _sluice_load (LIKE " + table.name.quoted + ")"));
+  RETURN_IF_ERROR(Exec("TRUNCATE _sluice_load"));
+  RETURN_IF_ERROR(Copy("_sluice_load", table, rows));
+  std::string cols, pk, set;
+  for (size_t i = 0; i < table.columns.size(); ++i) {
+    cols += (i ? ", " : "") + table.columns[i].quoted;
+    if (!table.columns[i].is_pk)
+      set += (set.empty() ? "" : ", ") + table.columns[i].quoted + " = excluded." + table.columns[i].quoted;
+  }
+  for (size_t j = 0; j < table.schema->primary_key.size(); ++j)
+    pk += (j ? ", " : "") + table.columns[table.schema->primary_key[j]].quoted;
+  RETURN_IF_ERROR(Exec("INSERT INTO " + table.name.quoted + " (" + cols + ") SELECT " + cols +
+                       " FROM _sluice_load ON CONFLICT (" + pk + ") DO " + (set.empty() ? "NOTHING" : "UPDATE SET " + set)));
+  RETURN_IF_ERROR(Exec("DROP TABLE _sluice_load"));
+  return Exec("RELEASE SAVEPOINT sluice_copy");
+}
+
+class PgDialect : public SqlDialect {
+ public:
+  explicit PgDialect(PostgresSinkOptions options) : options_(std::move(options)) {}
+  std::string_view name() const override { return "postgres"; }
+  std::string Quote(std::string_view identifier) const override { return PgQuote(identifier); }
+  std::string Placeholder(int index) const override { return "$" + std::to_string(index); }
+  SqlTableName TableName(const TableSchema& table) const override {
+    SqlTableName n;
+    n.namespace_name = PostgresSchemaName(options_, table.db);
+    n.table_name = table.table;
+    n.key = n.namespace_name + "." + n.table_name;
+    n.quoted_namespace = PgQuote(n.namespace_name);
+    n.quoted = n.quoted_namespace + "." + PgQuote(n.table_name);
+    n.display = n.key;
+    return n;
+  }
+  Result<std::string> ColumnType(const ColumnDesc& column) const override { return PostgresColumnType(column); }
+  uint8_t BindKind(const ColumnDesc& column) const override { return PgKindOf(column); }
+  Result<std::string> Literal(const Value& v, const ColumnDesc& column) const override {
+    if (v.is_null() || v.is_absent()) return std::string("NULL");
+    ASSIGN_OR_RETURN(std::string type, PostgresColumnType(column));
+    const uint8_t kind = PgKindOf(column);
+    ASSIGN_OR_RETURN(std::string text, PgText(v, column, kind));
+    if (kind == kPgBytea) return "'\\x" + Hex(text) + "'::bytea";
+    std::string out = "'";
+    for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'::" + type;
+  }
+  std::string NullSafeEquals(const std::string& quoted_column, const std::string& param) const override {
+    return quoted_column + " IS NOT DISTINCT FROM " + param;
+  }
+  Result<std::string> RowLocator(const TableSchema&) const override { return std::string("ctid"); }
+  size_t MaxRowsPerStatement() const override { return 128; }
+  size_t MaxParameters() const override { return 65535; }
+  std::vector<std::string> CreateMetadataSql() const override {
+    return {"CREATE SCHEMA IF NOT EXISTS _sluice",
+            "CREATE TABLE IF NOT EXISTS _sluice.checkpoint(id integer PRIMARY KEY CHECK (id = 1), state text NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS _sluice.tables(name text PRIMARY KEY, source_db text NOT NULL, "
+            "source_table text NOT NULL, columns text NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS _sluice.schemas(ref text PRIMARY KEY, history text NOT NULL)"};
+  }
+  std::string MetaSql(SqlMeta which) const override {
+    switch (which) {
+      case SqlMeta::kLoadCheckpoint: return "SELECT state FROM _sluice.checkpoint WHERE id = 1";
+      case SqlMeta::kSaveCheckpoint:
+        return "INSERT INTO _sluice.checkpoint(id, state) VALUES (1, $1) "
+               "ON CONFLICT (id) DO UPDATE SET state = excluded.state";
+      case SqlMeta::kLookupTable: return "SELECT source_db, source_table FROM _sluice.tables WHERE name = $1";
+      case SqlMeta::kStoreTable:
+        return "INSERT INTO _sluice.tables(name, source_db, source_table, columns) VALUES ($1, $2, $3, $4) "
+               "ON CONFLICT (name) DO UPDATE SET source_db = excluded.source_db, "
+               "source_table = excluded.source_table, columns = excluded.columns";
+      case SqlMeta::kForgetTable: return "DELETE FROM _sluice.tables WHERE name = $1";
+      case SqlMeta::kLoadSchemas: return "SELECT history FROM _sluice.schemas WHERE ref = $1";
+      case SqlMeta::kSaveSchemas:
+        return "INSERT INTO _sluice.schemas(ref, history) VALUES ($1, $2) "
+               "ON CONFLICT (ref) DO UPDATE SET history = excluded.history";
+      case SqlMeta::kDropOtherSchemas: return "DELETE FROM _sluice.schemas WHERE ref <> $1";
+    }
+    return "";
+  }
+  std::string EnsureNamespaceSql(const SqlTableName& table) const override {
+    return "CREATE SCHEMA IF NOT EXISTS " + table.quoted_namespace;
+  }
+  Result<std::optional<std::vector<SqlExistingColumn>>> DescribeTable(SqlConnection& conn,
+                                                                      const SqlTableName& table) const override {
+    ASSIGN_OR_RETURN(
+        SqlStatement * s,
+        conn.Prepare("SELECT a.attname, format_type(a.atttypid, a.atttypmod), "
+                     "COALESCE((SELECT k.ord FROM pg_index i, unnest(i.indkey) WITH ORDINALITY k(attnum, ord) "
+                     "WHERE i.indrelid = c.oid AND i.indisprimary AND k.attnum = a.attnum), 0) "
+                     "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                     "JOIN pg_attribute a ON a.attrelid = c.oid "
+                     "WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p') "
+                     "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"));
+    const Value ns = Value::Text(table.namespace_name), tn = Value::Text(table.table_name);
+    RETURN_IF_ERROR(s->Bind(1, ns, nullptr));
+    RETURN_IF_ERROR(s->Bind(2, tn, nullptr));
+    ASSIGN_OR_RETURN(auto rows, s->Query());
+    if (rows.empty()) return std::optional<std::vector<SqlExistingColumn>>();
+    std::vector<SqlExistingColumn> out;
+    for (const auto& r : rows) {
+      SqlExistingColumn c;
+      c.name = r.size() > 0 && r[0] ? *r[0] : "";
+      c.type = r.size() > 1 && r[1] ? *r[1] : "";
+      c.pk = r.size() > 2 && r[2] ? std::atoi(r[2]->c_str()) : 0;
+      out.push_back(std::move(c));
+    }
+    return std::optional<std::vector<SqlExistingColumn>>(std::move(out));
+  }
+  std::vector<std::string> RenameTableSql(const SqlTableName& from, const SqlTableName& to) const override {
+    if (from.namespace_name == to.namespace_name)
+      return {"ALTER TABLE " + from.quoted + " RENAME TO " + PgQuote(to.table_name)};
+    // Another schema: move it, then rename it there.
+    return {"ALTER TABLE " + from.quoted + " SET SCHEMA " + to.quoted_namespace,
+            "ALTER TABLE " + to.quoted_namespace + "." + PgQuote(from.table_name) + " RENAME TO " +
+                PgQuote(to.table_name)};
+  }
+
+ private:
+  PostgresSinkOptions options_;
+};
+
+// PostgreSQL's text of a stored value (SELECT c::text, array_to_string for SET) -> the text
+// MySQL's SELECT gives for the column (schema/text_value.h ValueFromText reads it).
+Result<std::string> MySqlTextOf(const ColumnDesc& c, std::string pg) {
+  const auto pad_fraction = [&](std::string s) {
+    // PostgreSQL drops trailing zeros of fractional seconds; MySQL prints exactly fsp digits.
+    size_t dot = s.find('.');
+    std::string frac = dot == std::string::npos ? "" : s.substr(dot + 1);
+    if (dot != std::string::npos) s.resize(dot);
+    frac.resize(c.fsp, '0');
+    return c.fsp > 0 ? s + "." + frac : s;
+  };
+  switch (PgKindOf(c)) {
+    case kPgBit: {
+      uint64_t v = 0;
+      for (char ch : pg) v = (v << 1) | (ch == '1' ? 1u : 0u);
+      return std::to_string(v);
+    }
+    case kPgDate:
+      return pg == "-infinity" ? std::string("0000-00-00") : pg;
+    case kPgDateTime:
+    case kPgTimestamp:
+      if (pg == "-infinity") return pad_fraction("0000-00-00 00:00:00");
+      if (PgKindOf(c) == kPgTimestamp && pg.size() > 3 && pg.compare(pg.size() - 3, 3, "+00") == 0) pg.resize(pg.size() - 3);
+      return pad_fraction(pg);
+    case kPgTime:
+      return pad_fraction(pg);
+    case kPgBytea: {
+      if (pg.size() < 2 || pg[0] != '\\' || pg[1] != 'x') return Status::Corruption("bytea not in hex form");
+      std::string out;
+      out.reserve((pg.size() - 2) / 2);
+      for (size_t i = 2; i + 1 < pg.size(); i += 2) out.push_back(static_cast<char>(std::stoi(pg.substr(i, 2), nullptr, 16)));
+      return out;
+    }
+    default:
+      return pg;
+  }
+}
+
+}  // namespace
+
+std::string PostgresSchemaName(const PostgresSinkOptions& options, const std::string& db) {
+  auto it = options.schemas.find(db);
+  return it != options.schemas.end() ? it->second : db;
+}
+
+Result<std::string> PostgresColumnType(const ColumnDesc& c) {
+  const SqlType t = c.type;
+  const auto frac = [&](const char* base, const char* suffix) {
+    return fmt::format("{}({}){}", base, std::min<uint32_t>(c.fsp, 6), suffix);
+  };
+  switch (t) {
+    case SqlType::kTinyInt: return std::string("smallint");
+    case SqlType::kSmallInt: return std::string(c.is_unsigned ? "integer" : "smallint");
+    case SqlType::kMediumInt: return std::string("integer");
+    case SqlType::kInt: return std::string(c.is_unsigned ? "bigint" : "integer");
+    case SqlType::kBigInt: return std::string(c.is_unsigned ? "numeric(20,0)" : "bigint");
+    case SqlType::kDecimal:
+      return fmt::format("numeric({},{})", c.numeric_precision > 0 ? c.numeric_precision : 10, c.numeric_scale);
+    case SqlType::kFloat: return std::string("real");
+    case SqlType::kDouble: return std::string("double precision");
+    case SqlType::kBit:
+      return fmt::format("bit varying({})", c.numeric_precision >= 1 && c.numeric_precision <= 64 ? c.numeric_precision : 64);
+    case SqlType::kYear: return std::string("smallint");
+    case SqlType::kDate: return std::string("date");
+    case SqlType::kDateTime: return frac("timestamp", " without time zone");
+    case SqlType::kTimestamp: return frac("timestamp", " with time zone");
+    case SqlType::kTime: return frac("interval", "");
+    case SqlType::kSet: return std::string("text[]");
+    case SqlType::kJson: return std::string("jsonb");
+    case SqlType::kUuid: return std::string("uuid");
+    case SqlType::kEnum:
+    case SqlType::kInet4:
+    case SqlType::kInet6:
+    case SqlType::kVector: return std::string("text");
+    default: break;
+  }
+  if (IsCharacterType(t)) return std::string(c.charset == "binary" ? "bytea" : "text");
+  if (IsBinaryType(t) || IsGeometryType(t)) return std::string("bytea");
+  return Status::NotSupported(fmt::format("column {}: data type '{}' has no PostgreSQL mapping in sluice", c.name,
+                                          c.data_type));
+}
+
+Result<std::unique_ptr<PostgresSink>> PostgresSink::Open(PostgresSinkOptions options) {
+  if (options.conninfo.empty()) return Status::InvalidArgument("postgres sink: conninfo is empty");
+  auto conn = std::make_unique<PgConnection>(options, /*exclusive=*/true);
+  RETURN_IF_ERROR(conn->Connect());
+  std::unique_ptr<PostgresSink> sink(new PostgresSink(std::make_unique<PgDialect>(std::move(options)), std::move(conn)));
+  RETURN_IF_ERROR(sink->Init());
+  return sink;
+}
+
+Result<std::vector<Row>> ReadPostgresTable(const PostgresSinkOptions& options, const TableSchema& table) {
+  PgConnection conn(options, /*exclusive=*/false);
+  RETURN_IF_ERROR(conn.Connect());
+  PgDialect dialect(options);
+  const SqlTableName name = dialect.TableName(table);
+  ASSIGN_OR_RETURN(auto have, dialect.DescribeTable(conn, name));
+  if (!have) return Status::NotFound(fmt::format("{}: no table {}", conn.Describe(), name.display));
+  std::string sql = "SELECT ";
+  for (size_t i = 0; i < table.columns.size(); ++i) {
+    const ColumnDesc& c = table.columns[i];
+    const std::string q = PgQuote(c.name);
+    sql += i ? ", " : "";
+    sql += c.type == SqlType::kSet ? "array_to_string(" + q + ", ',')" : q + "::text";
+  }
+  sql += " FROM " + name.quoted;
+  ASSIGN_OR_RETURN(SqlStatement * s, conn.Prepare(sql));
+  ASSIGN_OR_RETURN(auto rows, s->Query());
+  std::vector<Row> out;
+  out.reserve(rows.size());
+  for (auto& r : rows) {
+    Row row;
+    row.reserve(r.size());
+    for (size_t i = 0; i < r.size() && i < table.columns.size(); ++i) {
+      const ColumnDesc& c = table.columns[i];
+      if (!r[i]) {
+        row.push_back(Value::Null());
+        continue;
+      }
+      Result<std::string> text = MySqlTextOf(c, std::move(*r[i]));
+      if (!text.ok()) return text.status().WithContext(fmt::format("{} column {}", name.display, c.name));
+      ASSIGN_OR_RETURN(Value v, ValueFromText(c, *text));
+      row.push_back(std::move(v));
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace sluice

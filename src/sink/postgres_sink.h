@@ -1,0 +1,75 @@
+// PostgresSink: a replica of the source tables in a PostgreSQL database, through libpq.
+// The apply logic is SqlApplier's (sink/sql_applier.h); this file is PostgreSQL's dialect
+// and connection.
+//
+// Tables: source table db.t becomes "<schema>"."t" where <schema> is
+// PostgresSinkOptions::schemas[db], or db itself when unmapped; the schema is created when
+// missing. Column types (PostgresColumnType, docs/sinks.md "PostgreSQL"), lossless:
+//   TINYINT, SMALLINT, TINYINT UNSIGNED -> smallint; MEDIUMINT, INT, SMALLINT/MEDIUMINT
+//   UNSIGNED -> integer; BIGINT, INT UNSIGNED -> bigint; BIGINT UNSIGNED -> numeric(20,0);
+//   DECIMAL(p,s) -> numeric(p,s); FLOAT -> real; DOUBLE -> double precision; BIT(n) ->
+//   bit varying(n); YEAR -> smallint; DATE -> date; DATETIME(n) -> timestamp(n);
+//   TIMESTAMP(n) -> timestamptz(n) (session time zone UTC); TIME(n) -> interval(n) (MySQL
+//   TIME spans -838:59:59..838:59:59, beyond PostgreSQL's time); the zero DATE/DATETIME/
+//   TIMESTAMP ('0000-00-00...') -> '-infinity' (no other value maps there; other dates
+//   with a zero part are refused, naming table and column); CHAR/VARCHAR/TEXT/ENUM ->
+//   text (a NUL byte in such a value is refused: PostgreSQL text cannot hold it);
+//   SET -> text[] (the members, in definition order); JSON -> jsonb; BINARY/VARBINARY/BLOB,
+//   strings of charset binary, GEOMETRY (SRID + WKB as the server gives it) -> bytea;
+//   UUID -> uuid; INET4/INET6 -> text; VECTOR -> text (the canonical text).
+// Bookkeeping in schema "_sluice": checkpoint(id int PRIMARY KEY, state text) and
+// tables(name text PRIMARY KEY, source_db, source_table, columns).
+// Writes: snapshot chunks with COPY (into the table directly; when a row with that key is
+// already there, the chunk is copied into a temporary table and merged with INSERT ...
+// ON CONFLICT DO UPDATE); stream batches as multi-row INSERT ... ON CONFLICT DO UPDATE,
+// UPDATE and DELETE by key; the checkpoint row in the same transaction.
+//
+// Errors: kUnavailable (transient: the caller applies the same transaction again, after a
+// reconnect) for a lost or refused connection (SQLSTATE class 08, 57P01-57P03, libpq
+// connection errors), serialization failures and deadlocks (40001, 40P01), lock timeouts
+// (55P03) and too many connections (53300); every other error is definite (constraint
+// violations, permission denied, disk full 53100, ...), kFailedPrecondition naming the
+// destination, SQLSTATE, table and statement. A value a column cannot hold exactly is
+// kInvalidArgument naming table and column.
+// Ownership/thread safety: owns its PGconn; one thread at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sink/sql_applier.h"
+
+namespace sluice {
+
+struct PostgresSinkOptions {
+  // libpq connection string ("host=127.0.0.1 port=5432 user=sluice dbname=replica") or URI,
+  // without the password.
+  std::string conninfo;
+  std::string password;  // from the environment (sink.postgres.password_env); may be empty
+  std::map<std::string, std::string> schemas;  // source database -> PostgreSQL schema
+  int connect_timeout_s = 10;
+};
+
+// The PostgreSQL schema for source database `db` under `options`.
+std::string PostgresSchemaName(const PostgresSinkOptions& options, const std::string& db);
+// The lossless PostgreSQL type of a source column (see above); kNotSupported for types
+// sluice does not know.
+Result<std::string> PostgresColumnType(const ColumnDesc& column);
+
+class PostgresSink : public SqlApplier {
+ public:
+  [[nodiscard]] static Result<std::unique_ptr<PostgresSink>> Open(PostgresSinkOptions options);
+
+ private:
+  using SqlApplier::SqlApplier;
+};
+
+// Reads every row of the replica table of `table` back as canonical Values (core/value.h),
+// the inverse of the type mapping, for `sluice compare`. Rows in no particular order.
+// kNotFound when the table does not exist; kUnavailable for connection errors.
+Result<std::vector<Row>> ReadPostgresTable(const PostgresSinkOptions& options, const TableSchema& table);
+
+}  // namespace sluice
