@@ -95,10 +95,13 @@ class PgServer {
         if (!value.empty() && value.front() == '"') value = value.substr(1, value.size() - 2);
         setenv(line.substr(7, eq - 7).c_str(), value.c_str(), 1);
       }
+      // The handler runs after this object's destructor (it is registered while the object
+      // is being constructed), so it keeps its own copy of the directory.
+      static const std::string* dir_to_stop = new std::string(own_dir_);
       std::atexit([] {
-        const std::string& d = PgServer::Get().own_dir_;
-        (void)std::system((std::string(SLUICE_SOURCE_DIR) + "/scripts/postgres-test-server.sh stop " + d).c_str());
-        std::filesystem::remove_all(d);
+        (void)std::system(
+            (std::string(SLUICE_SOURCE_DIR) + "/scripts/postgres-test-server.sh stop " + *dir_to_stop).c_str());
+        std::filesystem::remove_all(*dir_to_stop);
       });
     }
     auto env = [](const char* k) { const char* v = std::getenv(k); return std::string(v ? v : ""); };
