@@ -619,16 +619,7 @@ class PgDialect : public SqlDialect {
     RETURN_IF_ERROR(s->Bind(1, ns, nullptr));
     RETURN_IF_ERROR(s->Bind(2, tn, nullptr));
     ASSIGN_OR_RETURN(auto rows, s->Query());
-    if (rows.empty()) return std::optional<std::vector<SqlExistingColumn>>();
-    std::vector<SqlExistingColumn> out;
-    for (const auto& r : rows) {
-      SqlExistingColumn c;
-      c.name = r.size() > 0 && r[0] ? *r[0] : "";
-      c.type = r.size() > 1 && r[1] ? *r[1] : "";
-      c.pk = r.size() > 2 && r[2] ? std::atoi(r[2]->c_str()) : 0;
-      out.push_back(std::move(c));
-    }
-    return std::optional<std::vector<SqlExistingColumn>>(std::move(out));
+    return ExistingColumnsFromRows(rows);
   }
   std::vector<std::string> RenameTableSql(const SqlTableName& from, const SqlTableName& to) const override {
     if (from.namespace_name == to.namespace_name)

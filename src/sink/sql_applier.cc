@@ -925,4 +925,18 @@ void SqlApplier::AbortParts() {
   part_open_ = false;
 }
 
+std::optional<std::vector<SqlExistingColumn>> ExistingColumnsFromRows(
+    const std::vector<std::vector<std::optional<std::string>>>& rows) {
+  if (rows.empty()) return std::nullopt;
+  std::vector<SqlExistingColumn> out;
+  for (const auto& r : rows) {
+    SqlExistingColumn c;
+    c.name = r.size() > 0 && r[0] ? *r[0] : "";
+    c.type = r.size() > 1 && r[1] ? *r[1] : "";
+    c.pk = r.size() > 2 && r[2] ? std::atoi(r[2]->c_str()) : 0;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace sluice
