@@ -65,8 +65,9 @@ TEST_F(BigTransaction, SqliteAppliesItInPartsUnderTheCap) {
   ExpectReplicaEqualsSource({"bigtxn.t"}, db);
   std::cout << "one transaction of " << kRows << " rows into SQLite, cap 4 MiB: peak RSS " << run.max_rss_kib / 1024
             << " MiB\n";
-  if (!SluiceSanitized())
+  if (!SluiceSanitized()) {
     EXPECT_LT(run.max_rss_kib, kMaxRssKib) << "peak RSS over the bound with max_buffered_bytes = 4 MiB";
+  }
 }
 
 TEST_F(BigTransaction, JsonlAppliesItInPartsAndAKilledRunCutsThemBack) {
@@ -96,8 +97,9 @@ TEST_F(BigTransaction, JsonlAppliesItInPartsAndAKilledRunCutsThemBack) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::cout << "one transaction of " << kRows << " rows into JSON lines, cap 4 MiB: peak RSS "
             << run.max_rss_kib / 1024 << " MiB\n";
-  if (!SluiceSanitized())
+  if (!SluiceSanitized()) {
     EXPECT_LT(run.max_rss_kib, kMaxRssKib) << "peak RSS over the bound with max_buffered_bytes = 4 MiB";
+  }
 
   // Every row exactly once, and nothing else of the table after the snapshot.
   std::ifstream in(out);

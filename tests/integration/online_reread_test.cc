@@ -278,7 +278,9 @@ void RenameInAndOut(bool streaming, bool drop_tables) {
   // Renamed out: kept with the rows it had when it left (3 rows), not row 4; or dropped.
   EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'it_orn.t'"),
             drop_tables ? "0" : "1");
-  if (!drop_tables) EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM \"it_orn.t\""), "3");
+  if (!drop_tables) {
+    EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM \"it_orn.t\""), "3");
+  }
   EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'it_orn.outside'"), "0");
 }
 
