@@ -72,12 +72,10 @@ struct Transaction {
   bool is_snapshot = false;
   // Output formatted ahead, on another thread, by the Preformatter of the sink that will
   // apply this transaction (sink/sink.h); opaque to everyone else. A sink that finds it set
-  // writes it and does not look at `changes` (which the producer may then have emptied).
+  // writes it and does not look at the values of `changes` (which the producer may then have
+  // emptied or released: the stream keeps each change's table, op and source timestamp for
+  // its counters and frees the rest).
   std::optional<std::string> preformatted;
-  // The sink's bytes for this transaction, made ahead by its TransactionFormatter on another
-  // thread (sink/sink.h); unset: the sink formats it itself.
-  bool has_formatted = false;
-  std::string formatted;
 };
 
 }  // namespace sluice

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -149,8 +150,10 @@ JsonlSink::JsonlSink(JsonlSinkOptions options)
 JsonlSink::~JsonlSink() {
   if (fd_ >= 0) {
     (void)Flush();
+    StopDurabilityThread();
     if (!to_stdout_) ::close(fd_);
   }
+  StopDurabilityThread();
 }
 
 Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
@@ -178,6 +181,7 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
 
   if (sink->to_stdout_) {
     sink->fd_ = STDOUT_FILENO;
+    sink->applied_ = sink->stored_;
     return sink;
   }
 
@@ -204,6 +208,7 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
     }
     sink->output_bytes_ = recorded;
     sink->state_bytes_ = recorded;
+    sink->committed_bytes_ = recorded;
   } else {
     // First use (or a state file from stdout mode): keep what is there, and record its
     // length before writing so that a crash before the first checkpoint cuts back to it.
@@ -212,12 +217,14 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
     sink->output_bytes_ = size;
     RETURN_IF_ERROR(sink->WriteState());
   }
+  sink->applied_ = sink->stored_;
+  if (o.sync_every_txn) sink->durability_ = std::thread([s = sink.get()] { s->DurabilityLoop(); });
   return sink;
 }
 
 Result<std::optional<std::string>> JsonlSink::LoadCheckpoint() {
   RETURN_IF_ERROR(broken_);
-  const std::optional<Stored>& cp = pending_ ? pending_ : stored_;
+  const std::optional<Stored>& cp = pending_ ? pending_ : applied_;
   if (!cp) return std::optional<std::string>();
   if (!cp->schemas) return std::optional<std::string>(cp->text);
   return std::optional<std::string>(JoinCheckpoint(cp->text, cp->schemas->json));
@@ -242,8 +249,6 @@ Status JsonlSink::ApplyTransactions(const Transaction* txns, size_t count) {
   for (size_t k = 0; k < count; ++k) {
     if (txns[k].preformatted) {
       buffer_.append(*txns[k].preformatted);
-    } else if (txns[k].has_formatted) {
-      buffer_.append(txns[k].formatted);
     } else {
       batch_.clear();
       Status st = serializer_.AppendTransaction(txns[k], now, &batch_);
@@ -257,7 +262,9 @@ Status JsonlSink::ApplyTransactions(const Transaction* txns, size_t count) {
     if (!txns[k].checkpoint.empty()) pending_ = ToStored(txns[k].checkpoint, txns[k].schemas);
   }
   if (!options_.sync_every_txn && buffer_.size() < kWriteThreshold) return Status::Ok();
-  Status st = options_.sync_every_txn ? Flush() : WriteBuffer(/*keep=*/false);
+  Status st = durability_.joinable() ? WriteAndHandOff()
+              : options_.sync_every_txn ? Flush()
+                                        : WriteBuffer(/*keep=*/false);
   if (!st.ok() && broken_.ok()) {
     // Transient (disk full): the output is back at its last good length and this group's
     // lines are dropped, so the caller can apply the same transactions again.
@@ -268,6 +275,8 @@ Status JsonlSink::ApplyTransactions(const Transaction* txns, size_t count) {
 }
 
 namespace {
+
+constexpr size_t kKeepBatchBytes = 4u << 20;
 
 class JsonlPreformatter : public Preformatter {
  public:
@@ -284,6 +293,9 @@ class JsonlPreformatter : public Preformatter {
       out.push_back('\n');
     }
     txn.preformatted = std::move(out);
+    // A part of a large transaction leaves tens of MiB of capacity behind; the memory cap
+    // (streamer.h max_buffered_bytes) does not count it, so give it back.
+    if (batch_.buffer.capacity() > kKeepBatchBytes) batch_ = RecordBatch();
     return Status::Ok();
   }
 
@@ -302,8 +314,8 @@ std::unique_ptr<Preformatter> JsonlSink::NewPreformatter() const {
 Status JsonlSink::ApplyPart(const Transaction& part) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
-  if (part.has_formatted) {
-    buffer_.append(part.formatted);
+  if (part.preformatted) {
+    buffer_.append(*part.preformatted);
   } else {
     batch_.clear();
     RETURN_IF_ERROR(serializer_.AppendTransaction(part, options_.now_ms(), &batch_));
@@ -318,42 +330,14 @@ Status JsonlSink::ApplyPart(const Transaction& part) {
 void JsonlSink::AbortParts() {
   if (fd_ < 0 || to_stdout_ || !broken_.ok()) return;
   buffer_.clear();
-  if (output_bytes_ != state_bytes_) {
-    if (::ftruncate(fd_, static_cast<off_t>(state_bytes_)) != 0) {
+  if (output_bytes_ != committed_bytes_) {
+    if (::ftruncate(fd_, static_cast<off_t>(committed_bytes_)) != 0) {
       broken_ = Status::FailedPrecondition(fmt::format("jsonl sink: cutting {} back to {} bytes failed: {}",
-                                                       options_.path, state_bytes_, strerror(errno)));
+                                                       options_.path, committed_bytes_, strerror(errno)));
       return;
     }
-    output_bytes_ = state_bytes_;
+    output_bytes_ = committed_bytes_;
   }
-}
-
-namespace {
-class JsonlFormatter : public TransactionFormatter {
- public:
-  JsonlFormatter(const RecordOptions& records, std::function<int64_t()> now_ms)
-      : serializer_(records), now_ms_(std::move(now_ms)) {}
-  void Format(Transaction* txn) override {
-    batch_.clear();
-    if (!serializer_.AppendTransaction(*txn, now_ms_(), &batch_).ok()) return;
-    txn->formatted.clear();
-    for (const Record& r : batch_.records) {
-      if (!r.has_value) continue;
-      txn->formatted.append(batch_.value(r));
-      txn->formatted.push_back('\n');
-    }
-    txn->has_formatted = true;
-  }
-
- private:
-  RecordSerializer serializer_;
-  std::function<int64_t()> now_ms_;
-  RecordBatch batch_;
-};
-}  // namespace
-
-std::unique_ptr<TransactionFormatter> JsonlSink::NewFormatter() {
-  return std::make_unique<JsonlFormatter>(options_.records, options_.now_ms);
 }
 
 void JsonlSink::AppendLines() {
@@ -410,9 +394,9 @@ Status JsonlSink::SaveCheckpoint(const std::string& checkpoint) {
 }
 
 Status JsonlSink::WriteBuffer(bool keep) {
-  // Everything written past state_bytes_ must be in buffer_ until the state file records
-  // it, so that a failed write can be undone (cut back) and done again.
-  const bool undoable = to_stdout_ || output_bytes_ == state_bytes_;
+  // Everything written past committed_bytes_ must be in buffer_ until a call ends there, so
+  // that a failed write can be undone (cut back) and done again.
+  const bool undoable = to_stdout_ || output_bytes_ == committed_bytes_;
   size_t done = 0;
   Status st;
   while (done < buffer_.size()) {
@@ -442,22 +426,29 @@ Status JsonlSink::Undo(Status error, bool undoable) {
     broken_ = error;
     return error;
   }
-  if (::ftruncate(fd_, static_cast<off_t>(state_bytes_)) != 0) {
+  if (::ftruncate(fd_, static_cast<off_t>(committed_bytes_)) != 0) {
     broken_ = error.WithContext(
-        fmt::format("and cutting {} back to {} bytes failed ({})", options_.path, state_bytes_,
+        fmt::format("and cutting {} back to {} bytes failed ({})", options_.path, committed_bytes_,
                     strerror(errno)));
     return broken_;
   }
-  output_bytes_ = state_bytes_;
+  output_bytes_ = committed_bytes_;
   return error;
 }
 
 Status JsonlSink::WriteState() {
+  RETURN_IF_ERROR(WriteStateFile(output_bytes_, pending_ ? pending_ : stored_));
+  committed_bytes_ = output_bytes_;
+  if (pending_) applied_ = std::move(pending_);
+  pending_.reset();
+  return Status::Ok();
+}
+
+Status JsonlSink::WriteStateFile(uint64_t bytes, const std::optional<Stored>& next) {
   nlohmann::json doc;
   doc["format"] = kStateFormat;
   doc["version"] = kStateVersion;
-  doc["output_bytes"] = to_stdout_ ? nlohmann::json(nullptr) : nlohmann::json(output_bytes_);
-  const std::optional<Stored>& next = pending_ ? pending_ : stored_;
+  doc["output_bytes"] = to_stdout_ ? nlohmann::json(nullptr) : nlohmann::json(bytes);
   doc["checkpoint"] = next ? nlohmann::json(next->text) : nlohmann::json(nullptr);
   const bool new_history = next && next->schemas &&
                            !(stored_ && stored_->schemas &&
@@ -489,7 +480,7 @@ Status JsonlSink::WriteState() {
       if (parsed.ok()) now = *parsed;
     }
     const bool is_new = now && now->output_bytes == (to_stdout_ ? std::nullopt
-                                                                : std::optional<uint64_t>(output_bytes_)) &&
+                                                                : std::optional<uint64_t>(bytes)) &&
                         now->checkpoint == (next ? std::optional<std::string>(next->text) : std::nullopt);
     if (!is_new) {
       const bool full = st.message().find(strerror(ENOSPC)) != std::string::npos ||
@@ -504,9 +495,8 @@ Status JsonlSink::WriteState() {
           fmt::format("cannot write the JSON lines state file {}: {}", state_path_, st.message()));
     }
   }
-  state_bytes_ = output_bytes_;
-  if (pending_) stored_ = std::move(pending_);
-  pending_.reset();
+  state_bytes_ = bytes;
+  stored_ = next;
   if (!old_history.empty()) ::unlink(old_history.c_str());  // no state file refers to it now
   return Status::Ok();
 }
@@ -514,7 +504,9 @@ Status JsonlSink::WriteState() {
 Status JsonlSink::Flush() {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::Ok();
-  const bool undoable = to_stdout_ || output_bytes_ == state_bytes_;
+  // The state file is written by one thread at a time: what was handed off is durable first.
+  RETURN_IF_ERROR(WaitDurable());
+  const bool undoable = to_stdout_ || output_bytes_ == committed_bytes_;
   const bool had_output = !buffer_.empty();
   Status st = WriteBuffer(/*keep=*/true);
   if (!st.ok()) return st;  // WriteBuffer undid it or marked the sink broken
@@ -534,9 +526,115 @@ Status JsonlSink::Flush() {
 Status JsonlSink::Close() {
   if (fd_ < 0) return broken_;
   Status st = Flush();
+  StopDurabilityThread();
   if (!to_stdout_ && ::close(fd_) != 0 && st.ok()) st = IoError("close", options_.path, errno);
   fd_ = -1;
   return st;
+}
+
+// Durability off the writer's path (sync_every_txn, file mode). The writer writes a group's
+// lines and hands {its end, its checkpoint} to this thread, which makes the output durable up
+// to there (fdatasync: the data and the file size), then replaces the state file with that
+// pair. The writer goes on appending meanwhile; the thread always takes the newest pair, so
+// one fdatasync and one state file cover every group written while the last ones ran. The
+// state file never records more than what was fdatasync'ed before it was written, so after
+// a crash (or power loss) Open cuts the output back to whole groups the state file records,
+// and the stream resumes right after them: every transaction once. Lines are in the file
+// (readable) before they are durable, as they were before (write, then fsync, then state).
+Status JsonlSink::WriteAndHandOff() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!async_error_.ok()) {
+      // Definite (a failed fdatasync): stop; a transient one (disk full for the state file):
+      // write nothing until the thread has recorded what was handed off.
+      if (async_error_.code() != StatusCode::kUnavailable) broken_ = async_error_;
+      return async_error_;
+    }
+  }
+  RETURN_IF_ERROR(WriteBuffer(/*keep=*/true));
+  buffer_.clear();
+  // Lines without a checkpoint (a transaction whose checkpoint comes later) stay unconfirmed:
+  // a restart emits them again from the stored checkpoint, so they are cut back.
+  if (!pending_) return Status::Ok();
+  committed_bytes_ = output_bytes_;
+  applied_ = std::move(pending_);
+  pending_.reset();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handed_ = HandOff{committed_bytes_, applied_};
+  }
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+Status JsonlSink::WaitDurable() {
+  if (!durability_.joinable()) return Status::Ok();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return (!handed_ && !syncing_) || !async_error_.ok(); });
+  if (async_error_.ok()) return Status::Ok();
+  if (async_error_.code() != StatusCode::kUnavailable) broken_ = async_error_;
+  return async_error_;
+}
+
+void JsonlSink::StopDurabilityThread() {
+  if (!durability_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  durability_.join();
+}
+
+void JsonlSink::DurabilityLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    // After a transient failure the same pair is tried again every 200 ms (or sooner when a
+    // newer one arrives).
+    const bool retrying = !async_error_.ok();
+    if (retrying) {
+      cv_.wait_for(lock, std::chrono::milliseconds(200));
+    } else {
+      cv_.wait(lock, [&] { return handed_.has_value() || stopping_; });
+    }
+    if (!handed_) {
+      if (stopping_) return;
+      continue;
+    }
+    if (async_error_.code() != StatusCode::kUnavailable && !async_error_.ok()) return;  // definite
+    HandOff work = *handed_;
+    handed_.reset();
+    syncing_ = true;
+    lock.unlock();
+    // The state file and stored_/state_bytes_ are this thread's while syncing_ (the writer
+    // touches them only after WaitDurable).
+    Status st;
+    if (work.bytes != synced_bytes_) {
+      if (options_.before_durable_sync) options_.before_durable_sync();
+      if (::fdatasync(fd_) != 0) {
+        const int err = errno;
+        // After a failed fdatasync the written pages may be lost without a trace: the lines
+        // cannot be trusted, so stop; the next run cuts the output back to the state file.
+        st = Status::FailedPrecondition(fmt::format(
+            "cannot make the JSON lines output durable: fdatasync {}: {} (a rerun cuts it back to "
+            "the last recorded checkpoint, {} bytes, and writes the rest again)",
+            options_.path, strerror(err), state_bytes_));
+      } else {
+        synced_bytes_ = work.bytes;
+      }
+    }
+    if (st.ok()) st = WriteStateFile(work.bytes, work.checkpoint);
+    lock.lock();
+    syncing_ = false;
+    if (st.ok()) {
+      async_error_ = Status::Ok();
+    } else {
+      async_error_ = st;
+      if (!handed_) handed_ = std::move(work);  // try it again (a newer pair supersedes it)
+    }
+    cv_.notify_all();
+    if (stopping_ && (!handed_ || !async_error_.ok())) return;
+  }
 }
 
 }  // namespace sluice

@@ -15,17 +15,28 @@
 // between the two makes a restart emit the last transaction(s) again. The process should
 // ignore SIGPIPE so that a closed reader gives an error instead of killing it.
 //
-// Durability policy: with sync_every_txn (default) every Apply()/SaveCheckpoint() writes,
-// fsyncs (file mode) and saves the checkpoint before returning. Without it, lines are
-// buffered (written out past 1 MiB) and the checkpoint is saved only by Flush()/Close();
-// the guarantee is unchanged, only more may be re-emitted after a crash.
+// Durability policy: with sync_every_txn (default), file mode, Apply()/ApplyGroup() write
+// the lines and return; a durability thread of the sink then fdatasyncs the output and
+// replaces the state file with the newest written group's end and checkpoint (one fdatasync
+// and one state file for every group written meanwhile), so the writer never waits on a
+// disk flush (issue 8: three fsyncs per commit on the writer made the live lag seconds).
+// The state file never records more than the thread made durable before writing it, so the
+// exactly-once argument above holds unchanged; LoadCheckpoint gives the last applied
+// checkpoint (the resume point of this process), the state file the last durable one.
+// SaveCheckpoint, ResetTable, ApplySchemaChanges, Flush and Close wait until every group
+// handed to the thread is recorded, then write, fsync and save their own checkpoint before
+// returning, as do all calls to stdout. Without sync_every_txn, lines are buffered (written
+// out past 1 MiB) and the checkpoint is saved only by Flush()/Close(); the guarantee is
+// unchanged, only more may be re-emitted after a crash.
 // An Apply() with an empty txn.checkpoint writes its lines but leaves the stored checkpoint
 // as it was.
 // Errors while writing, by what the caller does next: a full disk (ENOSPC, EDQUOT) is
-// kUnavailable and transient: the output is cut back to the length the state file records
+// kUnavailable and transient: the output is cut back to the end of the last complete call
 // and the failed call's lines are dropped, so the caller applies the same transaction again
-// once space is freed (file mode, when nothing unconfirmed was written out before). Any other
-// write error (read-only file or file system, permission, EIO; stdout: any error) is
+// once space is freed (file mode, when nothing unconfirmed was written out before); the
+// durability thread retries a state file it could not write every 200 ms, and until it has,
+// calls return its kUnavailable without writing. Any other write error (read-only file or
+// file system, permission, EIO, a failed fdatasync; stdout: any error) is
 // kFailedPrecondition naming the path, and the sink refuses further calls with that error.
 //
 // State file format (a JSON object; keys written in sorted order): {"checkpoint":
@@ -36,14 +47,18 @@
 // first state file that refers to it and removed once a state file refers to another, so
 // the state file is rewritten without the history at every commit; a missing history file
 // is kCorruption naming it. ReadJsonlCheckpoint reads the whole checkpoint without a sink.
-// Ownership/thread safety: one thread at a time; the destructor flushes (ignoring errors).
+// Ownership/thread safety: one thread at a time (besides the sink's own durability thread);
+// the destructor flushes (ignoring errors).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "sink/record.h"
 #include "sink/sink.h"
@@ -59,6 +74,8 @@ struct JsonlSinkOptions {
   // Record options (record.h). The defaults write the envelope alone, one per line; with
   // transaction_metadata the BEGIN/END records are lines too; tombstones have no line.
   RecordOptions records;
+  // Tests: called on the durability thread before each fdatasync of the output.
+  std::function<void()> before_durable_sync;
 };
 
 // The whole checkpoint recorded in the state file `state_path` (joined with its schema history
@@ -73,13 +90,14 @@ class JsonlSink : public Sink {
   ~JsonlSink() override;
 
   // Formats a transaction's lines exactly as Apply would (its own RecordSerializer and the
-  // same clock); Apply then writes them as they are.
+  // same clock); Apply, ApplyGroup and ApplyPart then write them as they are. Used by the
+  // snapshot's workers and the stream's formatting thread.
   std::unique_ptr<Preformatter> NewPreformatter() const override;
   Result<std::optional<std::string>> LoadCheckpoint() override;
   Status PrepareTable(const TableSchema& table) override;  // nothing to do
   Status Apply(const Transaction& txn) override;
-  // The lines of every transaction, then one write, one fsync and one state-file update
-  // recording the last checkpoint (sync_every_txn; else as Apply).
+  // The lines of every transaction, then one write; the durability thread records the last
+  // checkpoint once the output is durable (sync_every_txn; else as Apply).
   Status ApplyGroup(const std::vector<Transaction>& group) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
   // Parts of a large source transaction: their lines are written out past the recorded
@@ -89,8 +107,6 @@ class JsonlSink : public Sink {
   // on cannot be taken back). A failed write while parts are out marks the sink broken (the
   // next run cuts the output back).
   bool CheckpointsEachTransaction() const override { return false; }  // a group's last only
-  // The lines of a transaction, made on the streamer's formatting thread.
-  std::unique_ptr<TransactionFormatter> NewFormatter() override;
   bool SupportsParts() const override { return !options_.records.transaction_metadata && !to_stdout_; }
   Status ApplyPart(const Transaction& part) override;
   void AbortParts() override;
@@ -111,7 +127,12 @@ class JsonlSink : public Sink {
   explicit JsonlSink(JsonlSinkOptions options);
   // Writes buffer_ out; keeps it (keep) until Flush() has recorded it in the state file.
   Status WriteBuffer(bool keep);
-  Status WriteState();
+  Status WriteState();  // output_bytes_ with the pending (else stored) checkpoint; writer thread
+  // The durability thread (sync_every_txn, file mode): see jsonl_sink.cc.
+  Status WriteAndHandOff();  // writes buffer_, hands its end and checkpoint to the thread
+  Status WaitDurable();      // until every hand-off is in the state file (or its error)
+  void StopDurabilityThread();
+  void DurabilityLoop();
   Status ApplyTransactions(const Transaction* txns, size_t count);
   void AppendLines();  // the values of batch_ as lines into buffer_
   Status WriteRecordsWithCheckpoint(const std::function<Status()>& append, const std::string& checkpoint);
@@ -125,6 +146,10 @@ class JsonlSink : public Sink {
   int fd_ = -1;
   uint64_t output_bytes_ = 0;           // bytes of the output written (and, if synced, durable)
   uint64_t state_bytes_ = 0;            // output length recorded in the state file
+  // Output length at the end of the last complete call (group, checkpoint): what a failed
+  // write or AbortParts cuts back to. Equals state_bytes_ except while the durability thread
+  // has not recorded the newest group yet.
+  uint64_t committed_bytes_ = 0;
   // A checkpoint as the state file records it: the text (split form when `schemas` is set)
   // and the history it refers to.
   struct Stored {
@@ -133,12 +158,32 @@ class JsonlSink : public Sink {
   };
   static Stored ToStored(const std::string& text, const std::shared_ptr<const SchemaHistoryText>& schemas);
   std::string SchemasPath(std::string_view ref) const;
+  // Replaces the state file with {bytes, next}; then stored_/state_bytes_ are that pair. Run by
+  // one thread at a time: the durability thread while syncing_, else the writer.
+  Status WriteStateFile(uint64_t bytes, const std::optional<Stored>& next);
+
   std::optional<Stored> stored_;   // checkpoint in the state file
   std::optional<Stored> pending_;  // checkpoint to store at the next flush
+  std::optional<Stored> applied_;  // checkpoint of the last complete call (LoadCheckpoint)
   std::string buffer_;                  // lines not yet written
   RecordSerializer serializer_;
   RecordBatch batch_;                   // records of the call being applied
   Status broken_;                       // first I/O error; every later call returns it
+
+  // Durability thread. mu_ guards handed_, syncing_, stopping_ and async_error_; while
+  // syncing_ the thread owns stored_, state_bytes_, synced_bytes_ and the state file.
+  struct HandOff {
+    uint64_t bytes = 0;
+    std::optional<Stored> checkpoint;
+  };
+  std::thread durability_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<HandOff> handed_;  // newest group written and not yet being recorded
+  bool syncing_ = false;
+  bool stopping_ = false;
+  Status async_error_;             // the thread's last failure (kUnavailable: retried)
+  uint64_t synced_bytes_ = 0;      // output length the thread last fdatasync'ed
 };
 
 }  // namespace sluice

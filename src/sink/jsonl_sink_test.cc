@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <fstream>
+#include <future>
+#include <mutex>
 #include <sstream>
 
 #include "checkpoint/checkpoint.h"
@@ -291,6 +294,7 @@ TEST_F(JsonlSinkTest, SchemaHistoryIsAFileWrittenOncePerChange) {
   const std::string h1_path = path_ + ".checkpoint.schemas-" + h1->ref;
   std::vector<Transaction> group{txn(1, 200, h1), txn(2, 300, h1)};
   ASSERT_TRUE(s->ApplyGroup(group).ok());
+  ASSERT_TRUE(s->Flush().ok());  // the durability thread has written the files
   EXPECT_EQ(ReadAll(h1_path), h1->json);
   EXPECT_EQ(ReadAll(path_ + ".checkpoint").find("\\\"schemas\\\":"), std::string::npos)
       << "the state file holds the history: " << ReadAll(path_ + ".checkpoint");
@@ -300,6 +304,7 @@ TEST_F(JsonlSinkTest, SchemaHistoryIsAFileWrittenOncePerChange) {
   ::usleep(20000);
   group = {txn(3, 400, h1)};
   ASSERT_TRUE(s->ApplyGroup(group).ok());
+  ASSERT_TRUE(s->Flush().ok());
   struct stat after;
   ASSERT_EQ(::stat(h1_path.c_str(), &after), 0);
   EXPECT_EQ(before.st_ino, after.st_ino) << "the history file was rewritten for an unchanged history";
@@ -309,6 +314,7 @@ TEST_F(JsonlSinkTest, SchemaHistoryIsAFileWrittenOncePerChange) {
   auto h2 = SchemaHistoryTextOf(*cp.schemas);
   group = {txn(4, 500, h2)};
   ASSERT_TRUE(s->ApplyGroup(group).ok());
+  ASSERT_TRUE(s->Flush().ok());
   EXPECT_EQ(ReadAll(path_ + ".checkpoint.schemas-" + h2->ref), h2->json);
   EXPECT_NE(::access(h1_path.c_str(), F_OK), 0) << "old history file kept";
   const std::string whole = cp.ToJson();
@@ -338,6 +344,76 @@ TEST_F(JsonlSinkTest, SchemaHistoryIsAFileWrittenOncePerChange) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kCorruption);
   EXPECT_NE(bad.status().message().find(h3_path), std::string::npos) << bad.status().ToString();
+}
+
+// Durability off the writer's path (issue 8, live lag): ApplyGroup writes its lines and
+// returns while the durability thread is still making earlier ones durable; the state file
+// never records more than was made durable before it, so a crash at that moment (the files
+// copied as they are) reopens at the last recorded group, and later groups are emitted again.
+TEST_F(JsonlSinkTest, GroupsAreWrittenWhileTheDurabilityThreadSyncs) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  int syncs_started = 0;
+  JsonlSinkOptions o;
+  o.path = path_;
+  o.now_ms = [] { return int64_t{42}; };
+  o.before_durable_sync = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    ++syncs_started;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  };
+  auto opened = JsonlSink::Open(std::move(o));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<JsonlSink> s = std::move(opened).value();
+  std::vector<Transaction> g1{Txn({Insert(1, "a")}, "cp1")};
+  ASSERT_TRUE(s->ApplyGroup(g1).ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return syncs_started == 1; }))
+        << "the durability thread never started to sync the first group";
+  }
+  // The thread is held inside its fdatasync: the writer goes on.
+  auto more = std::async(std::launch::async, [&] {
+    std::vector<Transaction> g2{Txn({Insert(2, "b")}, "cp2")};
+    std::vector<Transaction> g3{Txn({Insert(3, "c")}, "cp3")};
+    return s->ApplyGroup(g2).ok() && s->ApplyGroup(g3).ok();
+  });
+  ASSERT_EQ(more.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "ApplyGroup waited for the durability thread's fdatasync";
+  EXPECT_TRUE(more.get());
+  const std::string all = Line(Insert(1, "a")) + Line(Insert(2, "b")) + Line(Insert(3, "c"));
+  EXPECT_EQ(ReadAll(path_), all) << "lines are in the file as soon as ApplyGroup returns";
+  EXPECT_EQ(Checkpoint(*s), "cp3");
+  const std::string state_now = ReadAll(path_ + ".checkpoint");
+  EXPECT_EQ(state_now.find("cp"), std::string::npos)
+      << "the state file records a group before it was made durable: " << state_now;
+
+  // A crash now: the copy reopens at the recorded state (nothing yet), cutting all three back.
+  const std::string crash = dir_ + "/crash.jsonl";
+  Append(crash, ReadAll(path_));
+  Append(crash + ".checkpoint", state_now);
+  {
+    auto c = OpenSink(true, crash);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(ReadAll(crash), "");
+    EXPECT_EQ(Checkpoint(*c), std::nullopt);
+  }
+
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(s->Flush().ok());  // waits until every group handed off is recorded
+  EXPECT_NE(ReadAll(path_ + ".checkpoint").find("\"cp3\""), std::string::npos) << ReadAll(path_ + ".checkpoint");
+  EXPECT_LE(syncs_started, 2) << "one fdatasync should cover the groups written during the first";
+  ASSERT_TRUE(s->Close().ok());
+  s = OpenSink();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ReadAll(path_), all);
+  EXPECT_EQ(Checkpoint(*s), "cp3");
 }
 
 }  // namespace

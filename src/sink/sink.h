@@ -48,33 +48,27 @@ inline const char* SchemaChangeKindName(SchemaChange::Kind k) {
   return "?";
 }
 
-// Formatting done ahead of Apply, on a thread other than the sink's: the snapshot's read
-// workers format their chunks, so the one thread that applies them mostly writes. Each
-// Preformatter is used by one thread at a time and shares no mutable state with its sink;
-// its output must be byte-identical to what Apply would format itself.
+// Formatting done ahead of Apply, on a thread other than the sink's, so that the one thread
+// that applies transactions mostly writes: the snapshot's read workers format their chunks,
+// and while streaming a formatting thread between decoding and the sink writer formats each
+// transaction (or part) while the writer writes the previous ones (issue 8 pipeline). One
+// record serialiser for both (JSON lines: record.h). Each Preformatter is used by one thread
+// at a time and shares no mutable state with its sink; its output must be byte-identical to
+// what Apply would format itself.
 class Preformatter {
  public:
   virtual ~Preformatter() = default;
   // Sets txn.preformatted. Errors are those Apply would return for the same transaction;
-  // txn is then left without preformatted output.
+  // txn is then left without preformatted output (the stream hands it on as it is, so that
+  // the sink reports the error in order).
   virtual Status Format(Transaction& txn) = 0;
-};
-
-// Formats a sink's records for whole transactions (or parts) ahead of the sink, on a thread
-// of its own, so that formatting runs concurrently with decoding and with the sink's writes
-// (issue 8 pipeline). It shares no state with its sink. Format fills txn->formatted (and sets
-// has_formatted), or leaves the transaction as it was when it cannot: the sink then formats
-// it itself when applying it, and reports any error in order.
-class TransactionFormatter {
- public:
-  virtual ~TransactionFormatter() = default;
-  virtual void Format(Transaction* txn) = 0;
 };
 
 class Sink {
  public:
   // A Preformatter for this sink, or null when Apply has nothing worth formatting ahead
-  // (SQLite binds values itself). Call from the sink's thread; use it from any one thread.
+  // (SQLite binds values itself; Kafka and NATS format on their own thread). Call from the
+  // sink's thread; use it from any one thread.
   virtual std::unique_ptr<Preformatter> NewPreformatter() const { return nullptr; }
   virtual ~Sink() = default;
   // The checkpoint text stored by the last applied transaction, or nullopt for a new sink.
@@ -109,9 +103,6 @@ class Sink {
   // inside a group: Kafka, NATS). Sinks that record only a group's last one (SQLite, JSON
   // lines) say false, and the streamer formats one checkpoint per group instead.
   virtual bool CheckpointsEachTransaction() const { return true; }
-  // A formatter for this sink's records (see TransactionFormatter), or null: the sink formats
-  // on its own thread (SQLite binds values; Kafka and NATS).
-  virtual std::unique_ptr<TransactionFormatter> NewFormatter() { return nullptr; }
   // Removes every row of `table` and records `checkpoint`, atomically where possible. Used
   // before copying a table without a primary key again after an interrupted snapshot.
   // Sinks that cannot take rows back (JSON lines) only record the checkpoint.

@@ -476,6 +476,19 @@ struct RawEvent {
   std::string bytes;
 };
 
+// After its text is made (Preformatter), a transaction keeps of each change only what the
+// sink writer counts (table, op, source timestamp: WriteGroups); the values and the rest are
+// freed. Returns the bytes it still holds.
+size_t StripFormatted(Transaction& txn) {
+  for (RowChange& c : txn.changes) {
+    Row().swap(c.before);
+    Row().swap(c.after);
+    std::string().swap(c.source.file);
+    std::string().swap(c.source.gtid);
+  }
+  return txn.changes.capacity() * sizeof(RowChange) + (txn.preformatted ? txn.preformatted->capacity() : 0);
+}
+
 }  // namespace
 
 Status Streamer::CallSink(const char* what, const std::function<Status()>& call) {
@@ -574,8 +587,12 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   if (checkpoint_.flavor == Flavor::kUnknown) checkpoint_.flavor = flavor;
 
   // Large transactions go to the sink in parts when it can take them (see max_buffered_bytes).
+  // With a formatting thread a part is held in one more place (formatting: its values and its
+  // text at once), so parts are half as large.
+  std::unique_ptr<Preformatter> formatter = sink.NewPreformatter();
   const size_t cap = options_.max_buffered_bytes;
-  const size_t part_bytes = cap > 0 && sink.SupportsParts() ? std::max<size_t>(cap / 8, 1) : 0;
+  const size_t part_bytes =
+      cap > 0 && sink.SupportsParts() ? std::max<size_t>(cap / (formatter ? 16 : 8), 1) : 0;
   const size_t raw_queue_bytes =
       cap > 0 ? std::min(options_.queue_max_bytes, std::max<size_t>(cap / 4, 1)) : options_.queue_max_bytes;
   BoundedQueue<RawEvent> queue(options_.queue_max_events, raw_queue_bytes);
@@ -624,7 +641,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   // call succeeded, so a reconnect or a retry never starts past a transaction the sink does
   // not hold. `passed` (decoding thread) is the state after the last transaction read.
   const size_t item_queue_bytes =
-      std::max<size_t>(cap > 0 ? std::min(options_.group_max_bytes, cap / 8) : options_.group_max_bytes, 1);
+      std::max<size_t>(cap > 0 ? std::min(options_.group_max_bytes, cap / (formatter ? 16 : 8)) : options_.group_max_bytes, 1);
   BoundedQueue<SinkItem> to_sink(1u << 20, item_queue_bytes);
   to_sink.set_wake_batch(16, std::chrono::milliseconds(1));
   Status writer_status;
@@ -638,8 +655,9 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   });
   // Sinks whose records are text made from the changes alone (JSON lines) have them formatted
   // on a thread of their own, between decoding and the writer: decoding, formatting and the
-  // sink's writes and fsyncs then run at the same time.
-  std::unique_ptr<TransactionFormatter> formatter = sink.NewFormatter();
+  // sink's writes then run at the same time. A formatted item keeps only what the writer
+  // counts (each change's table, op and source timestamp) besides its text, and is queued
+  // for what it then holds, so that the memory cap counts the text and not the freed values.
   BoundedQueue<std::pair<SinkItem, size_t>> to_format(1u << 20, item_queue_bytes);
   to_format.set_wake_batch(16, std::chrono::milliseconds(1));
   std::thread format_thread;
@@ -658,7 +676,11 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
           continue;
         }
         for (auto& [item, bytes] : items) {
-          if (!item.txn.changes.empty()) formatter->Format(&item.txn);
+          // A failed Format leaves the transaction as it was: the writer's sink reports the
+          // error in order.
+          if (!item.txn.changes.empty() && formatter->Format(item.txn).ok()) {
+            bytes = std::max<size_t>(StripFormatted(item.txn), 64);
+          }
           if (!to_sink.Push(std::move(item), bytes).ok()) {
             to_format.Close(Status::Cancelled("the sink writer stopped"));
             return;
@@ -1022,7 +1044,11 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       ++group_items;
       last_schemas = item.txn.schemas;
       advance(last, item);
-      for (const auto& c : item.txn.changes) bytes += 64 + c.after.size() * 16 + c.before.size() * 16;
+      if (item.txn.preformatted) {
+        bytes += item.txn.preformatted->size();
+      } else {
+        for (const auto& c : item.txn.changes) bytes += 64 + c.after.size() * 16 + c.before.size() * 16;
+      }
       if (!item.txn.changes.empty()) {
         group_last_data_pos = item.stream_start;
         group_rows += item.txn.changes.size();

@@ -79,7 +79,10 @@ struct StreamerOptions {
   // pass max_buffered_bytes / 8 is handed to the sink in parts of that size inside one open
   // sink transaction (Sink::SupportsParts; committed whole with its checkpoint, or not at
   // all), so that at most about three parts (decoding, queued, applying) and the binlog
-  // event queue (limited to max_buffered_bytes / 4) are held at once. 0: no cap. Sinks that
+  // event queue (limited to max_buffered_bytes / 4) are held at once. Sinks with a
+  // Preformatter (JSON lines) hold a part in two more places (queued for formatting, being
+  // formatted: values and text at once), so their parts and queues are max_buffered_bytes / 16,
+  // and a formatted part is counted by its text (its values are freed). 0: no cap. Sinks that
   // cannot apply parts (Kafka, NATS, JSON lines with transaction metadata or to stdout) and
   // XA transactions (held until XA COMMIT) still take whole transactions.
   size_t max_buffered_bytes = 256u << 20;
