@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <optional>
 #include <thread>
 
 #include "mysql/schema_loader.h"
@@ -9,6 +10,30 @@
 #include "util/log.h"
 
 namespace sluice {
+
+namespace {
+
+std::string Ident(const std::string& name) {
+  std::string q = "`";
+  for (char c : name) q += c == '`' ? std::string("``") : std::string(1, c);
+  return q + "`";
+}
+
+// Whether "db.table" (split at any of its dots) exists, asked by opening it: information_schema
+// does not list a table while another ALTER TABLE that copies it swaps the new copy in (the
+// name is briefly free), so a table missing there is not yet gone. Opening the table waits
+// for that ALTER's metadata lock and then finds it, or fails with ER_NO_SUCH_TABLE.
+Result<std::optional<TableName>> OpenTable(Connection& conn, const std::string& name) {
+  for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+    TableName t{name.substr(0, dot), name.substr(dot + 1)};
+    auto r = conn.Query("SELECT 1 FROM " + Ident(t.db) + "." + Ident(t.table) + " LIMIT 0");
+    if (r.ok()) return std::optional<TableName>(t);
+    if (r.status().code() != StatusCode::kNotFound) return r.status();
+  }
+  return std::optional<TableName>();
+}
+
+}  // namespace
 
 void MarkForReread(Checkpoint& ckpt, const std::vector<std::string>& names) {
   for (const std::string& name : names) {
@@ -31,6 +56,11 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
                                  "CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) = " + meta->Quote(name)));
     if (r.rows.size() == 1 && r.rows[0].size() == 2 && r.rows[0][0] && r.rows[0][1]) {
       names.push_back(TableName{*r.rows[0][0], *r.rows[0][1]});
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::optional<TableName> found, OpenTable(*meta, name));
+    if (found) {
+      names.push_back(*found);
     } else {
       gone.push_back(name);
     }
