@@ -18,12 +18,15 @@
 // one is what `lookback` is for: rows whose cursor lies within `lookback` seconds before the
 // watermark are read again each run.
 //
-// The backfill. The first run captures H = max (cursor, pk...) and reads the whole table in
-// primary-key order in the same read view. A row changed after that read view gets a cursor
-// value above H (if its update advances the cursor, and commits before the next run reads),
-// so paging from H on finds it. A backfill resumed after a crash reads the remaining keys in
-// a new read view: those rows are newer than H or equal to their state at H, and a newer one
-// is read again by paging (an `append` consumer sees it twice: at-least-once after a crash).
+// The backfill. The first run captures H = max (cursor, pk...) and sets the watermark W to H,
+// or to H's cursor value alone when that value may still be committing (CursorSettled); it
+// then copies, in primary-key order, the rows at or below W ((cursor, pk...) <= H, or cursor
+// < H's cursor). Paging reads the rows above W. Every row version is thus given by one of the
+// two, never both (an `append` consumer relies on that), also when the backfill spans several
+// runs (max_rows) or resumes after a crash: a chunk read in a later read view sees rows
+// changed since H with cursors above W, which it skips and paging reads (if the update
+// advanced the cursor, as everything here assumes). Nothing copied yet when a run starts:
+// H and W are captured again.
 #include "snapshot/incremental.h"
 
 #include <algorithm>
@@ -215,6 +218,7 @@ std::string BuildPageSql(const PageQuery& q) {
   if (!q.upper.empty()) where.push_back(cols + " <= " + q.upper);
   if (!q.cursor_floor.empty() && !q.order.empty()) where.push_back(q.order[0] + " >= " + q.cursor_floor);
   if (!q.cursor_below.empty() && !q.order.empty()) where.push_back(q.order[0] + " < " + q.cursor_below);
+  if (!q.bound.empty()) where.push_back(q.bound);
   std::string sql = "SELECT " + q.select_list + " FROM " + q.table;
   for (size_t i = 0; i < where.size(); ++i) sql += (i ? " AND " : " WHERE ") + where[i];
   sql += " ORDER BY " + order;
@@ -362,13 +366,31 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
   uint64_t read = 0;
 
   if (!p.backfill_done) {
+    const ColumnDesc* cursor_col = incremental ? &schema.columns[t.cursor] : nullptr;
     if (incremental && p.backfill_rows == 0 && p.backfill_last_key.empty()) {
-      // The backfill's high watermark, in the read view of its first chunk.
+      // Nothing copied yet (a first run, or one killed before its first chunk): the
+      // backfill's high watermark H, in the read view of its first chunk. The backfill copies
+      // the rows up to the watermark it sets here and paging reads the rows after it, so no
+      // row version is given by both. H's cursor value may still be committing (a later
+      // commit with that value and a lower key would fall behind H): unless it has settled,
+      // the watermark is that value alone and the backfill copies only the rows below it.
       ASSIGN_OR_RETURN(p.run_high, CaptureHigh(conn, schema, wm));
+      p.watermark = p.run_high;
+      bool settled = true;
+      if (!p.run_high.empty()) {
+        ASSIGN_OR_RETURN(settled, CursorSettled(conn, *cursor_col, p.run_high[0]));
+        if (!settled) p.watermark = KeyTexts{p.run_high[0]};
+      }
       RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
-      LogInfo("incremental: {}: backfill up to high watermark {}", name,
-              p.run_high.empty() ? "(empty table)" : KeyText(p.run_high));
+      LogInfo("incremental: {}: backfill up to high watermark {}{}", name,
+              p.run_high.empty() ? "(empty table)" : KeyText(p.run_high),
+              settled ? std::string()
+                      : fmt::format("; rows at its cursor value {} are left for the next run (they may still be "
+                                    "committing)",
+                                    p.run_high[0]));
     } else if (p.backfill_rows > 0 || !p.backfill_last_key.empty()) {
+      if (incremental && p.watermark.empty() && !p.run_high.empty())
+        p.watermark = KeyTexts{p.run_high[0]};  // a checkpoint of a version that set it at the end
       LogInfo("{}: {}: resuming the copy after key {} ({} rows copied)", TableModeName(opt.mode), name,
               KeyText(p.backfill_last_key), p.backfill_rows);
     }
@@ -376,6 +398,19 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
     base.table = QualifiedTable(schema);
     base.select_list = SelectList(schema);
     base.order = QuotedColumns(schema, schema.primary_key);
+    if (incremental && !p.watermark.empty()) {
+      // A chunk read in a later read view (a resumed or max_rows-bounded backfill) also sees
+      // rows changed since H: those are above the watermark and left to paging.
+      std::string cols;
+      for (const std::string& c : QuotedColumns(schema, wm)) cols += (cols.empty() ? "" : ", ") + c;
+      if (p.watermark.size() == 1) {
+        ASSIGN_OR_RETURN(std::string below, KeyLiteral(conn, *cursor_col, p.watermark[0]));
+        base.bound = QuoteIdentifier(cursor_col->name) + " < " + below;
+      } else {
+        ASSIGN_OR_RETURN(std::string upper, KeyTuple(conn, wm_schema, p.watermark, /*standalone=*/false));
+        base.bound = (wm.size() > 1 ? "(" + cols + ")" : cols) + " <= " + upper;
+      }
+    }
     const SourceInfo src = MakeSource(options, /*backfill=*/true);
     RETURN_IF_ERROR(ReadPages(conn, schema, schema, base, p.backfill_last_key, options.fetch_rows, &budget,
                               options.stop, [&](std::vector<Row> rows, const KeyTexts& last) -> Status {
@@ -394,17 +429,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
               TableModeName(opt.mode), name, opt.max_rows, KeyText(p.backfill_last_key));
       return snap->Finish();
     }
-    p.backfill_done = true;
-    // Rows sharing H's cursor value may have committed after the backfill's read view with a
-    // lower key than H: the next run reads that whole value again (cursor >= H's cursor).
-    // Unless the clock says that value has settled.
-    if (incremental) {
-      p.watermark = p.run_high;
-      if (!p.run_high.empty()) {
-        ASSIGN_OR_RETURN(bool settled, CursorSettled(conn, schema.columns[t.cursor], p.run_high[0]));
-        if (!settled) p.watermark = KeyTexts{p.run_high[0]};
-      }
-    }
+    p.backfill_done = true;  // the watermark is the one set when the backfill began
     ++p.runs;
     RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
     LogInfo("{}: {}: copied, {} rows in this run ({} in all) in {:.2f} s", TableModeName(opt.mode), name, read,

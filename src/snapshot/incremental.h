@@ -12,8 +12,11 @@
 //             `snapshot_only`): the whole table in primary-key order, one sink transaction per
 //             fetch carrying the last key copied (IncrementalProgress::backfill_last_key), so a
 //             killed run resumes after the last committed chunk. `incremental` first captures
-//             the high watermark H = max (cursor, pk...) in the same read view; once the
-//             backfill is done the watermark is H.
+//             the high watermark H = max (cursor, pk...) in the same read view and sets the
+//             watermark: H, or, when H's cursor has not settled by the clock rule below, H's
+//             cursor alone (a one-element watermark: paging reads cursor >= it). The backfill
+//             copies only the rows at or below that watermark (in every chunk, also those read
+//             by a later run), paging the rows above it: no row version is given twice.
 //   paging    (later runs of `incremental`): captures the run's high watermark H in its own
 //             read view, then reads (cursor, pk...) > watermark AND (cursor, pk...) <= H in
 //             (cursor, pk...) order; every chunk moves the watermark to its last row, in the
@@ -23,10 +26,7 @@
 //             behind the watermark), so they are left for the next run (cursor < H's cursor)
 //             unless they have settled: H is the same row as the previous run's H, or H's
 //             cursor is more than a second older than the server's clock (UTC for TIMESTAMP,
-//             the server's time zone for DATETIME). After the backfill the watermark is H,
-//             or, when H's cursor has not settled by that clock rule, H's cursor alone (a
-//             one-element watermark: the next run reads cursor >= it), since rows with that
-//             value may have committed after the backfill's read view.
+//             the server's time zone for DATETIME).
 //   lookback  (`lookback_seconds` > 0): before paging, rows with cursor >= watermark cursor -
 //             lookback and (cursor, pk...) <= watermark are read again (late commits: a
 //             transaction that committed after a later cursor value had been read). They do
@@ -103,6 +103,7 @@ struct PageQuery {
   std::string upper;         // literal tuple: rows <= upper (empty: no upper bound)
   std::string cursor_floor;  // `c` >= this expression (empty: none); order[0] is the cursor
   std::string cursor_below;  // `c` < this expression (empty: none)
+  std::string bound;         // one more condition, built by the caller (empty: none)
   uint64_t limit = 0;
 };
 std::string BuildPageSql(const PageQuery& q);

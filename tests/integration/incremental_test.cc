@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -39,14 +40,19 @@ std::string FutureBase() {
 }
 constexpr const char* kPast = "2020-01-01 00:00:00";
 
-std::string Stamp(const std::string& base, int s) { return fmt::format("'{}' + INTERVAL {} SECOND", base, s); }
+// An empty base: the server's current second (NOW() of a DATETIME column).
+std::string Stamp(const std::string& base, int s) {
+  return base.empty() ? "NOW()" : fmt::format("'{}' + INTERVAL {} SECOND", base, s);
+}
 
-// Updates rows above `avoid_upto` and inserts new ones; cursor = kBase + stamp seconds, the
-// stamp advancing every 15 transactions. State survives Stop/Start.
+// Updates rows above `avoid_upto` and inserts new ones; cursor = base + stamp seconds, the
+// stamp advancing every 15 transactions (or NOW() with an empty base), `pause` between
+// transactions. State survives Stop/Start.
 class StampWriter {
  public:
-  StampWriter(std::string table, std::string base, int max_id, int avoid_upto)
-      : table_(std::move(table)), base_(std::move(base)), max_id_(max_id), avoid_upto_(avoid_upto), next_id_(1000000) {}
+  StampWriter(std::string table, std::string base, int max_id, int avoid_upto, milliseconds pause = milliseconds(1))
+      : table_(std::move(table)), base_(std::move(base)), max_id_(max_id), avoid_upto_(avoid_upto), next_id_(1000000),
+        pause_(pause) {}
   void Start() {
     stop_ = false;
     thread_ = std::thread([this] { Loop(); });
@@ -79,11 +85,12 @@ class StampWriter {
         return;
       }
       if (++committed_ % 15 == 0) ++stamp_;
-      std::this_thread::sleep_for(milliseconds(1));
+      std::this_thread::sleep_for(pause_);
     }
   }
   std::string table_, base_;
   int max_id_, avoid_upto_, next_id_;
+  milliseconds pause_;
   int stamp_ = 1;
   std::mt19937 rng_{42};
   std::atomic<bool> stop_{false};
@@ -232,45 +239,49 @@ TEST(Incremental, UpsertRunsUnderConcurrentWriterAndLateCommit) {
   ExpectReplicaEqualsSource({table}, db);
 }
 
-// Append into JSON lines with max_rows splitting runs inside groups of rows sharing one
-// cursor value: the backfill gives each row once as op r; paging runs give each row version
-// at most once as op c (never twice without a lookback), and the last record of every row is
-// the source's row. A lookback then reads rows again.
+// Append into JSON lines while a writer keeps setting updated_at = NOW() (the current second,
+// shared by many rows) during the backfill and the paging runs, which run back to back with
+// max_rows splitting them inside groups of rows sharing one cursor value (so the backfill
+// spans runs, each chunk in a new read view that sees rows changed since its high watermark,
+// and that high watermark's cursor value is not yet settled). Every row version appears in
+// exactly one record, backfill (op r) or paging (op c): never twice without a lookback. The
+// last record of every row is the source's row. A lookback then reads rows again.
 TEST(Incremental, AppendRecordsOncePerRunWindowInJsonLines) {
   const std::string table = "it_inc.ap";
-  const std::string base = FutureBase();
-  CreateTable(table, 200, base, ", KEY (updated_at, id)");
+  CreateTable(table, 200, kPast, ", KEY (updated_at, id)");
   TempDir dir;
   const std::string out = dir.File("out.jsonl");
   const std::string section = "[table.\"it_inc.ap\"]\nmode = \"incremental\"\nwrite = \"append\"\nmax_rows = 45\n";
   const std::string config = IncrementalConfig(dir, {table}, "jsonl", out, section, 10);
-  StampWriter writer(table, base, 200, 0);
-  for (int run = 0; run < 5; ++run) {  // 200 rows at 45 per run
+  StampWriter writer(table, "", 200, 0, milliseconds(15));
+  writer.Start();
+  std::this_thread::sleep_for(milliseconds(100));
+  bool held_back_in_backfill = false;
+  for (int run = 0; run < 8; ++run) {  // 200 rows at 45 per run: 5 backfill runs, then paging
     ProcessResult r = RunSluice({"run", "--config", config});
-    ASSERT_EQ(r.exit_code, 0) << "backfill run " << run << ": " << r.output;
+    ASSERT_EQ(r.exit_code, 0) << "run " << run << " with the writer running: " << r.output;
+    if (run == 0)
+      held_back_in_backfill = r.output.find("backfill up to high watermark") != std::string::npos &&
+                              r.output.find("are left for the next run") != std::string::npos;
   }
-  for (int run = 0; run < 3; ++run) {
-    writer.Start();
-    std::this_thread::sleep_for(milliseconds(250));
-    ProcessResult r = RunSluice({"run", "--config", config});
-    writer.Stop();
-    ASSERT_EQ(r.exit_code, 0) << "paging run " << run << ": " << r.output;
-    ASSERT_EQ(writer.error(), "");
-  }
+  writer.Stop();
+  ASSERT_EQ(writer.error(), "");
+  EXPECT_TRUE(held_back_in_backfill) << "the backfill's newest cursor value (the writer's current second) should "
+                                        "not be settled: the test would not cover it";
   // Quiet runs until a run reads nothing (max_rows bounds each run).
-  for (int run = 0; run < 40; ++run) {
+  for (int run = 0; run < 20; ++run) {
     ProcessResult r = RunSluice({"run", "--config", config});
     ASSERT_EQ(r.exit_code, 0) << r.output;
     if (r.output.find(": 0 new or changed rows") != std::string::npos &&
         r.output.find("left for the next run") == std::string::npos)
       break;
   }
-  std::map<std::string, int> backfill;  // id -> records
-  std::map<std::string, int> versions;  // "id|v|pad" -> op c records
+  std::map<std::string, int> backfill;  // id -> op r records
+  std::map<std::string, int> versions;  // "id|v|pad" -> records (op r and c)
   std::map<int64_t, std::string> last;  // id -> last record's "v|pad"
   std::ifstream in(out);
   std::string line;
-  size_t records = 0;
+  size_t paged = 0;
   while (std::getline(in, line)) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << line;
@@ -278,24 +289,26 @@ TEST(Incremental, AppendRecordsOncePerRunWindowInJsonLines) {
     const auto& a = j["after"];
     const std::string id = a["id"].dump();
     const std::string row = fmt::format("{}|{}", a["v"].dump(), a["pad"].get<std::string>());
-    ++records;
     const std::string op = j["op"].get<std::string>();
     if (op == "r") ++backfill[id];
-    else if (op == "c") ++versions[id + "|" + row];
+    else if (op == "c") ++paged;
     else ADD_FAILURE() << "unexpected op " << op << ": " << line;
+    ++versions[id + "|" + row];
     last[std::stoll(id)] = row;
   }
-  EXPECT_EQ(backfill.size(), 200u) << "every row of the backfill as op r";
   for (const auto& [id, n] : backfill) EXPECT_EQ(n, 1) << "row " << id << " appears " << n << " times in the backfill";
-  for (const auto& [v, n] : versions) EXPECT_EQ(n, 1) << "row version " << v << " read " << n << " times without a lookback";
-  EXPECT_GT(versions.size(), 50u);
+  for (const auto& [v, n] : versions)
+    EXPECT_EQ(n, 1) << "row version " << v << " (id|v|pad) appears in " << n
+                    << " records (backfill op r and paging op c) without a lookback";
+  EXPECT_GT(backfill.size(), 100u) << "rows copied by the backfill";
+  EXPECT_GT(paged, 100u) << "row versions read by paging runs";
+  EXPECT_GT(writer.committed(), 100);
   EXPECT_EQ(last, SourceRows(table, "")) << "the last record of every row equals the source";
 
   const std::string with_lookback = IncrementalConfig(dir, {table}, "jsonl", out, section + "lookback = 3600\n", 10);
   ProcessResult r = RunSluice({"run", "--config", with_lookback});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("(and 45 read again in the 3600 s lookback)"), std::string::npos) << r.output;
-  (void)records;
 }
 
 // SIGKILL during the backfill, then during a paging run: the next run continues after the
@@ -403,15 +416,18 @@ TEST(Incremental, RefusalNamesCandidatesAndIndexAdvice) {
   EXPECT_EQ(run.output.find("CREATE INDEX"), std::string::npos) << run.output;
 }
 
-// A user with SELECT only (no REPLICATION SLAVE/CLIENT): `sluice check` fails nothing and
-// `sluice run` copies, when every table is incremental, full or snapshot_only.
+// A user with SELECT only (no REPLICATION SLAVE/CLIENT) and a config without
+// source.server_id: `sluice check` fails nothing and `sluice run` copies, when every table is
+// incremental, full or snapshot_only.
 TEST(Incremental, NoReplicationPrivilegesNeededWithoutCdcTables) {
-  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS it_inc.ro_a, it_inc.ro_b;"
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS it_inc.ro_a, it_inc.ro_b, it_inc.ro_c;"
                        "CREATE TABLE it_inc.ro_a (id INT PRIMARY KEY, v INT NOT NULL, pad VARCHAR(20) NOT NULL,"
                        "  modified_at TIMESTAMP(6) NOT NULL DEFAULT '2020-01-01 00:00:00');"
                        "CREATE TABLE it_inc.ro_b (id INT PRIMARY KEY, v INT NOT NULL, pad VARCHAR(20) NOT NULL);"
                        "INSERT INTO it_inc.ro_a (id, v, pad) SELECT seq, seq, 'a' FROM seq_1_to_300;"
                        "INSERT INTO it_inc.ro_b SELECT seq, seq, 'b' FROM seq_1_to_300;"
+                       "CREATE TABLE it_inc.ro_c (id INT PRIMARY KEY, v INT NOT NULL, pad VARCHAR(20) NOT NULL);"
+                       "INSERT INTO it_inc.ro_c SELECT seq, seq, 'c' FROM seq_1_to_30;"
                        "DROP USER IF EXISTS 'inc_ro'@'127.0.0.1'; CREATE USER 'inc_ro'@'127.0.0.1' IDENTIFIED BY 'ro-pw';"
                        "GRANT SELECT ON it_inc.* TO 'inc_ro'@'127.0.0.1';"),
             0);
@@ -420,28 +436,103 @@ TEST(Incremental, NoReplicationPrivilegesNeededWithoutCdcTables) {
   const ConnectOptions o = TestServer();
   const std::string config = dir.File("ro.toml");
   std::ofstream(config) << fmt::format(
-      "[source]\nhost = \"{}\"\nport = {}\nuser = \"inc_ro\"\npassword_env = \"SLUICE_INC_RO_PW\"\nserver_id = 5402\n"
+      "[source]\nhost = \"{}\"\nport = {}\nuser = \"inc_ro\"\npassword_env = \"SLUICE_INC_RO_PW\"\n"
       "tables = [\"it_inc.ro_*\"]\n[sink]\npath = \"{}\"\n"
-      "[table.\"it_inc.ro_a\"]\nmode = \"incremental\"\n[table.\"it_inc.ro_b\"]\nmode = \"full\"\n",
+      "[table.\"it_inc.ro_a\"]\nmode = \"incremental\"\n[table.\"it_inc.ro_b\"]\nmode = \"full\"\n"
+      "[table.\"it_inc.ro_c\"]\nmode = \"snapshot_only\"\n",
       o.host, o.port, dir.File("ro.db"));
   ProcessResult check = RunSluice({"check", "--config", config});
   EXPECT_EQ(check.output.find("FAIL"), std::string::npos) << check.output;
   EXPECT_NE(check.output.find("REPLICATION SLAVE privilege"), std::string::npos) << check.output;
   EXPECT_NE(check.output.find("not needed: no selected table uses mode cdc"), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find("source.server_id is missing"), std::string::npos)
+      << "the server_id line says it is missing and not needed\n" << check.output;
   ProcessResult run = RunSluice({"run", "--config", config});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("no table uses mode cdc"), std::string::npos) << run.output;
   ExpectReplicaEqualsSource({"it_inc.ro_*"}, dir.File("ro.db"));
-  // full re-copies each run, deletes included (upsert empties the table first).
+  // full re-copies each run, deletes included (upsert empties the table first);
+  // snapshot_only was copied once and is left alone.
   ASSERT_EQ(RunSqlText("DELETE FROM it_inc.ro_b WHERE id <= 100; UPDATE it_inc.ro_b SET v = -v WHERE id = 200;"
-                       "UPDATE it_inc.ro_a SET v = -v, modified_at = '2020-01-02' WHERE id = 5;"),
+                       "UPDATE it_inc.ro_a SET v = -v, modified_at = '2020-01-02' WHERE id = 5;"
+                       "UPDATE it_inc.ro_c SET v = -v;"),
             0);
   run = RunSluice({"run", "--config", config});
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  ExpectReplicaEqualsSource({"it_inc.ro_*"}, dir.File("ro.db"));
+  EXPECT_NE(run.output.find("snapshot_only: it_inc.ro_c: copied by an earlier run (30 rows); nothing to read"),
+            std::string::npos)
+      << run.output;
+  ExpectReplicaEqualsSource({"it_inc.ro_a", "it_inc.ro_b"}, dir.File("ro.db"));
+  ASSERT_EQ(RunSqlText("UPDATE it_inc.ro_c SET v = -v;"), 0);  // back to the state copied
+  ExpectReplicaEqualsSource({"it_inc.ro_c"}, dir.File("ro.db"));
+}
+
+// Values through every mode go through the snapshot's converter: three tables of one
+// definition and content, in modes cdc, incremental and full, in one pipeline into JSON lines,
+// give byte-identical `after` objects for every row, in the first run (snapshot, backfill,
+// copy) and after an update (binlog stream, paging, new copy).
+TEST(Incremental, SameRowGivesTheSameBytesInEveryMode) {
+  std::string sql = "CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc;"
+                    "DROP TABLE IF EXISTS it_inc.bx_cdc, it_inc.bx_inc, it_inc.bx_full;";
+  for (const char* t : {"bx_cdc", "bx_inc", "bx_full"}) {
+    sql += fmt::format(
+        "CREATE TABLE it_inc.{0} (id INT PRIMARY KEY, updated_at DATETIME(6) NOT NULL, d DECIMAL(30,10), f DOUBLE,"
+        "  fl FLOAT, s VARCHAR(40) CHARACTER SET utf8mb4, b VARBINARY(16), j JSON, e ENUM('x','y z'), st SET('a','b','c'),"
+        "  bt BIT(10), y YEAR, dt DATE, tm TIME(3), ts TIMESTAMP(3) NULL, u BIGINT UNSIGNED, tx TEXT, bl BLOB);"
+        "INSERT INTO it_inc.{0} VALUES"
+        " (1, '2020-01-01 00:00:00.000001', -0.0000000001, 1e308, 3.4e38, 'ünï 😀 \"q\"', 0x00FF, '{{\"a\": [1, 2.50, \"x\"]}}',"
+        "  'y z', 'a,c', b'1010101010', 2155, '1000-01-01', '-838:59:59.000', '2038-01-19 03:14:07.999',"
+        "  18446744073709551615, REPEAT('t', 300), 0x000102),"
+        " (2, '2020-01-01 00:00:00', 12345678901234567890.1234567890, -0.0, -1.5e-7, '', '', 'null', 'x', '',"
+        "  0, 1901, '9999-12-31', '00:00:00.001', '1970-01-01 00:00:01', 0, '', ''),"
+        " (3, '2020-01-02 10:11:12.5', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+        "  NULL, NULL, NULL);",
+        t);
+  }
+  ASSERT_EQ(RunSqlText(sql), 0);
+  TempDir dir;
+  const std::string out = dir.File("bx.jsonl");
+  const std::string config = IncrementalConfig(
+      dir, {"it_inc.bx_*"}, "jsonl", out,
+      "[table.\"it_inc.bx_inc\"]\nmode = \"incremental\"\n[table.\"it_inc.bx_full\"]\nmode = \"full\"\n");
+  // table -> id -> the `after` objects of its records, in order
+  auto afters = [&]() {
+    std::map<std::string, std::map<std::string, std::vector<std::string>>> by_table;
+    std::ifstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.contains("after") || !j["after"].is_object()) continue;
+      by_table[j["source"]["table"].get<std::string>()][j["after"]["id"].dump()].push_back(j["after"].dump());
+    }
+    return by_table;
+  };
+  auto expect_same = [&](const std::string& what, size_t records_per_row) {
+    auto t = afters();
+    ASSERT_EQ(t["bx_cdc"].size(), 3u) << what << ": rows of bx_cdc in " << ReadFile(out);
+    for (const auto& [id, cdc] : t["bx_cdc"]) {
+      ASSERT_EQ(cdc.size(), records_per_row) << what << ": records of bx_cdc id " << id;
+      for (const char* other : {"bx_inc", "bx_full"}) {
+        const auto& o = t[other][id];
+        ASSERT_EQ(o.size(), records_per_row) << what << ": records of " << other << " id " << id;
+        EXPECT_EQ(o.back(), cdc.back()) << what << ": id " << id << ", mode of " << other << " vs cdc";
+      }
+    }
+  };
+  ProcessResult r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same("first run (snapshot, backfill, copy)", 1);
+  ASSERT_EQ(RunSqlText("UPDATE it_inc.bx_cdc SET updated_at = '2021-01-01', s = CONCAT(s, 'ß'), tm = '12:00:00.5';"
+                       "UPDATE it_inc.bx_inc SET updated_at = '2021-01-01', s = CONCAT(s, 'ß'), tm = '12:00:00.5';"
+                       "UPDATE it_inc.bx_full SET updated_at = '2021-01-01', s = CONCAT(s, 'ß'), tm = '12:00:00.5';"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same("second run (binlog update, paging, new copy)", 2);
 }
 
 // One pipeline and one sink: a cdc table streamed from the binlog beside an incremental one.
+// Without source.server_id the cdc table is refused before anything is read.
 TEST(Incremental, MixedPipelineStreamsCdcTablesAndReadsTheOthers) {
   ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS it_inc.mx_cdc, it_inc.mx_inc;"
                        "CREATE TABLE it_inc.mx_cdc (id INT PRIMARY KEY, v INT);"
@@ -453,6 +544,17 @@ TEST(Incremental, MixedPipelineStreamsCdcTablesAndReadsTheOthers) {
   const std::string db = dir.File("mx.db");
   const std::string config = IncrementalConfig(dir, {"it_inc.mx_*"}, "sqlite", db,
                                                "[table.\"it_inc.mx_inc\"]\nmode = \"incremental\"\n");
+  {
+    std::string text = ReadFile(config);
+    const size_t at = text.find("server_id = ");
+    ASSERT_NE(at, std::string::npos) << text;
+    const std::string no_id_path = dir.File("no_id.toml");
+    std::ofstream(no_id_path) << text.substr(0, at) + text.substr(text.find('\n', at) + 1);
+    ProcessResult refused = RunSluice({"run", "--config", no_id_path, "--until-caught-up"});
+    EXPECT_NE(refused.exit_code, 0) << refused.output;
+    EXPECT_NE(refused.output.find("source.server_id is missing"), std::string::npos) << refused.output;
+    EXPECT_FALSE(std::filesystem::exists(db)) << "refused before the sink was opened\n" << refused.output;
+  }
   ProcessResult r = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_EQ(RunSqlText("DELETE FROM it_inc.mx_cdc WHERE id < 10; UPDATE it_inc.mx_cdc SET v = 0 WHERE id = 50;"
