@@ -447,7 +447,12 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
     std::string users;
     for (const auto& [sid, host] : f.replica_hosts)
       if (sid == id) users += (users.empty() ? "" : ", ") + (host.empty() ? std::string("a replica") : host);
-    if (id == info.server_id) {
+    if (id == 0) {
+      out.push_back(Line("server_id", CheckOutcome::kFail,
+                         "source.server_id is missing: the binlog stream of the tables in mode cdc needs one",
+                         "set source.server_id to a replica id unique among the server's replicas (e.g. 5401)",
+                         true));
+    } else if (id == info.server_id) {
       out.push_back(Line("server_id", CheckOutcome::kFail,
                          fmt::format("source.server_id {} is the server's own server_id", id),
                          "pick another source.server_id, unique among the server's replicas", true));

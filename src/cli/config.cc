@@ -1,5 +1,6 @@
 #include "cli/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -167,9 +168,6 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   RETURN_IF_ERROR(GetInt(*src, "source", "reconnect_timeout_seconds",
                          &c.source.reconnect_timeout_seconds, 0, 31536000, origin));
   RETURN_IF_ERROR(ParseTlsSettings(*src, &c.source, origin));
-  if (!src->get("server_id"))
-    return KeyError(origin, "source.server_id",
-                    "missing; pick a replica id unique among the server's replicas (e.g. 5401)");
   if (c.source.tables.empty())
     return KeyError(origin, "source.tables", "missing or empty; list db.table globs such as \"sakila.*\"");
   for (const auto& p : c.source.tables) RETURN_IF_ERROR(ValidatePattern(p, "source.tables", origin));
@@ -327,6 +325,13 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     if (!n->is_table()) return KeyError(origin, "table", "expected sections [table.\"db.table\"]");
     RETURN_IF_ERROR(ParseTableSections(*n->as_table(), origin, &c));
   }
+  // Only the binlog stream (mode cdc) needs a replica id. Whether any selected table is cdc
+  // depends on the server's tables when a section names another mode: then `sluice check`
+  // and `sluice run` refuse a missing id once they know (the "server_id" check line).
+  if (!src->get("server_id") &&
+      std::none_of(c.tables.begin(), c.tables.end(), [](const TableSection& t) { return t.mode != TableMode::kCdc; }))
+    return KeyError(origin, "source.server_id",
+                    "missing; pick a replica id unique among the server's replicas (e.g. 5401)");
   if (c.sink.path.empty()) return KeyError(origin, "sink.path", "must not be empty");
   if (c.sink.type == SinkType::kSqlite && c.sink.path == "-")
     return KeyError(origin, "sink.path", "\"-\" (stdout) is only for type = \"jsonl\"");

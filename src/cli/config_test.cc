@@ -216,5 +216,17 @@ write = "upsert"
   EXPECT_EQ(n->tables[0].lookback_seconds, 90u);
 }
 
+// source.server_id is the binlog stream's replica id: a config whose sections read some
+// tables without the binlog may leave it out (sluice check / run refuse it once a selected
+// table turns out to be cdc); one that can only be cdc may not.
+TEST(ConfigTest, ServerIdOnlyRequiredWhenEveryTableCanOnlyBeCdc) {
+  const std::string src = "[source]\ntables = [\"shop.*\"]\n[sink]\npath = \"r.db\"\n";
+  auto no_id = ParseConfig(src + "[table.\"shop.*\"]\nmode = \"incremental\"\n", "sluice.toml");
+  ASSERT_TRUE(no_id.ok()) << no_id.status().ToString();
+  EXPECT_EQ(no_id->source.server_id, 0u);
+  ExpectError(src, "source.server_id: missing");
+  ExpectError(src + "[table.\"shop.*\"]\nmode = \"cdc\"\n", "source.server_id: missing");
+}
+
 }  // namespace
 }  // namespace sluice::cli
