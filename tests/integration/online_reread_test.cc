@@ -221,6 +221,58 @@ TEST(OnlineReread, KilledDuringTheCopyResumes) {
   ExpectReplicaEqualsSource({"it_ork.*"}, spec.sink_path);
 }
 
+// Issue 7 item 3 asks that the other tables keep streaming while a table is re-read. Today
+// the stream stops at the DDL and waits for the copy (docs/schema-changes.md, "Not done
+// yet"), so this test fails: it is disabled until the copy runs beside the stream. It slows
+// the copy (one worker, 100 rows per fetch, 15,000 rows) and expects a row written to
+// `other` after the DDL to reach the replica while the checkpoint still shows the copy in
+// progress. Run it with --gtest_also_run_disabled_tests.
+TEST(OnlineReread, DISABLED_OtherTablesKeepStreamingWhileATableIsReRead) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_orp; CREATE DATABASE it_orp;"
+                       "CREATE TABLE it_orp.t (id INT PRIMARY KEY, p DECIMAL(8,2), pad VARCHAR(100));"
+                       "CREATE TABLE it_orp.other (id INT PRIMARY KEY, v INT); INSERT INTO it_orp.other VALUES (1, 1);"
+                       "USE it_orp; INSERT INTO it_orp.t SELECT seq, seq / 7, REPEAT('x', 100) FROM seq_1_to_15000;"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_orp.*"};
+  spec.sink_path = dir.File("replica.db");
+  spec.chunk_rows = 2000;
+  spec.snapshot_extra = "workers = 1\nfetch_rows = 100\n";
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(RunSqlText("ALTER TABLE it_orp.t MODIFY p DECIMAL(8,0); INSERT INTO it_orp.other VALUES (2, 2);"), 0);
+  auto copying = [&] {
+    auto doc = nlohmann::json::parse(ReadSqliteCheckpoint(spec.sink_path), nullptr, false);
+    if (!doc.is_object() || !doc.contains("snapshot") || !doc["snapshot"].contains("tables") ||
+        !doc["snapshot"]["tables"].contains("it_orp.t"))
+      return false;
+    const nlohmann::json& t = doc["snapshot"]["tables"]["it_orp.t"];
+    return t.value("reread", false) && !t.value("done", false);
+  };
+  bool seen_copying = false, arrived_while_copying = false;
+  for (int i = 0; i < 3000 && !arrived_while_copying; ++i) {
+    const bool now_copying = copying();
+    seen_copying = seen_copying || now_copying;
+    if (now_copying && ReplicaValue(spec.sink_path, "SELECT v FROM \"it_orp.other\" WHERE id = 2") == "2")
+      arrived_while_copying = true;
+    if (seen_copying && !now_copying) break;  // the copy ended first
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  bool equal = WaitForReplicaToMatch({"it_orp.*"}, spec.sink_path, 2, std::chrono::seconds(60));
+  kill(pid, SIGTERM);
+  std::string log = ReadFile(dir.File("log"));
+  EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << log;
+  EXPECT_TRUE(seen_copying) << "the copy never showed in the checkpoint; " << log;
+  EXPECT_TRUE(arrived_while_copying) << "it_orp.other's row 2 (written after the ALTER on it_orp.t) reached the "
+                                        "replica only after the re-read of it_orp.t finished; "
+                                     << log;
+  EXPECT_TRUE(equal) << log;
+}
+
 }  // namespace
 }  // namespace sluice::testing
 
