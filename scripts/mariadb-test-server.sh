@@ -38,8 +38,11 @@ case "$cmd" in
     fi
     rm -rf "$dir/data"
     mkdir -p "$dir/data" "$dir/tmp"
-    mariadb-install-db --no-defaults --datadir="$dir/data" --user="$(id -un)" \
-      --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 \
+    # The bootstrap gets its own tmpdir: two installs sharing /tmp (test shards, tests that
+    # start a second server) collided on a temporary table name ("Could not remove temporary
+    # table '/tmp/#sql-temptable-...'", then "Unknown table 'mysql.tmp_user_sys'").
+    TMPDIR="$dir/tmp" mariadb-install-db --no-defaults --datadir="$dir/data" --user="$(id -un)" \
+      --auth-root-authentication-method=normal --skip-test-db --tmpdir="$dir/tmp" >"$dir/install.log" 2>&1 \
       || { cat "$dir/install.log" >&2; exit 1; }
     port=$(find_free_port)
     sock="$dir/mysqld.sock"
