@@ -75,6 +75,22 @@ TEST(DdlApply, ChangesTheReplicaCannotReproduceAreNotExact) {
   }
 }
 
+// A change of fractional digits is a re-read both ways: fewer round the stored values
+// (DATETIME(6) to DATETIME); more pad them, and the replica's old rows would keep the shorter
+// text (as a DECIMAL scale widening would).
+TEST(DdlApply, FractionalSecondsChangedAreNotExact) {
+  auto with_dt = Alter(Base(), "ALTER TABLE t ADD COLUMN dt DATETIME(6) NULL, ADD COLUMN d3 DATETIME(3) NULL");
+  ASSERT_TRUE(with_dt.ok()) << with_dt.status().ToString();
+  auto narrowed = Alter(with_dt->after, "ALTER TABLE t MODIFY dt DATETIME");
+  ASSERT_TRUE(narrowed.ok()) << narrowed.status().ToString();
+  EXPECT_FALSE(narrowed->exact);
+  EXPECT_NE(narrowed->why_not_exact.find("`dt`"), std::string::npos) << narrowed->why_not_exact;
+  auto widened = Alter(with_dt->after, "ALTER TABLE t MODIFY d3 DATETIME(6)");
+  ASSERT_TRUE(widened.ok()) << widened.status().ToString();
+  EXPECT_FALSE(widened->exact);
+  EXPECT_NE(widened->why_not_exact.find("`d3`"), std::string::npos) << widened->why_not_exact;
+}
+
 TEST(DdlApply, NotNullIsExactUnderAStrictSqlMode) {
   auto st = Parse("ALTER TABLE t MODIFY s VARCHAR(10) NOT NULL", "d");
   ASSERT_TRUE(st.ok());
