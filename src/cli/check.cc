@@ -23,6 +23,7 @@
 #include "checkpoint/checkpoint_file.h"
 #include "cli/run.h"
 #include "cli/table_config.h"
+#include "snapshot/coordinator.h"
 #include "snapshot/incremental.h"
 #include "schema/text_value.h"
 #include "sink/jsonl_sink.h"
@@ -417,20 +418,32 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
   for (const ServerCheck& c : f.privileges)
     out.push_back(Line(c.name, c.passed ? CheckOutcome::kPass : CheckOutcome::kFail, c.detail, c.fix, true));
   {
-    static const std::set<std::string> transactional = {"InnoDB", "XtraDB", "ROCKSDB", "RocksDB", "TokuDB"};
-    std::vector<std::string> bad;
+    std::vector<std::string> bad, allowed;
     std::map<std::string, size_t> engines;
+    const TableFilter allow{config.snapshot.allow_inconsistent_read, {}};
     for (const TableFacts& t : f.tables) {
       ++engines[t.engine.empty() ? "unknown" : t.engine];
-      if (!transactional.count(t.engine)) bad.push_back(fmt::format("{} ({})", t.name.QualifiedName(), t.engine.empty() ? "unknown" : t.engine));
+      if (t.engine.empty() || !ConsistentReadEngine(t.engine))
+        (TableSelected(allow, t.name.db, t.name.table) ? allowed : bad)
+            .push_back(fmt::format("{} ({})", t.name.QualifiedName(), t.engine.empty() ? "unknown" : t.engine));
     }
     std::string summary;
     for (const auto& [e, n] : engines) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, e);
     if (f.tables.empty()) {
       out.push_back(Line("table engines", CheckOutcome::kWarn, "no table matches source.tables (or none is visible to the user)",
                          "check source.tables and the user's SELECT privilege"));
-    } else if (bad.empty()) {
+    } else if (bad.empty() && allowed.empty()) {
       out.push_back(Line("table engines", CheckOutcome::kPass, fmt::format("{} table(s): {}", f.tables.size(), summary)));
+    } else if (bad.empty()) {
+      std::string list;
+      for (size_t i = 0; i < allowed.size() && i < 10; ++i) list += (i ? ", " : "") + allowed[i];
+      if (allowed.size() > 10) list += fmt::format(" and {} more", allowed.size() - 10);
+      out.push_back(Line("table engines", CheckOutcome::kWarn,
+                         fmt::format("not transactional, copied without a consistent read "
+                                     "(snapshot.allow_inconsistent_read): {} (one without a primary key is "
+                                     "refused even so)",
+                                     list),
+                         "ALTER TABLE ... ENGINE=InnoDB"));
     } else {
       std::string list;
       for (size_t i = 0; i < bad.size() && i < 10; ++i) list += (i ? ", " : "") + bad[i];
@@ -439,7 +452,8 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
                          fmt::format("not transactional: {}: their copy is not one consistent read (rows change "
                                      "while they are read; the stream repairs them only with FULL row images)",
                                      list),
-                         "ALTER TABLE ... ENGINE=InnoDB, or leave them out (source.exclude)"));
+                         "ALTER TABLE ... ENGINE=InnoDB, leave them out (source.exclude), or accept an "
+                         "inconsistent copy (snapshot.allow_inconsistent_read)"));
     }
   }
   {

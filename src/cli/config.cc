@@ -192,7 +192,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     RETURN_IF_ERROR(CheckKeys(*snap, "snapshot",
                               {"mode", "workers", "chunk_rows", "fetch_rows", "max_ranges_per_table",
                                "exact_count_max_rows", "parallel", "consistency",
-                               "expected_rows_per_second"},
+                               "expected_rows_per_second", "allow_inconsistent_read"},
                               origin));
     std::string mode = "initial";
     RETURN_IF_ERROR(GetString(*snap, "snapshot", "mode", &mode, origin));
@@ -212,6 +212,10 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
       if (!p->is_boolean()) return KeyError(origin, "snapshot.parallel", "expected true or false");
       c.snapshot.parallel = p->as_boolean()->get();
     }
+    RETURN_IF_ERROR(GetStringList(*snap, "snapshot", "allow_inconsistent_read", &c.snapshot.allow_inconsistent_read,
+                                  origin));
+    for (const auto& p : c.snapshot.allow_inconsistent_read)
+      RETURN_IF_ERROR(ValidatePattern(p, "snapshot.allow_inconsistent_read", origin));
     std::string consistency = "exact";
     RETURN_IF_ERROR(GetString(*snap, "snapshot", "consistency", &consistency, origin));
     if (consistency == "watermark")

@@ -72,6 +72,9 @@ struct SnapshotConfig {
   bool parallel = true;                 // false: every table in one pass by one worker
   // Assumed copy rate, only to estimate how long a snapshot takes (binlog retention check).
   uint32_t expected_rows_per_second = 20000;
+  // db.table globs of tables without a consistent read (MyISAM, Aria, MEMORY...) that may be
+  // copied anyway (coordinator.h CheckSnapshotTable); empty: none.
+  std::vector<std::string> allow_inconsistent_read;
 };
 
 struct SinkConfig {

@@ -230,3 +230,18 @@ TEST(ConfigTest, ServerIdOnlyRequiredWhenEveryTableCanOnlyBeCdc) {
 
 }  // namespace
 }  // namespace sluice::cli
+
+namespace sluice::cli {
+namespace {
+
+TEST(ConfigTest, AllowInconsistentReadIsAListOfTablePatterns) {
+  const std::string src = "[source]\nserver_id = 1\ntables = [\"shop.*\"]\n[sink]\npath = \"r.db\"\n";
+  auto c = ParseConfig(src + "[snapshot]\nallow_inconsistent_read = [\"shop.legacy_*\"]\n", "sluice.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->snapshot.allow_inconsistent_read, std::vector<std::string>{"shop.legacy_*"});
+  ExpectError(src + "[snapshot]\nallow_inconsistent_read = [\"nodot\"]\n", "snapshot.allow_inconsistent_read");
+  ExpectError(src + "[snapshot]\nallow_inconsistent_read = true\n", "snapshot.allow_inconsistent_read");
+}
+
+}  // namespace
+}  // namespace sluice::cli

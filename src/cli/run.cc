@@ -290,6 +290,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     SchemaHistory history;  // the definitions at the start point (docs/schema-changes.md)
     for (const auto& t : tables) {
       ASSIGN_OR_RETURN(TableSchema s, LoadTableSchema(*meta, t.db, t.table));
+      if (s.system_versioned) RETURN_IF_ERROR(CheckSnapshotTable(s, SnapshotRunOptions{}));  // nothing is copied
       RETURN_IF_ERROR(sink->PrepareTable(s));
       RETURN_IF_ERROR(history.Add(t.db, t.table, TableVersion{BinlogPosition{}, std::make_shared<const TableSchema>(std::move(s)), ""}));
     }
@@ -355,6 +356,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   so.plan.exact_count_max_rows = config.snapshot.exact_count_max_rows;
   so.plan.parallel = config.snapshot.parallel;
   so.stop = options.stop;
+  so.allow_inconsistent_read.include = config.snapshot.allow_inconsistent_read;
   bool rereads = false;
   for (auto it = ckpt.tables.begin(); it != ckpt.tables.end();) {
     if (!it->second.reread || it->second.done) { ++it; continue; }

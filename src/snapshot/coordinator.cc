@@ -292,6 +292,44 @@ static void SeedSchemaHistory(Checkpoint& ckpt, const std::vector<TableState>& t
   ckpt.schemas = std::make_shared<const SchemaHistory>(std::move(h));
 }
 
+bool ConsistentReadEngine(std::string_view engine) {
+  if (engine.empty()) return true;
+  std::string e(engine);
+  for (char& c : e) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+  return e == "innodb" || e == "xtradb" || e == "rocksdb" || e == "tokudb";
+}
+
+Status CheckSnapshotTable(const TableSchema& schema, const SnapshotRunOptions& options) {
+  const std::string name = schema.QualifiedName();
+  if (schema.system_versioned)
+    return Status::FailedPrecondition(fmt::format(
+        "table {} is system-versioned (WITH SYSTEM VERSIONING): its binlog rows carry the hidden ROW START/ROW "
+        "END columns and a history row for every change, which sluice does not decode, so it cannot be "
+        "captured in mode cdc; read its current rows by queries instead ([table.\"{}\"] mode = \"full\" or "
+        "\"incremental\", docs/incremental.md), or leave it out (source.exclude)",
+        name, name));
+  if (ConsistentReadEngine(schema.engine)) return Status::Ok();
+  const bool allowed = TableSelected(options.allow_inconsistent_read, schema.db, schema.table);
+  if (!schema.has_primary_key())
+    return Status::FailedPrecondition(fmt::format(
+        "table {} ({}) has no primary key and its engine gives no consistent read: a row written while it is "
+        "copied would be in the copy and again in the stream, and without a key nothing tells the two apart "
+        "(refused even with snapshot.allow_inconsistent_read); convert it (ALTER TABLE {} ENGINE=InnoDB), add a "
+        "primary key, or leave it out (source.exclude)",
+        name, schema.engine, name));
+  if (!allowed)
+    return Status::FailedPrecondition(fmt::format(
+        "table {} uses engine {}, which gives no consistent read: rows written while it is copied are read in "
+        "whatever state the copy meets; convert it (ALTER TABLE {} ENGINE=InnoDB), leave it out "
+        "(source.exclude), or accept an inconsistent copy: [snapshot] allow_inconsistent_read = [\"{}\"]",
+        name, schema.engine, name, name));
+  LogWarning("snapshot: {} ({}) is copied without a consistent read (snapshot.allow_inconsistent_read): rows "
+             "written during its copy may be read in a later state; the stream then applies their changes by "
+             "primary key",
+             name, schema.engine);
+  return Status::Ok();
+}
+
 Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
                    const std::vector<TableName>& names, Checkpoint& ckpt, Sink& sink) {
   const auto started = Clock::now();
@@ -302,6 +340,7 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
     if (p.done) continue;
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(meta, name.db, name.table));
     auto schema = std::make_shared<const TableSchema>(std::move(loaded));
+    RETURN_IF_ERROR(CheckSnapshotTable(*schema, options));
     if (p.reread && p.ranges.empty() && p.rows == 0 && p.last_key.empty()) {
       // An online re-read starting: the sink's table (old definition, old rows) is replaced by
       // an empty one of the definition the copy reads, in one sink transaction with the

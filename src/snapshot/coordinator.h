@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
@@ -48,7 +49,27 @@ struct SnapshotRunOptions {
   uint32_t retry_give_up_seconds = 300;
   double progress_seconds = 5;
   const std::atomic<bool>* stop = nullptr;
+  // Tables (db.table globs) whose engine cannot give a consistent read (MyISAM, Aria,
+  // MEMORY...) that may be copied anyway (config snapshot.allow_inconsistent_read).
+  TableFilter allow_inconsistent_read;
 };
+
+// Whether tables of `engine` (TableSchema::engine) give a consistent read inside START
+// TRANSACTION WITH CONSISTENT SNAPSHOT (multi-version concurrency): InnoDB (and XtraDB),
+// MyRocks, TokuDB. MyISAM, Aria, MEMORY, CSV, ARCHIVE, MERGE... do not: a copy sees rows change
+// while it reads them. Case-insensitive; an empty (unknown) engine counts as consistent.
+bool ConsistentReadEngine(std::string_view engine);
+
+// Whether `schema` can be copied for the binlog stream (checked for every table a snapshot or
+// re-read plans). kFailedPrecondition naming the table, why and the fix for:
+//   - a system-versioned table (MariaDB WITH SYSTEM VERSIONING): its binlog rows carry hidden
+//     ROW START/ROW END columns and history rows, which the stream does not decode;
+//   - a table whose engine gives no consistent read (ConsistentReadEngine) and that
+//     allow_inconsistent_read does not name; with no primary key it is refused even when
+//     named, since rows written during its copy would also come from the stream and nothing
+//     could tell the two apart.
+// A named one is logged as copied without a consistent read.
+Status CheckSnapshotTable(const TableSchema& schema, const SnapshotRunOptions& options);
 
 // Copies every table of `tables` that `ckpt` does not mark done into `sink`, updating `ckpt`
 // (and storing it with every chunk). Sets ckpt.snapshot_done when everything is copied.

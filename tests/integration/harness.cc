@@ -85,7 +85,12 @@ std::string WriteConfig(const TempDir& dir, const SluiceConfigSpec& spec) {
     << "\"\npassword_env = \"SLUICE_TEST_MYSQL_PASSWORD\"\nserver_id = " << spec.server_id
     << "\ntables = " << list(spec.tables) << "\nexclude = " << list(spec.exclude)
     << "\n\n[snapshot]\nmode = \"" << spec.snapshot_mode << "\"\nchunk_rows = " << spec.chunk_rows
-    << "\n" << spec.snapshot_extra << "\n[sink]\ntype = \"" << spec.sink_type << "\"\npath = \"" << spec.sink_path << "\"\n";
+    << "\n"
+    // The Sakila fixture's film_text is MyISAM, which the snapshot refuses unless allowed.
+    << (spec.snapshot_extra.find("allow_inconsistent_read") == std::string::npos
+            ? "allow_inconsistent_read = [\"sakila.film_text\"]\n"
+            : "")
+    << spec.snapshot_extra << "\n[sink]\ntype = \"" << spec.sink_type << "\"\npath = \"" << spec.sink_path << "\"\n";
   std::string path = dir.File("sluice.toml");
   std::ofstream(path) << t.str();
   return path;

@@ -91,7 +91,7 @@ std::string WriteMysqlConfig(const TempDir& dir, const std::vector<std::string>&
   t << "[source]\nhost = \"" << o.host << "\"\nport = " << o.port << "\nuser = \"" << o.user
     << "\"\npassword_env = \"SLUICE_TEST_MYSQL_PASSWORD\"\nserver_id = " << server_id << "\ntables = [";
   for (size_t i = 0; i < tables.size(); ++i) t << (i ? ", \"" : "\"") << tables[i] << "\"";
-  t << "]\n\n[snapshot]\nchunk_rows = 1000\n\n[sink]\ntype = \"mysql\"\ngroup_max_ms = 50\n\n[sink.mysql]\n"
+  t << "]\n\n[snapshot]\nchunk_rows = 1000\nallow_inconsistent_read = [\"sakila.film_text\"]  # MyISAM\n\n[sink]\ntype = \"mysql\"\ngroup_max_ms = 50\n\n[sink.mysql]\n"
     << "host = \"127.0.0.1\"\nport = " << g_dest.port
     << "\nuser = \"sluice\"\npassword_env = \"SLUICE_TEST_DEST_PASSWORD\"\ndatabase = \"" << meta << "\"\n";
   if (!map.empty()) t << "\n[sink.mysql.databases]\n" << map << "\n";
