@@ -176,7 +176,7 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const ConnectOptions& op
   const char* db = options.database ? options.database->c_str() : nullptr;
   const char* sock = options.unix_socket ? options.unix_socket->c_str() : nullptr;
   if (mysql_real_connect(m, options.host.c_str(), options.user.c_str(), options.password.c_str(),
-                         db, options.port, sock, 0) == nullptr) {
+                         db, options.port, sock, options.found_rows ? CLIENT_FOUND_ROWS : 0) == nullptr) {
     unsigned int err = mysql_errno(m);
     std::string hint = ConnectHint(options, err, mysql_error(m));
     std::string msg = RedactSecret(

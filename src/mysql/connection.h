@@ -93,6 +93,9 @@ struct ConnectOptions {
   // are refused (MARIADB_OPT_RESTRICTED_AUTH) unless the server certificate is verified
   // (TlsVerifiesServer) or this is set.
   bool allow_cleartext_auth = false;
+  // CLIENT_FOUND_ROWS: an UPDATE reports the rows it matched, not only those it changed
+  // (a sink tells "no such row" from "row already had these values").
+  bool found_rows = false;
 
   // "user@host:port" or "user@unix:/path" — for messages; no password.
   std::string Describe() const;

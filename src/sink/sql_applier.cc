@@ -71,6 +71,14 @@ std::string SqlDialect::FirstMatchSql(const SqlTable& t, const std::vector<size_
   return sql + " ORDER BY " + t.row_locator + " LIMIT 1)";
 }
 
+Result<std::string> SqlDialect::AddColumnSql(const SqlTableName& table, const ColumnDesc& column,
+                                             const Value& default_value) const {
+  ASSIGN_OR_RETURN(std::string type, ColumnType(column));
+  ASSIGN_OR_RETURN(std::string lit, Literal(default_value, column));
+  return "ALTER TABLE " + table.quoted + " ADD COLUMN " + Quote(column.name) + (type.empty() ? "" : " " + type) +
+         " DEFAULT " + lit;
+}
+
 SqlApplier::SqlApplier(std::unique_ptr<SqlDialect> dialect, std::unique_ptr<SqlConnection> conn)
     : dialect_(std::move(dialect)), conn_(std::move(conn)) {}
 
@@ -263,7 +271,7 @@ Status SqlApplier::CreateTableSql(const TableSchema& schema, const std::string& 
       *sql += (j ? ", " : "") + dialect_->Quote(schema.columns[schema.primary_key[j]].name);
     *sql += ")";
   }
-  *sql += ")";
+  *sql += ")" + dialect_->TableOptionsSql(schema);
   return Status::Ok();
 }
 
@@ -274,7 +282,23 @@ bool SameShape(const SqlDialect& d, const TableSchema& a, const TableSchema& b, 
   for (size_t i = 0; i < columns; ++i) {
     if (a.columns[i].name != b.columns[i].name) return false;
     Result<std::string> ta = d.ColumnType(a.columns[i]), tb = d.ColumnType(b.columns[i]);
-    if (!ta.ok() || !tb.ok() || *ta != *tb) return false;
+    if (!ta.ok() || !tb.ok() || !d.SameType(*ta, *tb)) return false;
+  }
+  return true;
+}
+
+// Whether an existing destination table has exactly the columns (names, types, key) `schema`
+// gives it.
+bool MatchesSchema(const SqlDialect& d, const std::vector<SqlExistingColumn>& have, const TableSchema& schema) {
+  if (have.size() != schema.columns.size()) return false;
+  for (size_t i = 0; i < have.size(); ++i) {
+    int want_pk = 0;
+    for (size_t j = 0; j < schema.primary_key.size(); ++j)
+      if (schema.primary_key[j] == i) want_pk = static_cast<int>(j) + 1;
+    Result<std::string> type = d.ColumnType(schema.columns[i]);
+    if (!type.ok() || have[i].name != schema.columns[i].name || !d.SameType(*type, have[i].type) ||
+        have[i].pk != want_pk)
+      return false;
   }
   return true;
 }
@@ -352,9 +376,8 @@ Status SqlApplier::PrepareTable(const TableSchema& schema) {
         if (t->columns[i].is_pk) break;  // a key change: reported by the check below
         // Rows already there take the column's default, as they do in the source (for a
         // literal default; an expression default such as CURRENT_TIMESTAMP gives NULL).
-        ASSIGN_OR_RETURN(std::string lit, dialect_->Literal(t->columns[i].default_value, schema.columns[i]));
-        RETURN_IF_ERROR(Exec("ALTER TABLE " + name.quoted + " ADD COLUMN " + t->columns[i].quoted +
-                             (t->columns[i].type.empty() ? "" : " " + t->columns[i].type) + " DEFAULT " + lit));
+        ASSIGN_OR_RETURN(std::string add, dialect_->AddColumnSql(name, schema.columns[i], t->columns[i].default_value));
+        RETURN_IF_ERROR(Exec(add));
       }
       if (prefix) {
         ASSIGN_OR_RETURN(have, dialect_->DescribeTable(*conn_, name));
@@ -453,21 +476,46 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
             for (size_t i = 0; i < a.columns.size(); ++i)
               identity = identity && c.source_of[i] == (i < b.columns.size() ? static_cast<int>(i) : -1);
           }
+          // Without transactional DDL this change may have been applied before a crash lost
+          // its checkpoint: what is done already is not done again.
+          const bool redo_safe = !dialect_->TransactionalDdl();
+          bool from_exists = true;
+          if (redo_safe) {
+            ASSIGN_OR_RETURN(auto have_to, dialect_->DescribeTable(*conn_, to));
+            if (!dialect_->NamesEqual(from.key, to.key)) {
+              ASSIGN_OR_RETURN(auto have_from, dialect_->DescribeTable(*conn_, from));
+              from_exists = have_from.has_value();
+            }
+            if (have_to && (!from_exists || dialect_->NamesEqual(from.key, to.key)) &&
+                MatchesSchema(*dialect_, *have_to, a)) {
+              if (from.key != to.key) RETURN_IF_ERROR(forget_meta(from.key));
+              break;
+            }
+          }
           if (identity && SameShape(*dialect_, b, a, b.columns.size())) {
             // Same columns (plus new ones at the end): rename, then add the new columns;
             // existing rows read their literal default (or NULL), as in the source.
-            if (from.key != to.key) {
+            if (from.key != to.key && from_exists) {
               if (!dialect_->NamesEqual(from.key, to.key)) RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + to.quoted));
               if (std::string ns = dialect_->EnsureNamespaceSql(to); !ns.empty()) RETURN_IF_ERROR(Exec(ns));
               for (const std::string& sql : dialect_->RenameTableSql(from, to)) RETURN_IF_ERROR(Exec(sql));
               RETURN_IF_ERROR(forget_meta(from.key));
+            } else if (from.key != to.key) {
+              RETURN_IF_ERROR(forget_meta(from.key));  // renamed before the crash
             }
-            for (size_t i = b.columns.size(); i < a.columns.size(); ++i) {
+            size_t first_new = b.columns.size();
+            if (redo_safe) {
+              // Columns added before the crash (one ALTER each, in order) are there already.
+              ASSIGN_OR_RETURN(auto have, dialect_->DescribeTable(*conn_, to));
+              if (!have)
+                return Status::FailedPrecondition(fmt::format("table {}: {} of a table the destination does not have",
+                                                              from.display, SchemaChangeKindName(c.kind)));
+              first_new = std::max(first_new, have->size());
+            }
+            for (size_t i = first_new; i < a.columns.size(); ++i) {
               ASSIGN_OR_RETURN(Value d, DefaultValue(a.columns[i]));
-              ASSIGN_OR_RETURN(std::string type, dialect_->ColumnType(a.columns[i]));
-              ASSIGN_OR_RETURN(std::string lit, dialect_->Literal(d, a.columns[i]));
-              RETURN_IF_ERROR(Exec("ALTER TABLE " + to.quoted + " ADD COLUMN " + dialect_->Quote(a.columns[i].name) +
-                                   (type.empty() ? "" : " " + type) + " DEFAULT " + lit));
+              ASSIGN_OR_RETURN(std::string add, dialect_->AddColumnSql(to, a.columns[i], d));
+              RETURN_IF_ERROR(Exec(add));
             }
             break;
           }
@@ -477,7 +525,11 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
           TableSchema scratch_schema = a;
           scratch_schema.table = "_sluice_rebuild";
           const SqlTableName scratch = dialect_->TableName(scratch_schema);
+          scratch_schema.table = "_sluice_old";
+          const SqlTableName old = dialect_->TableName(scratch_schema);
+          const std::string swap = redo_safe ? dialect_->SwapTablesSql(from, old, scratch, to) : "";
           RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + scratch.quoted));
+          if (!swap.empty()) RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + old.quoted));
           RETURN_IF_ERROR(create(a, scratch));
           std::string targets, sources;
           for (size_t i = 0; i < a.columns.size(); ++i) {
@@ -493,6 +545,14 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
           }
           RETURN_IF_ERROR(Exec("INSERT INTO " + scratch.quoted + " (" + targets + ") SELECT " + sources + " FROM " +
                                from.quoted));
+          if (!swap.empty()) {
+            // One atomic rename: a crash leaves the old table or the new one, never neither.
+            if (!dialect_->NamesEqual(from.key, to.key)) RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + to.quoted));
+            RETURN_IF_ERROR(Exec(swap));
+            RETURN_IF_ERROR(Exec("DROP TABLE " + old.quoted));
+            RETURN_IF_ERROR(forget_meta(from.key));
+            break;
+          }
           RETURN_IF_ERROR(Exec("DROP TABLE " + from.quoted));
           if (!dialect_->NamesEqual(from.key, to.key)) RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + to.quoted));
           for (const std::string& sql : dialect_->RenameTableSql(scratch, to)) RETURN_IF_ERROR(Exec(sql));
@@ -665,7 +725,15 @@ Result<size_t> SqlApplier::ApplyInsertRun(size_t at) {
     return s;
   };
   if (t.schema->has_primary_key()) keys_.insert(key_of(first));
+  const size_t max_bytes = dialect_->MaxStatementBytes();
+  const auto bytes_of = [&](const RowChange& c) {
+    size_t b = 0;
+    for (const Value& v : c.after) b += v.kind == Value::Kind::kText || v.kind == Value::Kind::kBytes ? v.s.size() : 8;
+    return b;
+  };
+  size_t bytes = max_bytes == SIZE_MAX ? 0 : bytes_of(first);
   while (end < flat_.size() && end - at < limit && targets_[end] == &t && fits(*flat_[end]) &&
+         (max_bytes == SIZE_MAX || (bytes += bytes_of(*flat_[end])) <= max_bytes) &&
          (!t.schema->has_primary_key() || keys_.insert(key_of(*flat_[end])).second))
     ++end;
   if (end - at == 1) {

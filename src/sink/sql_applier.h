@@ -82,8 +82,9 @@ class SqlApplier : public Sink {
   Status Flush() override;  // every commit is already durable: nothing to do
   bool CheckpointsEachTransaction() const override { return false; }  // a group's last only
   // Parts of a large source transaction: one open destination transaction until the
-  // ApplyGroup that ends it commits (tables first met in a part are created inside it).
-  bool SupportsParts() const override { return true; }
+  // ApplyGroup that ends it commits (tables first met in a part are created inside it, so
+  // only where DDL is transactional: SqlDialect::TransactionalDdl).
+  bool SupportsParts() const override { return dialect_->TransactionalDdl(); }
   Status ApplyPart(const Transaction& part) override;
   void AbortParts() override;
 

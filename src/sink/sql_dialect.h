@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -171,6 +172,9 @@ class SqlDialect {
   // The lossless destination type of a source column (docs/sinks.md), "" for no declared
   // type (SQLite only). kNotSupported names the type when it cannot be kept exactly.
   virtual Result<std::string> ColumnType(const ColumnDesc& column) const = 0;
+  // Whether ColumnType text `declared` is the type `existing`: a DescribeTable type, or
+  // another ColumnType text (two schemas of one table, e.g. one read from the catalog and
+  // one parsed from DDL).
   virtual bool SameType(std::string_view declared, std::string_view existing) const {
     return declared == existing;
   }
@@ -208,6 +212,9 @@ class SqlDialect {
   // more than MaxParameters() parameters into one statement.
   virtual size_t MaxRowsPerStatement() const { return 1; }
   virtual size_t MaxParameters() const { return 32766; }
+  // Bytes of bound values (text and bytes lengths, 8 per number) one multi-row statement
+  // may carry; a run stops before it would exceed this (MySQL: max_allowed_packet).
+  virtual size_t MaxStatementBytes() const { return SIZE_MAX; }
 
   // --- catalog and DDL --------------------------------------------------------------
   // Creates the applier's bookkeeping tables if missing (one or more statements).
@@ -224,9 +231,31 @@ class SqlDialect {
       SqlConnection& conn, const SqlTableName& table) const = 0;
   // Statements renaming `from` to `to` (`to` does not exist: the applier dropped it).
   virtual std::vector<std::string> RenameTableSql(const SqlTableName& from, const SqlTableName& to) const = 0;
-  // Whether DDL takes part in transactions (SQLite, PG: yes; MySQL: no, each DDL commits).
-  // With false the applier still runs the same statements in order; a crash between them
-  // is repaired on restart by PrepareTable (documented per destination).
+  // What follows the column list of CREATE TABLE (MySQL: " ENGINE=InnoDB DEFAULT COLLATE=..."), or "".
+  virtual std::string TableOptionsSql(const TableSchema& table) const {
+    (void)table;
+    return "";
+  }
+  // ALTER TABLE adding `column` (at the end) to `table`; rows already there read
+  // `default_value` (the source DEFAULT as a canonical Value, NULL when none). The default
+  // writes "ALTER TABLE t ADD COLUMN c <ColumnType> DEFAULT <Literal>".
+  virtual Result<std::string> AddColumnSql(const SqlTableName& table, const ColumnDesc& column,
+                                           const Value& default_value) const;
+  // Where DDL is not transactional: one statement that renames `from` to `old` and `scratch`
+  // to `to` atomically (MySQL's RENAME TABLE a TO b, c TO d), so a crash during a table
+  // rebuild leaves either the old table or the new one. "" = none (the applier drops and
+  // renames, inside its transaction).
+  virtual std::string SwapTablesSql(const SqlTableName& from, const SqlTableName& old, const SqlTableName& scratch,
+                                    const SqlTableName& to) const {
+    (void)from, (void)old, (void)scratch, (void)to;
+    return "";
+  }
+  // Whether DDL takes part in transactions (SQLite, PG: yes; MySQL: no, each DDL commits
+  // implicitly). With false the applier: creates tables only outside data transactions (no
+  // SqlApplier::SupportsParts, since a table first met in a later part would commit the
+  // parts before it); makes each schema change idempotent, so the change repeated after a
+  // crash between its DDL and its checkpoint finds what is done (DescribeTable) and does
+  // only the rest; rebuilds tables through SwapTablesSql.
   virtual bool TransactionalDdl() const { return true; }
 };
 

@@ -13,6 +13,11 @@
 //   KillAndRestart        SIGKILL while a 40,000-row transaction is being applied (nothing of
 //                         it visible), then the destination restarted mid-stream: equal, and
 //                         a keyless log table shows no transaction applied twice
+//   SchemaChangeRepeated  MySQL DDL commits before its checkpoint: each schema change (add
+//                         column, rename, modify column by rebuild) applied a second time, as
+//                         after a crash between the DDL and the checkpoint, finds it done;
+//                         the rows and the final definition are intact; with drop_tables a
+//                         DROP drops the table (also when repeated)
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -24,6 +29,8 @@
 #include <thread>
 
 #include "harness.h"
+#include "mysql/schema_loader.h"
+#include "sink/mysql_sink.h"
 #include "types_fixture.h"
 
 namespace sluice::testing {
@@ -363,6 +370,78 @@ TEST_F(MysqlDest, KillAndRestart) {
   EXPECT_EQ(exit_code, 0) << log;
   EXPECT_NE(log.find("retrying the same transaction"), std::string::npos)
       << "the destination restart was seen and retried: " << log;
+}
+
+TEST_F(MysqlDest, SchemaChangeRepeated) {
+  // Three definitions of one table, read from the source as the stream would have them.
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_redo; CREATE DATABASE it_redo;"
+                       "CREATE TABLE it_redo.v1 (id INT PRIMARY KEY, a VARCHAR(10));"
+                       "CREATE TABLE it_redo.v2 (id INT PRIMARY KEY, a VARCHAR(10), b INT NOT NULL DEFAULT 7);"
+                       "CREATE TABLE it_redo.v3 (id INT PRIMARY KEY, a VARCHAR(20), b INT NOT NULL DEFAULT 7);"),
+            0);
+  auto src = Connect();
+  ASSERT_NE(src, nullptr);
+  auto load = [&](const char* from, const char* as) {
+    auto t = LoadTableSchema(*src, "it_redo", from);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    TableSchema s = t.ok() ? *t : TableSchema{};
+    s.table = as;
+    return std::make_shared<const TableSchema>(std::move(s));
+  };
+  const TableSchemaPtr s1 = load("v1", "t"), s2 = load("v2", "t"), s2r = load("v2", "t2"), s3 = load("v3", "t2");
+  ASSERT_FALSE(s1->columns.empty() || s3->columns.empty());
+  auto dest = DestConnect();
+  ASSERT_NE(dest, nullptr);
+  ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_redo").ok());
+  MysqlSinkOptions o = DestSinkOptions();
+  o.database = "it_meta_redo";
+  auto sink = MysqlSink::Open(o);
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  Transaction txn;
+  for (int id = 1; id <= 2; ++id) {
+    RowChange c;
+    c.op = Op::kCreate;
+    c.table = s1;
+    c.after = {Value::Int(id), id == 1 ? Value::Text("x") : Value::Null()};
+    txn.changes.push_back(std::move(c));
+  }
+  txn.checkpoint = "c0";
+  ASSERT_TRUE((*sink)->Apply(txn).ok());
+
+  SchemaChange add{SchemaChange::Kind::kAlter, s1, s2, {0, 1, -1}, "ALTER TABLE t ADD COLUMN b", {}};
+  SchemaChange rename{SchemaChange::Kind::kRename, s2, s2r, {}, "RENAME TABLE t TO t2", {}};
+  SchemaChange modify{SchemaChange::Kind::kAlter, s2r, s3, {0, 1, 2}, "ALTER TABLE t2 MODIFY a VARCHAR(20)", {}};
+  int n = 0;
+  for (const SchemaChange* c : {&add, &rename, &modify}) {
+    const std::string ckpt = "c" + std::to_string(++n);
+    Status first = (*sink)->ApplySchemaChanges({*c}, ckpt);
+    ASSERT_TRUE(first.ok()) << c->ddl << ": " << first.ToString();
+    Status again = (*sink)->ApplySchemaChanges({*c}, ckpt);
+    EXPECT_TRUE(again.ok()) << c->ddl << " applied again (a crash lost its checkpoint): " << again.ToString();
+  }
+  auto cols = dest->Query("SELECT GROUP_CONCAT(COLUMN_NAME, ' ', COLUMN_TYPE ORDER BY ORDINAL_POSITION) FROM "
+                          "information_schema.COLUMNS WHERE TABLE_SCHEMA = 'it_redo' AND TABLE_NAME = 't2'");
+  ASSERT_TRUE(cols.ok());
+  EXPECT_EQ(cols->rows[0][0], std::optional<std::string>("id int(11),a varchar(20),b int(11)"));
+  auto rows = dest->Query("SELECT GROUP_CONCAT(id, ':', IFNULL(a, 'NULL'), ':', b ORDER BY id) FROM it_redo.t2");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->rows[0][0], std::optional<std::string>("1:x:7,2:NULL:7")) << "the rows survived every repeat";
+  auto old = dest->Query("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'it_redo'");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->rows[0][0], std::optional<std::string>("1")) << "only t2 is left (no t, no rebuild scratch)";
+  auto stored = (*sink)->LoadCheckpoint();
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(*stored, std::optional<std::string>("c3"));
+  // sink.drop_tables = "drop" (run.cc sets it for every SQL destination): a DROP follows, twice.
+  (*sink)->set_drop_tables(true);
+  SchemaChange drop{SchemaChange::Kind::kDrop, s3, nullptr, {}, "DROP TABLE t2", {}};
+  for (int i = 0; i < 2; ++i) {
+    Status st = (*sink)->ApplySchemaChanges({drop}, "c4");
+    EXPECT_TRUE(st.ok()) << "DROP TABLE t2, time " << i + 1 << ": " << st.ToString();
+  }
+  old = dest->Query("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'it_redo'");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->rows[0][0], std::optional<std::string>("0")) << "t2 dropped with sink.drop_tables = drop";
 }
 
 }  // namespace
