@@ -38,13 +38,33 @@ bool Selected(const TableFilter& filter, const std::string& name) {
 }  // namespace
 
 Status RequestResnapshot(const Config& config, const std::vector<std::string>& tables, std::string* outcome) {
-  if (config.sink.type != SinkType::kSqlite && config.sink.type != SinkType::kJsonl)
-    return Status::InvalidArgument("resnapshot works with sink.type = \"sqlite\" or \"jsonl\"");
+  const bool server_sink = config.sink.type == SinkType::kMysql || config.sink.type == SinkType::kPostgres;
+  if (config.sink.type != SinkType::kSqlite && config.sink.type != SinkType::kJsonl && !server_sink)
+    return Status::InvalidArgument("resnapshot works with sink.type = \"sqlite\", \"jsonl\", \"mysql\" or \"postgres\"");
   const TableFilter filter{config.source.tables, config.source.exclude};
   for (const std::string& t : tables)
     if (!Selected(filter, t))
       return Status::InvalidArgument(fmt::format(
           "table {} is not selected by source.tables/source.exclude; name tables as db.table", t));
+  if (server_sink) {
+    // No local file to hand a request to a running run: opening the sink takes the
+    // destination's one-writer lock (MySQL named lock, PostgreSQL advisory lock), which a
+    // running run holds, so this works while no run does.
+    Status st = [&]() -> Status {
+      auto sink = OpenSink(config.sink);
+      if (!sink.ok())
+        return sink.status().WithContext("resnapshot of a MySQL/PostgreSQL destination needs the run stopped");
+      ASSIGN_OR_RETURN(auto stored, (*sink)->LoadCheckpoint());
+      if (!stored)
+        return Status::InvalidArgument("the destination has no checkpoint yet: the first run copies every table anyway");
+      ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::FromJson(*stored));
+      MarkForReread(ckpt, tables);
+      RETURN_IF_ERROR((*sink)->SaveCheckpoint(ckpt.ToJson()));
+      return (*sink)->Flush();
+    }();
+    if (st.ok()) *outcome = "marked in the destination's checkpoint; the next run re-reads the table(s)";
+    return st;
+  }
   const std::string lock_path = Base(config.sink) + ".lock";
   int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)

@@ -6,7 +6,10 @@
 // the request goes to "<sink>.resnapshot" (one "db.table" per line); the running stream picks
 // it up within about a second (between two source transactions), stores the mark with its
 // position, copies the tables and continues; a run that starts finds leftover requests there
-// too. Kafka and NATS sinks have no local file to hold a request: refused (kInvalidArgument).
+// too. MySQL and PostgreSQL destinations have no local file: the tables are marked in the
+// destination's checkpoint, which needs the run stopped (a running run holds the
+// destination's one-writer lock: the sink's kFailedPrecondition). Kafka and NATS sinks:
+// refused (kInvalidArgument).
 // Errors: kInvalidArgument for a table the configuration does not select or a sink without a
 // checkpoint (the first run copies every table anyway); the sink's errors otherwise.
 #pragma once

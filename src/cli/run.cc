@@ -139,6 +139,7 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
   }
   if (config.type == SinkType::kMysql) {
     ASSIGN_OR_RETURN(auto s, MysqlSink::Open(config.mysql));
+    s->set_drop_tables(config.drop_tables);
     return std::unique_ptr<Sink>(std::move(s));
   }
   if (config.type == SinkType::kKafka) {
@@ -151,6 +152,7 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
   }
   if (config.type == SinkType::kPostgres) {
     ASSIGN_OR_RETURN(auto s, PostgresSink::Open(config.postgres));
+    s->set_drop_tables(config.drop_tables);
     return std::unique_ptr<Sink>(std::move(s));
   }
   JsonlSinkOptions o;
