@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= 2
 
-.PHONY: bench-replica bench-live-lag stream-bigtxn all setup build build-asan test unit-test asan-test integration-test demo fuzz fuzz-long bench clean publish-stress snapshot-stress catchup-stress
+.PHONY: bench-replica bench-pg-snapshot bench-mysql-snapshot bench-sql-catchup bench-live-lag stream-bigtxn all setup build build-asan test unit-test asan-test integration-test demo fuzz fuzz-long bench clean publish-stress snapshot-stress catchup-stress
 
 all: build
 
@@ -51,6 +51,16 @@ fuzz-long:
 # replica on a 50,000-transaction sysbench backlog, and the lag under a 4-thread load.
 bench-replica: build
 	@bash bench/replica-bench.sh $(BUILD)
+
+# Issue 10 (BENCHMARKS.md, "SQL destinations"): the 2 M-row sysbench snapshot into PostgreSQL
+# vs psql \copy, into MariaDB vs mydumper + myloader; the 200,000-change backlog into
+# PostgreSQL and MariaDB vs a native replica.
+bench-pg-snapshot: build
+	@bash bench/pg-snapshot-bench.sh $(BUILD)
+bench-mysql-snapshot: build
+	@bash bench/mysql-snapshot-bench.sh $(BUILD)
+bench-sql-catchup: build
+	@SINKS="mysql postgres" bash bench/replica-bench.sh $(BUILD)
 
 bench-live-lag: build
 	@bash bench/live-lag.sh $(BUILD) sqlite

@@ -5,26 +5,29 @@
 #
 # 1. A throwaway source MariaDB (scripts/mariadb-test-server.sh) gets sysbench's tables
 #    (prepare), a second throwaway MariaDB becomes its native replica (CHANGE MASTER, GTID),
-#    and sluice takes a snapshot into each sink (SQLite, JSON lines, and MariaDB: the
-#    replica's server, database sbtest_sluice, written by sluice's mysql sink).
+#    and sluice takes a snapshot into each sink (SQLite, JSON lines, MariaDB: the replica's
+#    server, database sbtest_sluice, written by sluice's mysql sink; PostgreSQL: a throwaway
+#    PostgreSQL, scripts/postgres-test-server.sh).
 # 2. With the replica's SQL thread and sluice stopped, sysbench oltp_write_only writes the
 #    backlog: EVENTS transactions (default 50000), one thread, fixed seed.
 # 3. Timed, one after the other on the same backlog: the replica's SQL thread applying the
 #    relay log it has fetched (slave_parallel_threads=0), `sluice run --until-caught-up`
-#    into SQLite, into a JSON lines file, and into MariaDB. Peak RSS of sluice via /usr/bin/time.
+#    into each sink. Peak RSS of sluice via /usr/bin/time.
 # Prints each time, row changes/s, and sluice's rate as a multiple of the replica's.
-# Environment: EVENTS (default 50000), TABLES (4), TABLE_SIZE (100000), KEEP=1 keeps the
-# directory (default: removed).
+# Environment: EVENTS (default 50000), TABLES (4), TABLE_SIZE (100000), SINKS (default
+# "sqlite jsonl mysql postgres"), KEEP=1 keeps the directory (default: removed).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 events=${EVENTS:-50000}
 tables=${TABLES:-4}
 table_size=${TABLE_SIZE:-100000}
+read -r -a sinks <<<"${SINKS:-sqlite jsonl mysql postgres}"
 work=$(mktemp -d /tmp/sluice-replica-bench.XXXXXX)
 src="$work/source" rep="$work/replica"
 
 cleanup() {
+  [ -d "$work/pg" ] && { "$root/scripts/postgres-test-server.sh" stop "$work/pg" >/dev/null 2>&1 || true; }
   "$root/scripts/mariadb-test-server.sh" stop "$rep" >/dev/null 2>&1 || true
   "$root/scripts/mariadb-test-server.sh" stop "$src" >/dev/null 2>&1 || true
   [ "${KEEP:-0}" = 1 ] || rm -rf "$work"
@@ -72,8 +75,18 @@ rep_port=$(. "$rep/env"; echo "$SLUICE_TEST_MYSQL_PORT")
   printf '[sink]\ntype = "mysql"\n\n[sink.mysql]\nhost = "127.0.0.1"\nport = %s\nuser = "sluice"\n' "$rep_port"
   printf 'password_env = "SLUICE_BENCH_DEST_PASSWORD"\ndatabase = "sluice_bench"\n\n[sink.mysql.databases]\nsbtest = "sbtest_sluice"\n'
 } >"$work/mysql.toml"
-for s in sqlite jsonl mysql; do
-  "$build/sluice" run --config "$work/$s.toml" --until-caught-up >"$work/$s-snapshot.log" 2>&1
+if [[ " ${sinks[*]} " == *" postgres "* ]]; then
+  "$root/scripts/postgres-test-server.sh" start "$work/pg" >/dev/null
+  # shellcheck disable=SC1091
+  . "$work/pg/env"
+  { cat "$work/base.toml"
+    printf '[sink]\ntype = "postgres"\n\n[sink.postgres]\nconninfo = "%s"\npassword_env = "SLUICE_TEST_PG_PASSWORD"\n' \
+      "$SLUICE_TEST_PG_CONNINFO"
+  } >"$work/postgres.toml"
+fi
+for s in "${sinks[@]}"; do
+  "$build/sluice" run --config "$work/$s.toml" --until-caught-up >"$work/$s-snapshot.log" 2>&1 \
+    || { echo "snapshot into $s failed:" >&2; tail -5 "$work/$s-snapshot.log" >&2; exit 1; }
 done
 
 echo "backlog: sysbench oltp_write_only, $events transactions, 1 thread (replica SQL thread and sluice stopped)"
@@ -97,19 +110,23 @@ run_sluice() {  # $1 = sink; prints seconds and peak RSS (KiB)
   /usr/bin/time -f "%M" -o "$work/$1.rss" "$build/sluice" run --config "$work/$1.toml" --until-caught-up \
     >"$work/$1-stream.log" 2>&1
 }
-t0=$(now); run_sluice sqlite; t_sqlite=$(echo "$(now) - $t0" | bc)
-t0=$(now); run_sluice jsonl; t_jsonl=$(echo "$(now) - $t0" | bc)
-t0=$(now); run_sluice mysql; t_mysql=$(echo "$(now) - $t0" | bc)
+declare -A took
+for s in "${sinks[@]}"; do
+  t0=$(now); run_sluice "$s"; took[$s]=$(echo "$(now) - $t0" | bc)
+done
 
 report() {  # name seconds [rss]
   printf '%-44s %7.2f s %9.0f row changes/s%s\n' "$1" "$2" "$(echo "$rows / $2" | bc -l)" "${3:-}"
 }
 echo
+declare -A label=([sqlite]="sluice -> SQLite" [jsonl]="sluice -> JSON lines"
+                  [mysql]="sluice -> MariaDB (same server as the replica)" [postgres]="sluice -> PostgreSQL")
 report "native MariaDB replica (SQL thread, 1 thread)" "$t_rep"
-report "sluice -> SQLite" "$t_sqlite" "   peak RSS $(( $(cat "$work/sqlite.rss") / 1024 )) MiB"
-report "sluice -> JSON lines" "$t_jsonl" "   peak RSS $(( $(cat "$work/jsonl.rss") / 1024 )) MiB"
-report "sluice -> MariaDB (same server as the replica)" "$t_mysql" "   peak RSS $(( $(cat "$work/mysql.rss") / 1024 )) MiB"
-printf 'ratio: SQLite %.2fx the replica, JSON lines %.2fx the replica, MariaDB %.2fx the replica\n' \
-  "$(echo "$t_rep / $t_sqlite" | bc -l)" "$(echo "$t_rep / $t_jsonl" | bc -l)" "$(echo "$t_rep / $t_mysql" | bc -l)"
+ratios=""
+for s in "${sinks[@]}"; do
+  report "${label[$s]}" "${took[$s]}" "   peak RSS $(( $(cat "$work/$s.rss") / 1024 )) MiB"
+  ratios+=$(printf ' %s %.2fx' "$s" "$(echo "$t_rep / ${took[$s]}" | bc -l)")
+done
+echo "ratio to the replica (> 1: faster):$ratios"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-grep -h "stopped at" "$work/sqlite-stream.log" "$work/jsonl-stream.log" "$work/mysql-stream.log" || true
+for s in "${sinks[@]}"; do grep -h "stopped at" "$work/$s-stream.log" || true; done
