@@ -15,19 +15,18 @@ build: setup
 	@cmake --build $(BUILD) -j$(JOBS)
 
 build-asan: setup
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_INTEGRATION_TESTS=OFF >/dev/null
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_INTEGRATION_TESTS=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 # The whole suite (docs/testing.md): the unit tests under ASan+UBSan; the integration tests
 # against the ASan+UBSan sluice binary in SLUICE_TEST_SHARDS (2) shards side by side, each with
 # its own throwaway MariaDB; the long and timing-sensitive ones plus the end-to-end suite
-# against the optimised binary; then 90 s of fuzzing (its build overlaps the tests, at nice 19).
-# The optimised build compiles only what the tests run (sluice, integration_tests, kafka_mock):
-# the unit tests run in the ASan build, where they are checked more closely.
+# against the optimised binary; then 90 s of fuzzing, two targets at a time.
+# Everything is compiled once: the ASan build holds every test binary; the optimised build
+# compiles only sluice, at nice 19 while the ASan tests run, and the fuzz targets after it.
 test: setup build-asan
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build $(BUILD) -j$(JOBS) --target sluice integration_tests kafka_mock
-	@FUZZ_PREBUILD=1 bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD)
+	@REL_PREBUILD=1 FUZZ_PREBUILD=1 JOBS=$(JOBS) bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD)
 	@bash scripts/fuzz.sh 90
 
 unit-test: build

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the libFuzzer targets of fuzz/ (ASan + UBSan, clang) for SECONDS in total,
 # split across the targets; fails on any crash, hang (-timeout), OOM or sanitizer report.
-#   scripts/fuzz.sh SECONDS          (make fuzz: 90, make fuzz-long: 600)
+#   scripts/fuzz.sh SECONDS          (make fuzz: 90, make fuzz-long: 600; CPU seconds, JOBS targets at a time)
 #   scripts/fuzz.sh --build-only     (configures and builds the targets, runs nothing)
 # Environment: FUZZ_BUILD (default build-fuzz), JOBS (default 2), FUZZ_TARGETS (default
 # "event_stream decode json_binary rows").
@@ -41,20 +41,35 @@ rss_mb() { case $1 in decode) echo 1024 ;; *) echo 2048 ;; esac; }
 sum=0
 for t in $targets; do sum=$((sum + $(weight "$t"))); done
 
-status=0
-summary=()
-for t in $targets; do
-  secs=$((total * $(weight "$t") / sum))
-  [ "$secs" -ge 1 ] || secs=1
-  corpus="$build/corpus/$t"
-  artifacts="$build/fuzz-artifacts/$t"
-  log="$build/fuzz-$t.log"
+# Each target is one libFuzzer process on one core: they run $jobs at a time, each for its
+# share of SECONDS, so make test's 90 s of fuzzing take about 90/$jobs s of wall time.
+run_target() {
+  local t=$1 secs=$2 corpus="$build/corpus/$1" artifacts="$build/fuzz-artifacts/$1" log="$build/fuzz-$1.log" rc=0
   mkdir -p "$corpus" "$artifacts"
-  echo "fuzz: $t for ${secs}s (log: $log)"
-  rc=0
   "$build/${t}_fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb="$(rss_mb "$t")" -malloc_limit_mb="$(rss_mb "$t")" \
     -max_len="$(max_len "$t")" -print_final_stats=1 -artifact_prefix="$artifacts/" \
     "$corpus" "$seeds/$t" >"$log" 2>&1 || rc=$?
+  echo "$rc" >"$build/fuzz-$t.rc"
+}
+pids=()
+for t in $targets; do
+  secs=$((total * $(weight "$t") / sum))
+  [ "$secs" -ge 1 ] || secs=1
+  echo "fuzz: $t for ${secs}s (log: $build/fuzz-$t.log)"
+  rm -f "$build/fuzz-$t.rc"
+  run_target "$t" "$secs" &
+  pids+=($!)
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+done
+wait "${pids[@]}" || true
+
+status=0
+summary=()
+for t in $targets; do
+  log="$build/fuzz-$t.log"
+  rc=$(cat "$build/fuzz-$t.rc" 2>/dev/null || echo 99)
+  secs=$((total * $(weight "$t") / sum))
+  [ "$secs" -ge 1 ] || secs=1
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
   corp=$(grep -oE 'corp: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Runs the whole test suite of make test (docs/testing.md):
 #   1. the unit tests of ASAN_BUILD (ctest; ASan+UBSan);
-#   2. REL_BUILD's integration_tests against ASAN_BUILD's sluice binary (the sanitizers watch
+#   2. ASAN_BUILD's integration_tests against its own sluice binary (the sanitizers watch
 #      every sluice process the tests start), split into SLUICE_TEST_SHARDS shards that run
 #      side by side, each against its own throwaway MariaDB (tests change server globals);
-#   3. the same integration_tests against REL_BUILD's sluice binary, for the tests named in
-#      SLUICE_RELEASE_TESTS: the long and timing-sensitive ones left out of step 2, and the
-#      end-to-end suite as a smoke test of the optimised binary.
-# While step 2 runs, FUZZ_PREBUILD=1 builds the fuzz targets at nice 19 (scripts/fuzz.sh
-# --build-only), so the fuzz run of make test does not wait for its own build.
+#   3. the same integration_tests against REL_BUILD's optimised sluice binary, for the tests
+#      named in SLUICE_RELEASE_TESTS: the long and timing-sensitive ones left out of step 2,
+#      and the end-to-end suite as a smoke test of the optimised binary.
+# With REL_PREBUILD=1, REL_BUILD's sluice is built at nice 19 while steps 1-2 run (they wait
+# on servers and processes much of the time), and step 3 waits for it; with FUZZ_PREBUILD=1
+# the fuzz targets are built after it the same way (scripts/fuzz.sh --build-only), so the
+# fuzz run of make test does not wait for its own build.
 #   scripts/run-tests.sh REL_BUILD ASAN_BUILD
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,10 +19,11 @@ rel=${1:?usage: scripts/run-tests.sh REL_BUILD ASAN_BUILD}
 asan=${2:?usage: scripts/run-tests.sh REL_BUILD ASAN_BUILD}
 shards=${SLUICE_TEST_SHARDS:-2}
 # Long (tmux display, 2-worker snapshot under load, 3-node NATS kill, 10,000-transaction
-# catch-up over 50 DDL: ~110 s; five of the six DDL matrix runs, 15-35 s, Streaming_FULL
-# runs under ASan) or
-# timing-sensitive tests: run once, against the optimised binary.
-long=${SLUICE_LONG_TESTS:-Observe.ProgressDisplayInATerminal:SnapshotParallel.EveryKeyTypeUnderWriteLoadMatchesAndEachKeyMovesForward:Publish.NatsClusterNodeKilledAndSluiceKilledExactlyOnce:OnlineReread.CatchingUpOverTransactionsAndDdlEqualsTheSource:ModesAndMetadata/DdlMatrix.*/Stopped_*:ModesAndMetadata/DdlMatrix.*/Streaming_MINIMAL:ModesAndMetadata/DdlMatrix.*/Streaming_NO_LOG}
+# catch-up over 50 DDL; the 1 M-row verify and two incremental tests with a writer, which
+# took 115, 60 and 42 s under ASan at load 9-12) or timing-sensitive tests, and five of the
+# six DDL matrix runs (15-35 s; Streaming_FULL runs under ASan): run once, against the
+# optimised binary.
+long=${SLUICE_LONG_TESTS:-Observe.ProgressDisplayInATerminal:SnapshotParallel.EveryKeyTypeUnderWriteLoadMatchesAndEachKeyMovesForward:Publish.NatsClusterNodeKilledAndSluiceKilledExactlyOnce:OnlineReread.CatchingUpOverTransactionsAndDdlEqualsTheSource:Verify.MillionRowsEqualAndOneChangedValueNamedIdleAndUnderLoad:Incremental.UpsertRunsUnderConcurrentWriterAndLateCommit:Incremental.SigkillDuringBackfillAndPagingResumes:ModesAndMetadata/DdlMatrix.*/Stopped_*:ModesAndMetadata/DdlMatrix.*/Streaming_MINIMAL:ModesAndMetadata/DdlMatrix.*/Streaming_NO_LOG}
 asan_filter=${SLUICE_ASAN_GTEST_FILTER:--$long}
 release_filter=${SLUICE_RELEASE_TESTS:-$long:EndToEnd.*}
 
@@ -28,7 +31,9 @@ if [ ! -d ../shared/fixtures/binlogs ] || [ ! -d ../shared/fixtures/sakila ]; th
   echo "run-tests: ../shared/fixtures is missing (binlogs/ and sakila/ are needed by the tests)" >&2
   exit 1
 fi
-for f in "$rel/integration_tests" "$rel/sluice" "$asan/sluice"; do
+need=("$asan/integration_tests" "$asan/sluice")
+[ "${REL_PREBUILD:-0}" = 1 ] || need+=("$rel/sluice")
+for f in "${need[@]}"; do
   [ -x "$f" ] || { echo "run-tests: $f is missing (make test builds it)" >&2; exit 1; }
 done
 
@@ -54,8 +59,17 @@ echo "== unit tests in $asan (ASan+UBSan)"
 # shellcheck disable=SC1091
 (. "${servers[0]}/env" && cd "$asan" && ctest --output-on-failure --timeout 900) || status=1
 
-if [ "${FUZZ_PREBUILD:-0}" = 1 ]; then
-  nice -n 19 bash scripts/fuzz.sh --build-only >"$logs/fuzz-build.log" 2>&1 &
+# One background job, nice 19: the optimised sluice (step 3 needs it), then the fuzz targets.
+if [ "${REL_PREBUILD:-0}" = 1 ] || [ "${FUZZ_PREBUILD:-0}" = 1 ]; then
+  ( if [ "${REL_PREBUILD:-0}" = 1 ]; then
+      rc=0
+      nice -n 19 cmake --build "$rel" -j"${JOBS:-2}" --target sluice >"$logs/rel-build.log" 2>&1 || rc=$?
+      echo "$rc" >"$logs/rel-build.rc"
+      [ "$rc" = 0 ] || exit "$rc"
+    fi
+    if [ "${FUZZ_PREBUILD:-0}" = 1 ]; then
+      nice -n 19 bash scripts/fuzz.sh --build-only >"$logs/fuzz-build.log" 2>&1
+    fi ) &
   fuzz_pid=$!
 fi
 
@@ -65,7 +79,7 @@ for i in $(seq 0 $((shards - 1))); do
   # shellcheck disable=SC1091
   ( . "${servers[$i]}/env"
     SLUICE_TEST_BINARY="$PWD/$asan/sluice" SLUICE_TEST_SANITIZED=1 GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
-      timeout 1500 "$rel/integration_tests" --gtest_filter="$asan_filter" ) >"$logs/asan-$i.log" 2>&1 &
+      timeout 1500 "$asan/integration_tests" --gtest_filter="$asan_filter" ) >"$logs/asan-$i.log" 2>&1 &
   pids+=($!)
 done
 for i in "${!pids[@]}"; do
@@ -81,9 +95,18 @@ for i in "${!pids[@]}"; do
 done
 echo "   ($((SECONDS - started)) s so far)"
 
-echo "== integration tests of $rel against $rel/sluice (filter: $release_filter)"
+if [ "${REL_PREBUILD:-0}" = 1 ]; then
+  echo "== waiting for the optimised sluice ($rel, building at nice 19 since the unit tests)"
+  while [ ! -f "$logs/rel-build.rc" ] && kill -0 "$fuzz_pid" 2>/dev/null; do sleep 1; done
+  if [ "$(cat "$logs/rel-build.rc" 2>/dev/null || echo 1)" != 0 ]; then
+    echo "run-tests: building $rel/sluice failed:" >&2; tail -40 "$logs/rel-build.log" >&2; exit 1
+  fi
+  echo "   ($((SECONDS - started)) s so far)"
+fi
+echo "== integration tests of $asan against $rel/sluice (filter: $release_filter)"
 # shellcheck disable=SC1091
-(. "${servers[0]}/env" && timeout 900 "$rel/integration_tests" --gtest_filter="$release_filter") || status=1
+(. "${servers[0]}/env" && SLUICE_TEST_BINARY="$PWD/$rel/sluice" timeout 900 "$asan/integration_tests" \
+   --gtest_filter="$release_filter") || status=1
 echo "   ($((SECONDS - started)) s in all)"
 
 if [ -n "$fuzz_pid" ]; then
