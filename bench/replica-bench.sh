@@ -25,9 +25,11 @@ table_size=${TABLE_SIZE:-100000}
 read -r -a sinks <<<"${SINKS:-sqlite jsonl mysql postgres}"
 work=$(mktemp -d /tmp/sluice-replica-bench.XXXXXX)
 src="$work/source" rep="$work/replica"
+# PostgreSQL runs as user postgres, which cannot enter the 0700 mktemp directory.
+pg=/tmp/sluice-replica-bench-pg.$$
 
 cleanup() {
-  [ -d "$work/pg" ] && { "$root/scripts/postgres-test-server.sh" stop "$work/pg" >/dev/null 2>&1 || true; }
+  [ -d "$pg" ] && { "$root/scripts/postgres-test-server.sh" stop "$pg" >/dev/null 2>&1 || true; rm -rf "$pg"; }
   "$root/scripts/mariadb-test-server.sh" stop "$rep" >/dev/null 2>&1 || true
   "$root/scripts/mariadb-test-server.sh" stop "$src" >/dev/null 2>&1 || true
   [ "${KEEP:-0}" = 1 ] || rm -rf "$work"
@@ -76,9 +78,9 @@ rep_port=$(. "$rep/env"; echo "$SLUICE_TEST_MYSQL_PORT")
   printf 'password_env = "SLUICE_BENCH_DEST_PASSWORD"\ndatabase = "sluice_bench"\n\n[sink.mysql.databases]\nsbtest = "sbtest_sluice"\n'
 } >"$work/mysql.toml"
 if [[ " ${sinks[*]} " == *" postgres "* ]]; then
-  "$root/scripts/postgres-test-server.sh" start "$work/pg" >/dev/null
+  "$root/scripts/postgres-test-server.sh" start "$pg" >/dev/null
   # shellcheck disable=SC1091
-  . "$work/pg/env"
+  . "$pg/env"
   { cat "$work/base.toml"
     printf '[sink]\ntype = "postgres"\n\n[sink.postgres]\nconninfo = "%s"\npassword_env = "SLUICE_TEST_PG_PASSWORD"\n' \
       "$SLUICE_TEST_PG_CONNINFO"
