@@ -361,6 +361,10 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
   ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snap, Snapshot::Begin(options.connection, so));
   Connection& conn = snap->connection();
   const std::vector<size_t> wm = incremental ? WatermarkColumns(schema, t.cursor) : std::vector<size_t>{};
+  // A one-element watermark of a wider (cursor, pk...) is the cursor value alone (its rows are
+  // left for the next run); when the cursor is the whole primary key, one element is the full
+  // watermark, and a unique cursor value has no other rows to wait for.
+  auto cursor_alone = [&](const KeyTexts& w) { return w.size() == 1 && wm.size() > 1; };
   const TableSchema wm_schema = OrderSchema(schema, wm);
   const auto started = std::chrono::steady_clock::now();
   uint64_t read = 0;
@@ -403,7 +407,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
       // rows changed since H: those are above the watermark and left to paging.
       std::string cols;
       for (const std::string& c : QuotedColumns(schema, wm)) cols += (cols.empty() ? "" : ", ") + c;
-      if (p.watermark.size() == 1) {
+      if (cursor_alone(p.watermark)) {
         ASSIGN_OR_RETURN(std::string below, KeyLiteral(conn, *cursor_col, p.watermark[0]));
         base.bound = QuoteIdentifier(cursor_col->name) + " < " + below;
       } else {
@@ -458,7 +462,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
     // without moving it.
     PageQuery lb = base;
     lb.cursor_floor = LookbackFloor(conn.Quote(p.watermark[0]), opt.lookback_seconds);
-    if (p.watermark.size() == 1) {
+    if (cursor_alone(p.watermark)) {
       ASSIGN_OR_RETURN(lb.cursor_below, KeyLiteral(conn, cursor_col, p.watermark[0]));
     } else {
       ASSIGN_OR_RETURN(lb.upper, KeyTuple(conn, wm_schema, p.watermark, /*standalone=*/false));
@@ -477,7 +481,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
       ASSIGN_OR_RETURN(base.upper, KeyTuple(conn, wm_schema, high, /*standalone=*/false));
     }
     KeyTexts after = p.watermark;
-    if (after.size() == 1) {  // cursor >= the backfill's H cursor, any key
+    if (cursor_alone(after)) {  // cursor >= the backfill's H cursor, any key
       ASSIGN_OR_RETURN(base.cursor_floor, KeyLiteral(conn, cursor_col, after[0]));
       after.clear();
     }

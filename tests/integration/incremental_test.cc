@@ -592,5 +592,36 @@ TEST(Incremental, MixedPipelineStreamsCdcTablesAndReadsTheOthers) {
   ExpectReplicaEqualsSource({"it_inc.mx_*"}, db);
 }
 
+// The cursor is the whole primary key: the watermark (cursor, pk...) is then one column, which
+// must not be read as "the cursor value alone, its rows left for the next run". Append runs with
+// nothing new read nothing, and a new row is read once.
+TEST(Incremental, CursorThatIsThePrimaryKeyReadsEachRowOnceInAppend) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS ck;"
+                       "CREATE TABLE ck (updated_at DATETIME NOT NULL PRIMARY KEY, v INT NOT NULL);"
+                       "INSERT INTO ck VALUES ('2020-01-01 00:00:01', 1), ('2020-01-01 00:00:02', 2);"),
+            0);
+  TempDir dir;
+  const std::string out = dir.File("out.jsonl");
+  const std::string config = IncrementalConfig(dir, {"it_inc.ck"}, "jsonl", out,
+                                               "[table.\"it_inc.ck\"]\nmode = \"incremental\"\nwrite = \"append\"\n"
+                                               "cursor = \"updated_at\"\n");
+  for (int run = 0; run < 4; ++run) {
+    if (run == 2) {
+      ASSERT_EQ(RunSqlText("INSERT INTO it_inc.ck VALUES ('2020-01-01 00:00:03', 3)"), 0);
+    }
+    ProcessResult r = RunSluice({"run", "--config", config});
+    ASSERT_EQ(r.exit_code, 0) << "run " << run << ": " << r.output;
+  }
+  std::map<int, int> records;  // v -> records
+  std::ifstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    if (j.contains("op") && j["after"].is_object()) ++records[j["after"]["v"].get<int>()];
+  }
+  EXPECT_EQ(records, (std::map<int, int>{{1, 1}, {2, 1}, {3, 1}})) << "each row once in " << out;
+}
+
 }  // namespace
 }  // namespace sluice::testing
