@@ -26,6 +26,7 @@ constexpr char kUpdateByKey = 'U';
 constexpr char kDeleteByKey = 'D';
 constexpr char kUpdateFirstMatch = 'u';
 constexpr char kDeleteFirstMatch = 'd';
+constexpr char kDeleteManyByKey = 'X';  // followed by the row count
 
 }  // namespace
 
@@ -641,6 +642,24 @@ Result<SqlStatement*> SqlApplier::CachedStatement(SqlTable& t, const std::string
     case kDeleteByKey:
       sql = "DELETE FROM " + t.name.quoted + pk_where(1);
       break;
+    case kDeleteManyByKey: {
+      // DELETE FROM t WHERE k IN (?, ?) | WHERE (a, b) IN ((?, ?), (?, ?))
+      const std::vector<size_t>& pk = t.schema->primary_key;
+      const size_t rows = std::stoul(key.substr(1));
+      sql = "DELETE FROM " + t.name.quoted + " WHERE ";
+      if (pk.size() > 1) sql += "(";
+      for (size_t j = 0; j < pk.size(); ++j) sql += (j ? ", " : "") + t.columns[pk[j]].quoted;
+      sql += pk.size() > 1 ? ") IN (" : " IN (";
+      int p = 1;
+      for (size_t r = 0; r < rows; ++r) {
+        sql += r ? ", " : "";
+        if (pk.size() > 1) sql += "(";
+        for (size_t j = 0; j < pk.size(); ++j) sql += (j ? ", " : "") + dialect_->Placeholder(p++);
+        if (pk.size() > 1) sql += ")";
+      }
+      sql += ")";
+      break;
+    }
     case kUpdateFirstMatch:
       sql = dialect_->FirstMatchSql(t, cols_in(1), cols_in(1 + n));
       break;
@@ -693,76 +712,171 @@ Status SqlApplier::ApplyInsert(SqlTable& t, const std::vector<const Value*>& ima
   return Run(&t, s).status();
 }
 
-// A run of inserts (c/r) of one table starting at flat_[at], as one multi-row statement:
-// rows with the same present columns and distinct keys, up to the dialect's limits. A run
-// may reach into the following transactions of a group: they commit together anyway.
-// Returns how many changes it applied (at least 1).
-Result<size_t> SqlApplier::ApplyInsertRun(size_t at) {
-  SqlTable& t = *targets_[at];
-  const RowChange& first = *flat_[at];
+namespace {
+
+// Whether the destination compares `t`'s key columns by their bytes (integers, DECIMAL,
+// temporal, binary), so that two keys equal as Values are the only ones it equates. A
+// character key may be equal to another spelling under a collation ('a' = 'A').
+bool KeysCompareByBytes(const SqlTable& t) {
+  if (!t.schema->has_primary_key()) return false;
+  for (size_t k : t.schema->primary_key) {
+    const ColumnDesc& c = t.schema->columns[k];
+    const SqlType type = c.type;
+    const bool bytes = IsIntegerType(type) || type == SqlType::kYear || type == SqlType::kBit ||
+                       type == SqlType::kDecimal || IsTemporalType(type) || IsBinaryType(type) ||
+                       (IsCharacterType(type) && c.charset == "binary");
+    if (!bytes) return false;
+  }
+  return true;
+}
+
+std::string KeyText(const SqlTable& t, const Value* const* image) {
+  std::string s;
+  for (size_t p : t.schema->primary_key) {
+    s += static_cast<char>(image[p]->kind);
+    s += image[p]->ToText();
+    s += '\0';
+  }
+  return s;
+}
+
+}  // namespace
+
+// Stream batches: upserts (inserts, and updates that keep the key) and deletes by key of a
+// table with a primary key are held per table and sent as multi-row statements. Tables are
+// independent (sluice creates no foreign keys or triggers), so only the order within a table
+// matters: the pending upserts and deletes of a table hold distinct keys, and when its keys
+// compare by bytes they commute; a change to a key pending in the other statement sends that
+// one first. Otherwise (character keys) only one kind is pending at a time. Anything else
+// (key changes, keyless updates and deletes, malformed changes) sends the table's pending
+// statements, then goes through ApplyChange.
+Status SqlApplier::Batch(SqlTable& t, const RowChange& c) {
   const size_t n = t.columns.size();
-  const size_t limit = std::max<size_t>(
-      1, std::min(dialect_->MaxRowsPerStatement(), dialect_->MaxParameters() / std::max<size_t>(n, 1)));
-  const auto fits = [&](const RowChange& c) {
-    if ((c.op != Op::kCreate && c.op != Op::kRead) || !c.before.empty() || c.after.size() != n) return false;
-    for (size_t i = 0; i < n; ++i)
-      if (c.after[i].is_absent() != first.after[i].is_absent()) return false;
-    return true;
-  };
-  if (!fits(first)) {
-    RETURN_IF_ERROR(ApplyChange(t, first));
-    return size_t{1};
+  auto [it, fresh] = pending_.try_emplace(&t);
+  Pending& p = it->second;
+  if (fresh) {
+    p.bytes_keys = KeysCompareByBytes(t);
+    dirty_.push_back(&t);
   }
-  size_t end = at + 1;
-  keys_.clear();
-  const auto key_of = [&](const RowChange& c) {
-    std::string s;
-    for (size_t p : t.schema->primary_key) {
-      s += static_cast<char>(c.after[p].kind);
-      s += c.after[p].ToText();
-      s += '\0';
-    }
-    return s;
+  const auto direct = [&]() -> Status {
+    RETURN_IF_ERROR(FlushTable(t));
+    return ApplyChange(t, c);
   };
-  if (t.schema->has_primary_key()) keys_.insert(key_of(first));
-  const size_t max_bytes = dialect_->MaxStatementBytes();
-  const auto bytes_of = [&](const RowChange& c) {
-    size_t b = 0;
-    for (const Value& v : c.after) b += v.kind == Value::Kind::kText || v.kind == Value::Kind::kBytes ? v.s.size() : 8;
-    return b;
-  };
-  size_t bytes = max_bytes == SIZE_MAX ? 0 : bytes_of(first);
-  while (end < flat_.size() && end - at < limit && targets_[end] == &t && fits(*flat_[end]) &&
-         (max_bytes == SIZE_MAX || (bytes += bytes_of(*flat_[end])) <= max_bytes) &&
-         (!t.schema->has_primary_key() || keys_.insert(key_of(*flat_[end])).second))
-    ++end;
-  if (end - at == 1) {
-    RETURN_IF_ERROR(ApplyChange(t, first));
-    return size_t{1};
+  const bool has_pk = t.schema->has_primary_key();
+  bool is_delete = false;
+  image_.assign(n, nullptr);
+  switch (c.op) {
+    case Op::kCreate:
+    case Op::kRead:
+      if (!c.before.empty() || c.after.size() != n) return direct();
+      for (size_t i = 0; i < n; ++i) image_[i] = &c.after[i];
+      break;
+    case Op::kUpdate:
+      if (!has_pk || c.before.size() != n || c.after.size() != n) return direct();
+      for (size_t k : t.schema->primary_key)
+        if (c.before[k].is_absent() || (!c.after[k].is_absent() && !(c.after[k] == c.before[k]))) return direct();
+      // A partial after image (MINIMAL/NOBLOB) stays an UPDATE: an upsert would propose
+      // DEFAULTs for the missing columns, which NOT NULL may refuse before the key conflict.
+      for (size_t i = 0; i < n; ++i)
+        if (c.after[i].is_absent() && !t.columns[i].is_pk) return direct();
+      // The key stays: an upsert of the after image (the row inserted when missing) is what
+      // ApplyUpdatePk does.
+      for (size_t i = 0; i < n; ++i) image_[i] = t.columns[i].is_pk ? &c.before[i] : &c.after[i];
+      break;
+    case Op::kDelete:
+      if (!has_pk || c.before.size() != n || !c.after.empty()) return direct();
+      for (size_t k : t.schema->primary_key)
+        if (c.before[k].is_absent()) return direct();
+      for (size_t i = 0; i < n; ++i) image_[i] = &c.before[i];
+      is_delete = true;
+      break;
+    default:
+      return direct();
   }
-  // Row counts that are powers of two: a few prepared statements per table serve any run.
-  end = at + std::bit_floor(end - at);
-  key_.assign(1 + n, '0');
-  key_[0] = kUpsert;
+  const size_t pk_n = t.schema->primary_key.size();
+  const std::string key = has_pk ? KeyText(t, image_.data()) : std::string();
+  if (is_delete) {
+    if (p.up_keys.count(key) || (!p.bytes_keys && p.up_rows > 0)) RETURN_IF_ERROR(FlushUpserts(t, p));
+    if (!p.del_keys.insert(key).second) return Status::Ok();  // already being deleted
+    for (size_t k : t.schema->primary_key) p.del_values.push_back(image_[k]);
+    ++p.del_rows;
+    const size_t limit = std::max<size_t>(1, std::min(dialect_->MaxRowsPerStatement(), dialect_->MaxParameters() / pk_n));
+    if (p.del_rows >= limit) RETURN_IF_ERROR(FlushDeletes(t, p));
+    return Status::Ok();
+  }
+  std::string mask(n, '0');
+  size_t bytes = 0;
   for (size_t i = 0; i < n; ++i) {
-    const bool present = !first.after[i].is_absent();
-    if (t.columns[i].is_pk && !present)
-      return Status::InvalidArgument(fmt::format(
-          "table {}: row to insert has no value for key column {}", t.name.display, t.column_name(i)));
-    if (!present && !t.columns[i].default_error.empty())
-      return Status::InvalidArgument(fmt::format("table {}: column {} is not in the row image and "
-                                                 "its DEFAULT is not understood: {}",
-                                                 t.name.display, t.column_name(i), t.columns[i].default_error));
-    key_[1 + i] = present ? '1' : '2';
+    const bool present = !image_[i]->is_absent();
+    // Errors (absent key, DEFAULT not understood) are ApplyChange's to report.
+    if (!present && (t.columns[i].is_pk || !t.columns[i].default_error.empty())) return direct();
+    mask[i] = present ? '1' : '2';
+    const Value& v = present ? *image_[i] : t.columns[i].default_value;
+    bytes += v.kind == Value::Kind::kText || v.kind == Value::Kind::kBytes ? v.s.size() : 8;
   }
-  key_ += std::to_string(end - at);
-  ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(t, key_));
-  int index = 1;
-  for (size_t r = at; r < end; ++r)
-    for (size_t i = 0; i < n; ++i)
-      RETURN_IF_ERROR(Bind(t, s, index++, i, key_[1 + i] == '1' ? flat_[r]->after[i] : t.columns[i].default_value));
-  RETURN_IF_ERROR(Run(&t, s).status());
-  return end - at;
+  if (has_pk && (p.del_keys.count(key) || (!p.bytes_keys && p.del_rows > 0))) RETURN_IF_ERROR(FlushDeletes(t, p));
+  const size_t max_bytes = dialect_->MaxStatementBytes();
+  if (p.up_rows > 0 && (p.mask != mask || (has_pk && p.up_keys.count(key)) ||
+                        (max_bytes != SIZE_MAX && p.up_bytes + bytes > max_bytes)))
+    RETURN_IF_ERROR(FlushUpserts(t, p));
+  p.mask = mask;
+  for (size_t i = 0; i < n; ++i) p.up_values.push_back(mask[i] == '1' ? image_[i] : &t.columns[i].default_value);
+  if (has_pk) p.up_keys.insert(key);
+  ++p.up_rows;
+  p.up_bytes += bytes;
+  const size_t limit = std::max<size_t>(1, std::min(dialect_->MaxRowsPerStatement(), dialect_->MaxParameters() / n));
+  if (p.up_rows >= limit) RETURN_IF_ERROR(FlushUpserts(t, p));
+  return Status::Ok();
+}
+
+// Sends the pending upserts as statements of power-of-two rows (a few prepared statements
+// per table serve any count).
+Status SqlApplier::FlushUpserts(SqlTable& t, Pending& p) {
+  const size_t n = t.columns.size();
+  for (size_t done = 0; done < p.up_rows;) {
+    const size_t rows = std::bit_floor(p.up_rows - done);
+    key_.assign(1, kUpsert);
+    key_ += p.mask;
+    if (rows > 1) key_ += std::to_string(rows);
+    ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(t, key_));
+    int index = 1;
+    for (size_t r = done; r < done + rows; ++r)
+      for (size_t i = 0; i < n; ++i) RETURN_IF_ERROR(Bind(t, s, index++, i, *p.up_values[r * n + i]));
+    RETURN_IF_ERROR(Run(&t, s).status());
+    done += rows;
+  }
+  p.up_values.clear();
+  p.up_keys.clear();
+  p.up_rows = 0;
+  p.up_bytes = 0;
+  return Status::Ok();
+}
+
+Status SqlApplier::FlushDeletes(SqlTable& t, Pending& p) {
+  const std::vector<size_t>& pk = t.schema->primary_key;
+  for (size_t done = 0; done < p.del_rows;) {
+    const size_t rows = std::bit_floor(p.del_rows - done);
+    key_.assign(1, rows > 1 ? kDeleteManyByKey : kDeleteByKey);
+    if (rows > 1) key_ += std::to_string(rows);
+    ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(t, key_));
+    int index = 1;
+    for (size_t r = done; r < done + rows; ++r)
+      for (size_t j = 0; j < pk.size(); ++j) RETURN_IF_ERROR(Bind(t, s, index++, pk[j], *p.del_values[r * pk.size() + j]));
+    RETURN_IF_ERROR(Run(&t, s).status());
+    done += rows;
+  }
+  p.del_values.clear();
+  p.del_keys.clear();
+  p.del_rows = 0;
+  return Status::Ok();
+}
+
+Status SqlApplier::FlushTable(SqlTable& t) {
+  auto it = pending_.find(&t);
+  if (it == pending_.end()) return Status::Ok();
+  // Their keys are distinct: either order gives the same rows.
+  RETURN_IF_ERROR(FlushDeletes(t, it->second));
+  return FlushUpserts(t, it->second);
 }
 
 Status SqlApplier::ApplyUpdatePk(SqlTable& t, const RowChange& c) {
@@ -948,16 +1062,13 @@ Status SqlApplier::ApplyChanges(const Transaction* txns, size_t count) {
     for (const RowChange* c : flat_) rows_.push_back(&c->after);
     st = conn_->BulkLoad(*targets_[0], rows_).WithContext("table " + targets_[0]->name.display + ": bulk load");
   } else {
-    const bool multi_row = dialect_->MaxRowsPerStatement() > 1;
-    for (size_t i = 0; i < flat_.size() && st.ok();) {
-      if (multi_row) {
-        Result<size_t> applied = ApplyInsertRun(i);
-        if (!applied.ok()) st = applied.status();
-        else i += *applied;
-      } else {
-        st = ApplyChange(*targets_[i], *flat_[i]);
-        ++i;
-      }
+    if (dialect_->MaxRowsPerStatement() > 1) {
+      for (size_t i = 0; i < flat_.size() && st.ok(); ++i) st = Batch(*targets_[i], *flat_[i]);
+      for (size_t i = 0; i < dirty_.size() && st.ok(); ++i) st = FlushTable(*dirty_[i]);
+      pending_.clear();
+      dirty_.clear();
+    } else {
+      for (size_t i = 0; i < flat_.size() && st.ok(); ++i) st = ApplyChange(*targets_[i], *flat_[i]);
     }
   }
   if (st.ok() && checkpoint != nullptr) st = WriteCheckpoint(*checkpoint, checkpoint_txn->schemas);

@@ -21,8 +21,10 @@
 // for expression defaults, which the server logs in every image anyway). Tables without a
 // primary key: c/r insert; u/d act on the first row equal to the before image on its
 // present columns (NULL matches NULL), and u inserts the after image when none matches.
-// Runs of consecutive inserts (and deletes by key) of one table go into multi-row
-// statements when SqlDialect::MaxRowsPerStatement() > 1; snapshot chunks go through
+// When SqlDialect::MaxRowsPerStatement() > 1, a table's inserts and key-keeping updates
+// (as upserts) and its deletes by key are collected over the whole group and sent as
+// multi-row statements (tables are independent; within a table, changes to distinct keys
+// commute where keys compare by bytes, otherwise order is kept); snapshot chunks go through
 // SqlConnection::BulkLoad when the backend has one.
 // An empty checkpoint leaves the stored checkpoint as it was. The checkpoint's schema history
 // is kept in its own table (SqlMeta::kSaveSchemas), written only when it changed, in the same
@@ -113,7 +115,23 @@ class SqlApplier : public Sink {
   Status ApplyUpdatePk(SqlTable& t, const RowChange& c);
   Status ApplyUpdateNoPk(SqlTable& t, const RowChange& c);
   Status ApplyDelete(SqlTable& t, const RowChange& c);
-  Result<size_t> ApplyInsertRun(size_t at);
+  // Stream batches (SqlDialect::MaxRowsPerStatement() > 1): a table's upserts and deletes by
+  // key not sent yet (see Batch in the .cc). Pointers into the changes being applied and
+  // into SqlColumn::default_value.
+  struct Pending {
+    bool bytes_keys = false;  // key columns compare by bytes: upserts and deletes commute
+    std::string mask;         // of the upserts: per column '1' value, '2' DEFAULT
+    std::vector<const Value*> up_values;  // columns.size() per row
+    size_t up_rows = 0, up_bytes = 0;
+    std::unordered_set<std::string> up_keys;
+    std::vector<const Value*> del_values;  // primary_key.size() per row
+    size_t del_rows = 0;
+    std::unordered_set<std::string> del_keys;
+  };
+  Status Batch(SqlTable& t, const RowChange& c);
+  Status FlushUpserts(SqlTable& t, Pending& p);
+  Status FlushDeletes(SqlTable& t, Pending& p);
+  Status FlushTable(SqlTable& t);
   // The checkpoint row, and the schema history it refers to when that is not the one stored
   // (a whole checkpoint text is split first: checkpoint.h).
   Status WriteCheckpoint(const std::string& checkpoint,
@@ -147,7 +165,8 @@ class SqlApplier : public Sink {
   std::vector<const Value*> image_;  // scratch: values of an insert
   std::vector<SqlTable*> targets_;   // scratch: the table of each change being applied
   std::vector<const RowChange*> flat_;  // scratch: the changes being applied, in order
-  std::unordered_set<std::string> keys_;  // scratch: keys in one multi-row statement
+  std::unordered_map<const SqlTable*, Pending> pending_;  // scratch: stream batches
+  std::vector<SqlTable*> dirty_;                          // scratch: tables with one, in order
   std::array<SqlStatement*, 8> meta_{};   // SqlMeta statements (owned by conn_)
   // The history the schemas table holds (as of the open transaction); null: unknown, written
   // again by the next checkpoint that refers to one. Reset by Rollback and Recover.
