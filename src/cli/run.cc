@@ -11,6 +11,7 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "checkpoint/checkpoint.h"
 #include "cli/check.h"
@@ -162,6 +163,28 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
   return std::unique_ptr<Sink>(std::move(s));
 }
 
+// A destination server that is restarting or briefly unreachable when the run starts is
+// waited for, as the stream waits for it mid-run (Streamer's sink retries); a definite error,
+// or transient ones for longer than two minutes, stop the run with the last message.
+Result<std::unique_ptr<Sink>> OpenSinkWaiting(const SinkConfig& config, const RunOptions& options) {
+  constexpr auto kPatience = std::chrono::seconds(120);
+  const auto first = std::chrono::steady_clock::now();
+  auto backoff = std::chrono::milliseconds(200);
+  for (int attempt = 1;; ++attempt) {
+    Result<std::unique_ptr<Sink>> sink = OpenSink(config);
+    if (sink.ok() || sink.status().code() != StatusCode::kUnavailable || Stopping(options) ||
+        std::chrono::steady_clock::now() - first >= kPatience) {
+      return sink;
+    }
+    LogWarning("sink: opening failed (attempt {}): {}; trying again in {} ms", attempt, sink.status().message(),
+               backoff.count());
+    const auto until = std::chrono::steady_clock::now() + backoff;
+    while (std::chrono::steady_clock::now() < until && !Stopping(options))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+  }
+}
+
 Status RunPipeline(const Config& config, const RunOptions& options) {
   if (config.sink.type == SinkType::kSqlite || config.sink.type == SinkType::kJsonl)
     RETURN_IF_ERROR(CheckSinkFilePath(config.sink.path, "sink.path"));
@@ -236,7 +259,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     ASSIGN_OR_RETURN(SinkLock taken, SinkLock::Take(config.sink));
     lock.emplace(std::move(taken));
   }
-  ASSIGN_OR_RETURN(auto sink, OpenSink(config.sink));
+  ASSIGN_OR_RETURN(auto sink, OpenSinkWaiting(config.sink, options));
   ASSIGN_OR_RETURN(auto stored, sink->LoadCheckpoint());
   if (!unmatched.ok()) {
     if (!stored) return unmatched;

@@ -374,7 +374,19 @@ TEST(Postgres, SigkillMidLargeTransactionAndRestartMidStreamLoseAndRepeatNothing
   std::string load;
   for (int i = 0; i < 200; ++i) load += fmt::format("INSERT INTO it_pg_crash.k VALUES ({}, 'txn');", 100 + i);
   ASSERT_EQ(RunSqlText(load), 0);
-  std::this_thread::sleep_for(milliseconds(300));
+  // Restart once the run applies the small transactions (its start-up under ASan on a loaded
+  // machine can take seconds; a restart during it tests the start, not the stream).
+  bool applying = false;
+  for (auto deadline = std::chrono::steady_clock::now() + seconds(60);
+       !applying && std::chrono::steady_clock::now() < deadline;) {
+    PGconn* c = PgServer::Get().Connect(pgdb);
+    PGresult* res = PQexec(c, "SELECT count(*) FROM it_pg_crash.k");
+    applying = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && std::stoi(PQgetvalue(res, 0, 0)) > 2;
+    PQclear(res);
+    PQfinish(c);
+    if (!applying) std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(applying) << "the run never applied the small transactions\n" << ReadFile(log);
   ASSERT_TRUE(PgServer::Get().Restart()) << "could not restart PostgreSQL";
   ASSERT_EQ(RunSqlText(load + "UPDATE it_pg_crash.big SET v = 'changed' WHERE id % 1000 = 0;"), 0);
   // 2 + 400 rows in k, and the last transaction's update: then compare once.
