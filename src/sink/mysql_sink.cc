@@ -508,17 +508,12 @@ class MyDialect : public SqlDialect {
   }
   Result<std::optional<std::vector<SqlExistingColumn>>> DescribeTable(SqlConnection& conn,
                                                                       const SqlTableName& table) const override {
-    ASSIGN_OR_RETURN(
-        SqlStatement * s,
-        conn.Prepare("SELECT c.COLUMN_NAME, c.COLUMN_TYPE, IFNULL(k.SEQ_IN_INDEX, 0) FROM information_schema.COLUMNS c "
-                     "LEFT JOIN information_schema.STATISTICS k ON k.TABLE_SCHEMA = c.TABLE_SCHEMA AND "
-                     "k.TABLE_NAME = c.TABLE_NAME AND k.COLUMN_NAME = c.COLUMN_NAME AND k.INDEX_NAME = 'PRIMARY' "
-                     "WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ? ORDER BY c.ORDINAL_POSITION"));
-    const Value ns = Value::Text(table.namespace_name), tn = Value::Text(table.table_name);
-    RETURN_IF_ERROR(s->Bind(1, ns, nullptr));
-    RETURN_IF_ERROR(s->Bind(2, tn, nullptr));
-    ASSIGN_OR_RETURN(auto rows, s->Query());
-    return ExistingColumnsFromRows(rows);
+    return DescribeByQuery(conn,
+                           "SELECT c.COLUMN_NAME, c.COLUMN_TYPE, IFNULL(k.SEQ_IN_INDEX, 0) FROM information_schema.COLUMNS c "
+                           "LEFT JOIN information_schema.STATISTICS k ON k.TABLE_SCHEMA = c.TABLE_SCHEMA AND "
+                           "k.TABLE_NAME = c.TABLE_NAME AND k.COLUMN_NAME = c.COLUMN_NAME AND k.INDEX_NAME = 'PRIMARY' "
+                           "WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ? ORDER BY c.ORDINAL_POSITION",
+                           {table.namespace_name, table.table_name});
   }
   std::vector<std::string> RenameTableSql(const SqlTableName& from, const SqlTableName& to) const override {
     return {"RENAME TABLE " + from.quoted + " TO " + to.quoted};

@@ -606,20 +606,15 @@ class PgDialect : public SqlDialect {
   }
   Result<std::optional<std::vector<SqlExistingColumn>>> DescribeTable(SqlConnection& conn,
                                                                       const SqlTableName& table) const override {
-    ASSIGN_OR_RETURN(
-        SqlStatement * s,
-        conn.Prepare("SELECT a.attname, format_type(a.atttypid, a.atttypmod), "
-                     "COALESCE((SELECT k.ord FROM pg_index i, unnest(i.indkey) WITH ORDINALITY k(attnum, ord) "
-                     "WHERE i.indrelid = c.oid AND i.indisprimary AND k.attnum = a.attnum), 0) "
-                     "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                     "JOIN pg_attribute a ON a.attrelid = c.oid "
-                     "WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p') "
-                     "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"));
-    const Value ns = Value::Text(table.namespace_name), tn = Value::Text(table.table_name);
-    RETURN_IF_ERROR(s->Bind(1, ns, nullptr));
-    RETURN_IF_ERROR(s->Bind(2, tn, nullptr));
-    ASSIGN_OR_RETURN(auto rows, s->Query());
-    return ExistingColumnsFromRows(rows);
+    return DescribeByQuery(conn,
+                           "SELECT a.attname, format_type(a.atttypid, a.atttypmod), "
+                           "COALESCE((SELECT k.ord FROM pg_index i, unnest(i.indkey) WITH ORDINALITY k(attnum, ord) "
+                           "WHERE i.indrelid = c.oid AND i.indisprimary AND k.attnum = a.attnum), 0) "
+                           "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                           "JOIN pg_attribute a ON a.attrelid = c.oid "
+                           "WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p') "
+                           "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                           {table.namespace_name, table.table_name});
   }
   std::vector<std::string> RenameTableSql(const SqlTableName& from, const SqlTableName& to) const override {
     if (from.namespace_name == to.namespace_name)

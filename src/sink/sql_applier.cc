@@ -1104,9 +1104,15 @@ void SqlApplier::AbortParts() {
   part_open_ = false;
 }
 
-std::optional<std::vector<SqlExistingColumn>> ExistingColumnsFromRows(
-    const std::vector<std::vector<std::optional<std::string>>>& rows) {
-  if (rows.empty()) return std::nullopt;
+Result<std::optional<std::vector<SqlExistingColumn>>> DescribeByQuery(SqlConnection& conn, const std::string& sql,
+                                                                      const std::vector<std::string>& params) {
+  ASSIGN_OR_RETURN(SqlStatement * s, conn.Prepare(sql));
+  std::vector<Value> values;  // alive until Query returns (Bind may keep a pointer)
+  values.reserve(params.size());
+  for (const std::string& p : params) values.push_back(Value::Text(p));
+  for (size_t i = 0; i < values.size(); ++i) RETURN_IF_ERROR(s->Bind(static_cast<int>(i + 1), values[i], nullptr));
+  ASSIGN_OR_RETURN(auto rows, s->Query());
+  if (rows.empty()) return std::optional<std::vector<SqlExistingColumn>>();
   std::vector<SqlExistingColumn> out;
   for (const auto& r : rows) {
     SqlExistingColumn c;
@@ -1115,7 +1121,7 @@ std::optional<std::vector<SqlExistingColumn>> ExistingColumnsFromRows(
     c.pk = r.size() > 2 && r[2] ? std::atoi(r[2]->c_str()) : 0;
     out.push_back(std::move(c));
   }
-  return out;
+  return std::optional<std::vector<SqlExistingColumn>>(std::move(out));
 }
 
 }  // namespace sluice

@@ -137,10 +137,11 @@ struct SqlExistingColumn {
   int pk = 0;        // 1-based position in the primary key, 0 = not in it
 };
 
-// The columns of a DescribeTable query whose rows are (name, type, pk position); no rows = no
-// such table (nullopt). Shared by the dialects so each writes only its catalogue query.
-std::optional<std::vector<SqlExistingColumn>> ExistingColumnsFromRows(
-    const std::vector<std::vector<std::optional<std::string>>>& rows);
+// Runs a dialect's DescribeTable catalogue query `sql` with the text parameters `params` and
+// reads its rows as (name, type, pk position); no rows = no such table (nullopt). Shared by the
+// dialects so each writes only its query.
+Result<std::optional<std::vector<SqlExistingColumn>>> DescribeByQuery(SqlConnection& conn, const std::string& sql,
+                                                                      const std::vector<std::string>& params);
 
 // Statement texts of the applier's own bookkeeping. Tables (names are the dialect's):
 //   checkpoint: one row (id = 1) with the checkpoint text `state`

@@ -388,11 +388,7 @@ class SqliteDialect : public SqlDialect {
   }
   Result<std::optional<std::vector<SqlExistingColumn>>> DescribeTable(SqlConnection& conn,
                                                                       const SqlTableName& table) const override {
-    ASSIGN_OR_RETURN(SqlStatement * s, conn.Prepare("SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid"));
-    const Value name = Value::Text(table.key);
-    RETURN_IF_ERROR(s->Bind(1, name, nullptr));
-    ASSIGN_OR_RETURN(auto rows, s->Query());
-    return ExistingColumnsFromRows(rows);
+    return DescribeByQuery(conn, "SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid", {table.key});
   }
   std::vector<std::string> RenameTableSql(const SqlTableName& from, const SqlTableName& to) const override {
     // Through a scratch name: SQLite refuses a rename that only changes letter case.
