@@ -230,7 +230,7 @@ void RelaxBinlogLines(std::vector<CheckLine>& lines) {
 
 }  // namespace
 
-Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config) {
+Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bool exact_counts) {
   SourceFacts f;
   f.endpoint = fmt::format("{}:{}", config.source.host, config.source.port);
   ASSIGN_OR_RETURN(f.info, ProbeServer(conn));
@@ -314,7 +314,7 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config) {
   }
   for (TableFacts& t : f.tables) {
     const std::string q = QuoteIdentifier(t.name.db) + "." + QuoteIdentifier(t.name.table);
-    if (t.rows < config.snapshot.exact_count_max_rows) {
+    if (exact_counts && t.rows < config.snapshot.exact_count_max_rows) {
       // The estimate of a small table can be far off (InnoDB statistics); the planner counts.
       auto r = conn.Query("SELECT COUNT(*) FROM " + q);
       if (r.ok() && !r->rows.empty()) t.rows = ToU64(r->rows[0][0]);

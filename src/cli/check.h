@@ -47,7 +47,7 @@ struct CheckLine {
 struct TableFacts {
   TableName name;
   std::string engine;       // information_schema.TABLES.ENGINE
-  uint64_t rows = 0;        // exact when below snapshot.exact_count_max_rows, else the estimate
+  uint64_t rows = 0;        // exact when below snapshot.exact_count_max_rows (and counted), else the estimate
   uint64_t largest_row = 0; // bytes: declared sizes, LOB columns measured (see check.cc)
   bool lob_unmeasured = false;  // LOB columns of a table too large to measure
 };
@@ -68,7 +68,12 @@ struct SourceFacts {
 };
 
 // Reads the facts over an open connection. Network errors are returned; refusals become facts.
-Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config);
+// exact_counts: COUNT(*) the tables whose estimate is below snapshot.exact_count_max_rows
+// (`sluice check`); without it TableFacts.rows is the optimizer's estimate (`sluice run`, which
+// starts this way on every restart: the counts read every such table in full, 0.1 s per
+// 100,000 rows, for a snapshot-time estimate that only warns, and the snapshot's planner counts
+// what it copies).
+Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bool exact_counts = true);
 
 // The server lines: flavor/version, log_bin, binlog_format, binlog_row_image,
 // binlog_row_metadata, GTID, privileges (one line each), table engines, server_id, TCP, TLS,

@@ -196,8 +196,9 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   // The preflight checks of `sluice check` (cli/check.h) first: a user without REPLICATION
   // SLAVE would otherwise copy every table and only then fail, one without SELECT would hear
   // "matches no table". Fatal lines stop the run here; the rest are logged as warnings. The
-  // retention lines need the checkpoint and come after the sink is opened.
-  ASSIGN_OR_RETURN(SourceFacts facts, GatherSourceFacts(*meta, config));
+  // retention lines need the checkpoint and come after the sink is opened. Row counts are the
+  // optimizer's estimates (see GatherSourceFacts).
+  ASSIGN_OR_RETURN(SourceFacts facts, GatherSourceFacts(*meta, config, /*exact_counts=*/false));
   const ServerInfo& info = facts.info;
   {
     std::vector<CheckLine> lines = EvaluateServer(facts, config);
