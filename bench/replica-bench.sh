@@ -12,8 +12,9 @@
 #    backlog: EVENTS transactions (default 50000), one thread, fixed seed.
 # 3. Timed, one after the other on the same backlog: the replica's SQL thread applying the
 #    relay log it has fetched (slave_parallel_threads=0), `sluice run --until-caught-up`
-#    into each sink. Peak RSS of sluice via /usr/bin/time.
-# Prints each time, row changes/s, and sluice's rate as a multiple of the replica's.
+#    into each sink. Peak RSS and CPU seconds of sluice via /usr/bin/time, CPU seconds of the
+#    replica's mariadbd from /proc while it applies.
+# Prints each time, row changes/s, CPU seconds, and sluice's rate as a multiple of the replica's.
 # Environment: EVENTS (default 50000), TABLES (4), TABLE_SIZE (100000), SINKS (default
 # "sqlite jsonl mysql postgres"), KEEP=1 keeps the directory (default: removed).
 set -euo pipefail
@@ -103,13 +104,20 @@ done
 rows=$((events * 4))  # oltp_write_only: UPDATE, UPDATE, DELETE, INSERT per transaction
 
 now() { date +%s.%N; }
+# CPU seconds (user + sys) a process has used: on this shared machine wall times move with the
+# load (the replica's single SQL thread most, sluice's pipelined threads less), CPU time far less.
+tck=$(getconf CLK_TCK)
+cpu_of() { awk -v t="$tck" '{printf "%.2f", ($14 + $15) / t}' "/proc/$1/stat"; }
+rep_pid=$(cat "$rep/mariadbd.pid")
+c0=$(cpu_of "$rep_pid")
 t0=$(now)
 sql "$rep_sock" "START SLAVE SQL_THREAD"
 sql "$rep_sock" "SELECT MASTER_GTID_WAIT('$end_gtid', 600)" >/dev/null
 t_rep=$(echo "$(now) - $t0" | bc)
+cpu_rep=$(echo "$(cpu_of "$rep_pid") - $c0" | bc)
 
-run_sluice() {  # $1 = sink; prints seconds and peak RSS (KiB)
-  /usr/bin/time -f "%M" -o "$work/$1.rss" "$build/sluice" run --config "$work/$1.toml" --until-caught-up \
+run_sluice() {  # $1 = sink; peak RSS (KiB) and CPU seconds (user + sys) into $work/$1.rss
+  /usr/bin/time -f "%M %U %S" -o "$work/$1.rss" "$build/sluice" run --config "$work/$1.toml" --until-caught-up \
     >"$work/$1-stream.log" 2>&1
 }
 declare -A took
@@ -117,18 +125,22 @@ for s in "${sinks[@]}"; do
   t0=$(now); run_sluice "$s"; took[$s]=$(echo "$(now) - $t0" | bc)
 done
 
-report() {  # name seconds [rss]
-  printf '%-44s %7.2f s %9.0f row changes/s%s\n' "$1" "$2" "$(echo "$rows / $2" | bc -l)" "${3:-}"
+report() {  # name seconds cpu-seconds [rss]
+  printf '%-44s %7.2f s %9.0f row changes/s  CPU %6.2f s%s\n' "$1" "$2" "$(echo "$rows / $2" | bc -l)" "$3" "${4:-}"
 }
 echo
 declare -A label=([sqlite]="sluice -> SQLite" [jsonl]="sluice -> JSON lines"
                   [mysql]="sluice -> MariaDB (same server as the replica)" [postgres]="sluice -> PostgreSQL")
-report "native MariaDB replica (SQL thread, 1 thread)" "$t_rep"
-ratios=""
+report "native MariaDB replica (SQL thread, 1 thread)" "$t_rep" "$cpu_rep" "   (replica mariadbd, all threads)"
+ratios="" cpu_ratios=""
 for s in "${sinks[@]}"; do
-  report "${label[$s]}" "${took[$s]}" "   peak RSS $(( $(cat "$work/$s.rss") / 1024 )) MiB"
+  read -r rss u sy <"$work/$s.rss"
+  cpu=$(echo "$u + $sy" | bc)
+  report "${label[$s]}" "${took[$s]}" "$cpu" "   peak RSS $((rss / 1024)) MiB"
   ratios+=$(printf ' %s %.2fx' "$s" "$(echo "$t_rep / ${took[$s]}" | bc -l)")
+  cpu_ratios+=$(printf ' %s %.2fx' "$s" "$(echo "$cpu_rep / $cpu" | bc -l)")
 done
 echo "ratio to the replica (> 1: faster):$ratios"
+echo "CPU seconds, replica's over sluice's (sluice's destination servers not counted):$cpu_ratios"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 for s in "${sinks[@]}"; do grep -h "stopped at" "$work/$s-stream.log" || true; done
