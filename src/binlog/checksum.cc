@@ -152,6 +152,10 @@ uint32_t Crc32(std::span<const uint8_t> bytes, uint32_t seed) {
   return ZlibCrc32(seed, p, n);
 }
 
+bool EventChecksumMatches(std::span<const uint8_t> event) {
+  return event.size() >= kEventHeaderLength + kChecksumLength && VerifyEventChecksum(event, 0).ok();
+}
+
 Status VerifyEventChecksum(std::span<const uint8_t> event, uint64_t offset) {
   if (event.size() < kEventHeaderLength + kChecksumLength) {
     return Status::Corruption(

@@ -23,4 +23,9 @@ uint32_t Crc32(std::span<const uint8_t> bytes, uint32_t seed = 0);
 // event type and `offset` (absolute offset of event[0]) on a mismatch or short event.
 Status VerifyEventChecksum(std::span<const uint8_t> event, uint64_t offset);
 
+// Whether `event` ends in a CRC32 footer that matches it (what VerifyEventChecksum checks),
+// without an error: a thread that only carries events (the replication reader) checks them
+// ahead, so the decoding thread need not (EventStream::Next's crc_checked).
+bool EventChecksumMatches(std::span<const uint8_t> event);
+
 }  // namespace sluice::binlog

@@ -14,8 +14,18 @@ void EventStream::SetPosition(std::string file, uint64_t pos) {
   next_offset_ = pos;
 }
 
-Result<Event> EventStream::Next(std::span<const uint8_t> event_bytes) {
-  return Decode(event_bytes, std::nullopt);
+Result<Event> EventStream::Next(std::span<const uint8_t> event_bytes, bool crc_checked) {
+  crc_checked_ = crc_checked;
+  Result<Event> ev = Decode(event_bytes, std::nullopt);
+  crc_checked_ = false;
+  return ev;
+}
+
+Status EventStream::NextInto(std::span<const uint8_t> event_bytes, Event* out, bool crc_checked) {
+  crc_checked_ = crc_checked;
+  Status st = DecodeInto(event_bytes, std::nullopt, *out);
+  crc_checked_ = false;
+  return st;
 }
 
 Result<Event> EventStream::NextAt(std::span<const uint8_t> event_bytes, uint64_t offset) {
@@ -101,7 +111,7 @@ Status EventStream::DecodeInto(std::span<const uint8_t> bytes, std::optional<uin
   DecodeContext ctx;
   ctx.fde = format();
   ctx.checksum_present = fde_ && fde_->checksum_alg == ChecksumAlg::kCrc32;
-  ctx.verify_checksum = options_.verify_checksums;
+  ctx.verify_checksum = options_.verify_checksums && !crc_checked_;
   // TABLE_MAP body (header and checksum stripped), when this is one under a known FDE.
   std::span<const uint8_t> map_body;
   if (fde_ && bytes.size() > 4 && bytes[4] == static_cast<uint8_t>(EventType::TABLE_MAP_EVENT)) {

@@ -57,7 +57,13 @@ class EventStream {
   void SetPosition(std::string file, uint64_t pos);
 
   // Stream mode (replication): positions from the header, see above.
-  Result<Event> Next(std::span<const uint8_t> event_bytes);
+  // crc_checked: the caller found the event's CRC32 footer to match (EventChecksumMatches,
+  // on another thread); when the FDE says events carry one it is not checked again. An
+  // event that does not match is passed with false and checked (and reported) here.
+  Result<Event> Next(std::span<const uint8_t> event_bytes, bool crc_checked = false);
+  // Next decoding into `*out`, reusing an earlier event's allocations (as NextAtInto): the
+  // stream's decoding thread decodes every event into one Event. On error *out is unspecified.
+  Status NextInto(std::span<const uint8_t> event_bytes, Event* out, bool crc_checked = false);
   // File mode: the event starts at `offset` of the current file.
   Result<Event> NextAt(std::span<const uint8_t> event_bytes, uint64_t offset);
   // NextAt decoding into `*out` (an earlier event's allocations are reused; every field
@@ -77,6 +83,7 @@ class EventStream {
   BinlogPosition position() const { return BinlogPosition{file_, next_offset_}; }
 
  private:
+  bool crc_checked_ = false;  // the event being decoded by Next(bytes, true)
   Result<Event> Decode(std::span<const uint8_t> bytes, std::optional<uint64_t> file_offset);
   Status DecodeInto(std::span<const uint8_t> bytes, std::optional<uint64_t> file_offset, Event& ev);
   // Updates the table cache; `map_body` is the body of an outer TABLE_MAP (empty for

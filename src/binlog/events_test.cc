@@ -667,6 +667,26 @@ TEST_F(DamageTest, BadChecksum) {
   EXPECT_NE(ev.status().message().find("offset 671"), std::string::npos) << ev.status().ToString();
 }
 
+// The stream's reader thread checks footers ahead (EventChecksumMatches) and tells Next; an
+// event it found bad is passed unchecked and reported by the decoder as before.
+TEST_F(DamageTest, ChecksumCheckedAheadIsNotCheckedAgain) {
+  EXPECT_TRUE(EventChecksumMatches(xid_));
+  Bytes e = xid_;
+  e[20] ^= 1;
+  EXPECT_FALSE(EventChecksumMatches(e));
+  EXPECT_FALSE(EventChecksumMatches(Bytes(xid_.begin(), xid_.begin() + 10)));
+  EventStream s = MariadbStream();
+  auto bad = s.Next(e, EventChecksumMatches(e));
+  ASSERT_FALSE(bad.ok()) << "a footer found bad ahead was not checked by the decoder";
+  EXPECT_NE(bad.status().message().find("checksum mismatch"), std::string::npos) << bad.status().ToString();
+  // Vouched for by the caller: decoded without checking the footer again (the damaged byte
+  // is in the XID value, so the decoder sees it and checking would have refused it).
+  s = MariadbStream();
+  auto vouched = s.Next(e, /*crc_checked=*/true);
+  ASSERT_TRUE(vouched.ok()) << vouched.status().ToString();
+  EXPECT_NE(std::get<XidEvent>(vouched->body).xid, 800u);
+}
+
 TEST_F(DamageTest, UnknownTypeWithFixedChecksum) {
   Bytes e = xid_;
   e[4] = 99;
