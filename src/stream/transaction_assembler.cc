@@ -338,6 +338,10 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
   src.pos = ev.pos;
   src.gtid = gtid_;
   src.timestamp = ev.header.timestamp;
+  // Transactions mostly hold a few row events of a row or two each: start at 4 and double, not
+  // grow 1, 2, 4 (each growth moves every RowChange).
+  if (changes_.capacity() < changes_.size() + decoded.size())
+    changes_.reserve(std::max({changes_.capacity() * 2, changes_.size() + decoded.size(), size_t{4}}));
   for (size_t i = 0; i < decoded.size(); ++i) {
     RowChange c;
     switch (rows.kind) {
