@@ -125,8 +125,9 @@ class SqlApplier : public Sink {
     size_t up_rows = 0, up_bytes = 0;
     std::unordered_set<std::string> up_keys;
     std::vector<const Value*> del_values;  // primary_key.size() per row
-    size_t del_rows = 0;
-    std::unordered_set<std::string> del_keys;
+    std::vector<char> del_live;  // per row of del_values: 0 once an upsert of its key took its place
+    size_t del_rows = 0;         // live rows
+    std::unordered_map<std::string, size_t> del_keys;  // live rows: key -> row
   };
   Status Batch(SqlTable& t, const RowChange& c);
   Status FlushUpserts(SqlTable& t, Pending& p);

@@ -332,6 +332,8 @@ Result<std::vector<std::vector<std::optional<std::string>>>> SqliteStatement::Qu
 
 class SqliteDialect : public SqlDialect {
  public:
+  explicit SqliteDialect(size_t rows_per_statement) : rows_per_statement_(std::max<size_t>(1, rows_per_statement)) {}
+  size_t MaxRowsPerStatement() const override { return rows_per_statement_; }
   std::string_view name() const override { return "sqlite"; }
   std::string Quote(std::string_view identifier) const override { return SqliteQuote(identifier); }
   std::string Placeholder(int) const override { return "?"; }
@@ -395,6 +397,9 @@ class SqliteDialect : public SqlDialect {
     static const std::string kScratch = SqliteQuote("_sluice_rename");
     return {"ALTER TABLE " + from.quoted + " RENAME TO " + kScratch, "ALTER TABLE " + kScratch + " RENAME TO " + to.quoted};
   }
+
+ private:
+  size_t rows_per_statement_;
 };
 
 }  // namespace
@@ -402,9 +407,11 @@ class SqliteDialect : public SqlDialect {
 Result<std::unique_ptr<SqliteSink>> SqliteSink::Open(SqliteSinkOptions options) {
   if (options.path.empty()) return Status::InvalidArgument("sqlite sink: database path is empty");
   const bool drop_tables = options.drop_tables;
+  const size_t rows_per_statement = options.rows_per_statement;
   auto conn = std::make_unique<SqliteConnection>(std::move(options));
   RETURN_IF_ERROR(conn->Open());
-  std::unique_ptr<SqliteSink> sink(new SqliteSink(std::make_unique<SqliteDialect>(), std::move(conn)));
+  std::unique_ptr<SqliteSink> sink(
+      new SqliteSink(std::make_unique<SqliteDialect>(rows_per_statement), std::move(conn)));
   sink->set_drop_tables(drop_tables);
   RETURN_IF_ERROR(sink->Init());
   return sink;

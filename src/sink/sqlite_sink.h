@@ -52,6 +52,9 @@ struct SqliteSinkOptions {
   bool synchronous_full = true;  // PRAGMA synchronous = FULL, else NORMAL
   int busy_timeout_ms = 10000;   // wait this long for another connection's write lock
   bool drop_tables = false;      // SchemaChange kDrop drops the table (else it is kept)
+  // Rows per multi-row upsert/delete (SqlDialect::MaxRowsPerStatement). 1, one statement per
+  // row, is the fastest in process; more is for tests of the applier's stream batching.
+  size_t rows_per_statement = 1;
 };
 
 // The SQLite table name for a source table: "<db>.<table>".

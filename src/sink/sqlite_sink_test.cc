@@ -73,9 +73,10 @@ class SqliteSinkTest : public ::testing::Test {
     (void)std::system(("rm -rf " + dir_).c_str());
   }
 
-  std::unique_ptr<SqliteSink> OpenSink() {
+  std::unique_ptr<SqliteSink> OpenSink(size_t rows_per_statement = 1) {
     SqliteSinkOptions o;
     o.path = path_;
+    o.rows_per_statement = rows_per_statement;
     Result<std::unique_ptr<SqliteSink>> s = SqliteSink::Open(o);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(s).value() : nullptr;
@@ -407,6 +408,52 @@ TEST_F(SqliteSinkTest, GroupIsAppliedWholeWithTheLastCheckpointOrNotAtAll) {
   EXPECT_EQ(Query("SELECT id, price FROM \"shop.items\" ORDER BY id"),
             (std::vector<std::vector<std::string>>{{"i:2", "t:2.50"}, {"i:4", "t:4.00"}}));
   EXPECT_EQ(Checkpoint(), "cp4");  // the last non-empty checkpoint of the group
+}
+
+// The applier's stream batching (multi-row upserts and deletes per table across a group,
+// a delete followed by a whole row under the same key sent as one upsert) leaves the same
+// rows as one statement per change.
+TEST_F(SqliteSinkTest, StreamBatchingLeavesTheSameRowsAsOneStatementPerChange) {
+  ASSERT_TRUE(sink_);
+  const Value kA = Value::Absent();
+  std::vector<RowChange> initial;
+  for (int64_t id = 1; id <= 6; ++id)
+    initial.push_back(Change(Op::kCreate, Items(), {}, Item(id, "n" + std::to_string(id), "1.00", id)));
+  std::vector<Transaction> group;
+  // Delete then the whole row again (sysbench's pattern): one upsert.
+  group.push_back(Txn({Change(Op::kDelete, Items(), Item(2, "n2", "1.00", 2), {}),
+                       Change(Op::kCreate, Items(), {}, Item(2, "b", "2.20", 22))}, "c1"));
+  // Delete then a row with absent columns: those take the DEFAULT (NULL), not the old values.
+  group.push_back(Txn({Change(Op::kDelete, Items(), Item(3, "n3", "1.00", 3), {}),
+                       Change(Op::kCreate, Items(), {}, {Value::Int(3), Value::Text("c"), kA, kA})}, "c2"));
+  group.push_back(Txn({Change(Op::kUpdate, Items(), Item(1, "n1", "1.00", 1), Item(1, "a", "1.10", 11))}, "c3"));
+  // Delete, insert, delete: gone.
+  group.push_back(Txn({Change(Op::kDelete, Items(), Item(4, "n4", "1.00", 4), {}),
+                       Change(Op::kCreate, Items(), {}, Item(4, "d", "4.40", 44)),
+                       Change(Op::kDelete, Items(), Item(4, "d", "4.40", 44), {})}, "c4"));
+  // The same key deleted and written again twice in one group.
+  group.push_back(Txn({Change(Op::kDelete, Items(), Item(2, "b", "2.20", 22), {}),
+                       Change(Op::kCreate, Items(), {}, Item(2, "bb", "2.30", 23))}, "c5"));
+  // A delete that stays, an update after a delete (inserts the after image), a key change.
+  group.push_back(Txn({Change(Op::kDelete, Items(), Item(6, "n6", "1.00", 6), {}),
+                       Change(Op::kDelete, Items(), Item(5, "n5", "1.00", 5), {}),
+                       Change(Op::kUpdate, Items(), Item(5, "n5", "1.00", 5), Item(5, "e", "5.50", 55)),
+                       Change(Op::kUpdate, Items(), Item(1, "a", "1.10", 11), Item(7, "a", "1.10", 11))}, "c6"));
+  const Rows want{{"i:2", "t:bb", "t:2.30", "i:23"},
+                  {"i:3", "t:c", "null", "null"},
+                  {"i:5", "t:e", "t:5.50", "i:55"},
+                  {"i:7", "t:a", "t:1.10", "i:11"}};
+  for (size_t rows : {size_t{1}, size_t{4}, size_t{256}}) {
+    sink_.reset();
+    (void)std::system(("rm -f " + path_ + "*").c_str());
+    sink_ = OpenSink(rows);
+    ASSERT_TRUE(sink_);
+    ApplyOk(initial, "c0");
+    Status st = sink_->ApplyGroup(group);
+    ASSERT_TRUE(st.ok()) << "rows per statement " << rows << ": " << st.ToString();
+    EXPECT_EQ(Query("SELECT * FROM \"shop.items\" ORDER BY id"), want) << "rows per statement " << rows;
+    EXPECT_EQ(Checkpoint(), "c6");
+  }
 }
 
 }  // namespace
