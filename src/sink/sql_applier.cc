@@ -746,8 +746,11 @@ std::string KeyText(const SqlTable& t, const Value* const* image) {
 // table with a primary key are held per table and sent as multi-row statements. Tables are
 // independent (sluice creates no foreign keys or triggers), so only the order within a table
 // matters: the pending upserts and deletes of a table hold distinct keys, and when its keys
-// compare by bytes they commute; a change to a key pending in the other statement sends that
-// one first. Otherwise (character keys) only one kind is pending at a time. Anything else
+// compare by bytes they commute, and a change to a key already pending takes the pending
+// one's place where the later change alone leaves the same row (an upsert after an upsert
+// of the same columns, a delete after an upsert, a whole-row upsert after a delete); else
+// the pending statement is sent first. Otherwise (character keys) only one kind is pending
+// at a time. Anything else
 // (key changes, keyless updates and deletes, malformed changes) sends the table's pending
 // statements, then goes through ApplyChange.
 Status SqlApplier::Batch(SqlTable& t, const RowChange& c) {
@@ -796,7 +799,17 @@ Status SqlApplier::Batch(SqlTable& t, const RowChange& c) {
   const size_t pk_n = t.schema->primary_key.size();
   const std::string key = has_pk ? KeyText(t, image_.data()) : std::string();
   if (is_delete) {
-    if (p.up_keys.count(key) || (!p.bytes_keys && p.up_rows > 0)) RETURN_IF_ERROR(FlushUpserts(t, p));
+    if (p.bytes_keys) {
+      // An upsert then a delete of the key: no row is left whatever was there; only the
+      // delete is sent.
+      if (auto u = p.up_keys.find(key); u != p.up_keys.end()) {
+        p.up_live[u->second] = 0;
+        --p.up_rows;
+        p.up_keys.erase(u);
+      }
+    } else if (p.up_rows > 0) {
+      RETURN_IF_ERROR(FlushUpserts(t, p));
+    }
     if (!p.del_keys.try_emplace(key, p.del_live.size()).second) return Status::Ok();  // already being deleted
     for (size_t k : t.schema->primary_key) p.del_values.push_back(image_[k]);
     p.del_live.push_back(1);
@@ -830,16 +843,26 @@ Status SqlApplier::Batch(SqlTable& t, const RowChange& c) {
     }
   }
   const size_t max_bytes = dialect_->MaxStatementBytes();
-  if (p.up_rows > 0 && (p.mask != mask || (has_pk && p.up_keys.count(key)) ||
-                        (max_bytes != SIZE_MAX && p.up_bytes + bytes > max_bytes)))
+  if (p.up_rows > 0 && (p.mask != mask || (max_bytes != SIZE_MAX && p.up_bytes + bytes > max_bytes)))
     RETURN_IF_ERROR(FlushUpserts(t, p));
+  p.up_bytes += bytes;
+  if (has_pk) {
+    if (auto u = p.up_keys.find(key); u != p.up_keys.end()) {
+      // Two upserts of one key with the same columns: the second alone leaves the same row
+      // (it sets every column the first set), and one statement cannot touch a row twice
+      // in PostgreSQL. sysbench's hot rows are updated many times per group.
+      for (size_t i = 0; i < n; ++i)
+        p.up_values[u->second * n + i] = mask[i] == '1' ? image_[i] : &t.columns[i].default_value;
+      return Status::Ok();
+    }
+    p.up_keys.emplace(key, p.up_live.size());
+  }
   p.mask = mask;
   for (size_t i = 0; i < n; ++i) p.up_values.push_back(mask[i] == '1' ? image_[i] : &t.columns[i].default_value);
-  if (has_pk) p.up_keys.insert(key);
+  p.up_live.push_back(1);
   ++p.up_rows;
-  p.up_bytes += bytes;
   const size_t limit = std::max<size_t>(1, std::min(dialect_->MaxRowsPerStatement(), dialect_->MaxParameters() / n));
-  if (p.up_rows >= limit) RETURN_IF_ERROR(FlushUpserts(t, p));
+  if (p.up_live.size() >= limit) RETURN_IF_ERROR(FlushUpserts(t, p));
   return Status::Ok();
 }
 
@@ -847,6 +870,7 @@ Status SqlApplier::Batch(SqlTable& t, const RowChange& c) {
 // per table serve any count).
 Status SqlApplier::FlushUpserts(SqlTable& t, Pending& p) {
   const size_t n = t.columns.size();
+  size_t next = 0;  // the next row of up_values to look at
   for (size_t done = 0; done < p.up_rows;) {
     const size_t rows = std::bit_floor(p.up_rows - done);
     key_.assign(1, kUpsert);
@@ -854,12 +878,15 @@ Status SqlApplier::FlushUpserts(SqlTable& t, Pending& p) {
     if (rows > 1) key_ += std::to_string(rows);
     ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(t, key_));
     int index = 1;
-    for (size_t r = done; r < done + rows; ++r)
-      for (size_t i = 0; i < n; ++i) RETURN_IF_ERROR(Bind(t, s, index++, i, *p.up_values[r * n + i]));
+    for (size_t r = 0; r < rows; ++r, ++next) {
+      while (!p.up_live[next]) ++next;
+      for (size_t i = 0; i < n; ++i) RETURN_IF_ERROR(Bind(t, s, index++, i, *p.up_values[next * n + i]));
+    }
     RETURN_IF_ERROR(Run(&t, s).status());
     done += rows;
   }
   p.up_values.clear();
+  p.up_live.clear();
   p.up_keys.clear();
   p.up_rows = 0;
   p.up_bytes = 0;

@@ -24,7 +24,8 @@
 // When SqlDialect::MaxRowsPerStatement() > 1, a table's inserts and key-keeping updates
 // (as upserts) and its deletes by key are collected over the whole group and sent as
 // multi-row statements (tables are independent; within a table, changes to distinct keys
-// commute where keys compare by bytes, otherwise order is kept); snapshot chunks go through
+// commute where keys compare by bytes, and a later change to a pending key replaces the
+// pending one when it alone leaves the same row; otherwise order is kept); snapshot chunks go through
 // SqlConnection::BulkLoad when the backend has one.
 // An empty checkpoint leaves the stored checkpoint as it was. The checkpoint's schema history
 // is kept in its own table (SqlMeta::kSaveSchemas), written only when it changed, in the same
@@ -122,8 +123,9 @@ class SqlApplier : public Sink {
     bool bytes_keys = false;  // key columns compare by bytes: upserts and deletes commute
     std::string mask;         // of the upserts: per column '1' value, '2' DEFAULT
     std::vector<const Value*> up_values;  // columns.size() per row
-    size_t up_rows = 0, up_bytes = 0;
-    std::unordered_set<std::string> up_keys;
+    std::vector<char> up_live;  // per row of up_values: 0 once a delete of its key took its place
+    size_t up_rows = 0, up_bytes = 0;  // live rows; bytes of every row taken (an upper bound)
+    std::unordered_map<std::string, size_t> up_keys;  // live rows: key -> row
     std::vector<const Value*> del_values;  // primary_key.size() per row
     std::vector<char> del_live;  // per row of del_values: 0 once an upsert of its key took its place
     size_t del_rows = 0;         // live rows
