@@ -6,7 +6,8 @@
 #                                                            outside the timing)
 #   sluice run --until-caught-up, sink.type = "postgres"    (snapshot.workers = 2, COPY per chunk)
 # Each run starts from an empty table (the replica schema dropped). Prints each time, the load
-# average, and the ratio to psql's best time; checks the row counts.
+# average, the CPU seconds of PostgreSQL, MariaDB and sluice during each run, and the ratio to
+# psql's best time; checks the row counts.
 #
 #   bench/pg-snapshot-bench.sh [BUILD_DIR] [RUNS]     # default build, 3
 # Environment: ROWS (default 2000000), WORKERS (default 2).
@@ -67,13 +68,30 @@ password_env = "SLUICE_TEST_PG_PASSWORD"
 TOML
 
 now() { date +%s.%N; }
+# CPU seconds (user + sys) of the servers while each side runs: the machine is shared, so wall
+# times move with the load; the CPU each side costs moves far less. PostgreSQL's backends exit
+# with their session: the postmaster's reaped-children time counts them.
+tck=$(getconf CLK_TCK)
+maria_pid=$(cat "$srv/mariadbd.pid")
+pm_pid=$(head -1 "$SLUICE_TEST_PG_DIR/data/postmaster.pid")
+maria_cpu() { awk '{print $14 + $15}' "/proc/$maria_pid/stat"; }
+pg_cpu() {
+  local t c
+  t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm_pid/stat")
+  for c in $(pgrep -P "$pm_pid"); do t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0))); done
+  echo "$t"
+}
 declare -A best
 measure() {  # $1 name, rest: command
   local name=$1; shift
-  local t0 t1 s
+  local t0 t1 s m0 p0
+  m0=$(maria_cpu); p0=$(pg_cpu)
   t0=$(now); "$@"; t1=$(now)
   s=$(echo "$t1 - $t0" | bc)
-  printf '%-26s %6.2f s   (load %s)\n' "$name" "$s" "$(cut -d' ' -f1 /proc/loadavg)"
+  printf '%-26s %6.2f s   CPU: postgres %5.2f s, mariadbd %5.2f s%s   (load %s)\n' "$name" "$s" \
+    "$(echo "($(pg_cpu) - $p0) / $tck" | bc -l)" "$(echo "($(maria_cpu) - $m0) / $tck" | bc -l)" \
+    "$( [ -s "$work/cpu" ] && echo ", sluice $(cat "$work/cpu") s")" "$(cut -d' ' -f1 /proc/loadavg)"
+  rm -f "$work/cpu"
   if [ -z "${best[$name]:-}" ] || (( $(echo "$s < ${best[$name]}" | bc) )); then best[$name]=$s; fi
 }
 reset_pg() { psql_ -c "DROP SCHEMA IF EXISTS sbtest CASCADE; DROP SCHEMA IF EXISTS _sluice CASCADE"; }
@@ -84,8 +102,9 @@ run_psql() {
 }
 run_sluice() {
   reset_pg
-  "$build/sluice" run --config "$work/sluice.toml" --until-caught-up 2>"$work/sluice.log" \
-    || { cat "$work/sluice.log" >&2; exit 1; }
+  /usr/bin/time -f "%U %S" -o "$work/time" "$build/sluice" run --config "$work/sluice.toml" --until-caught-up \
+    2>"$work/sluice.log" || { cat "$work/sluice.log" >&2; exit 1; }
+  awk '{print $1 + $2}' "$work/time" >"$work/cpu"
 }
 count() { psql_ -Atc "SELECT count(*) FROM sbtest.sbtest1"; }
 

@@ -38,7 +38,13 @@ cleanup() {
 trap cleanup EXIT
 
 "$root/scripts/mariadb-test-server.sh" start "$src" >/dev/null
-"$root/scripts/mariadb-test-server.sh" start "$rep" --server-id=2 --slave-parallel-threads=0 >/dev/null
+# The replica's server also holds sluice's MariaDB destination (database sbtest_sluice): a
+# buffer pool that fits both copies (2 x ~100 MB), so neither applier reads pages the other
+# evicted. Both appliers write through the same server settings: binlog on
+# (log_slave_updates=ON for the SQL thread), innodb_flush_log_at_trx_commit=2, sync_binlog=0
+# (scripts/mariadb-test-server.sh): no fsync per commit for either.
+"$root/scripts/mariadb-test-server.sh" start "$rep" --server-id=2 --slave-parallel-threads=0 \
+  --innodb-buffer-pool-size=1G >/dev/null
 # shellcheck disable=SC1091
 src_port=$(. "$src/env"; echo "$SLUICE_TEST_MYSQL_PORT")
 src_sock="$src/mysqld.sock" rep_sock="$rep/mysqld.sock"
