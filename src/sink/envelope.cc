@@ -505,4 +505,114 @@ Status AppendEnvelope(const RowChange& c, int64_t ts_ms, std::string* out) {
   return Status::Ok();
 }
 
+Status AppendReadLines(const TableSchemaPtr& table, const std::vector<Row>& rows, const SourceInfo& source,
+                       int64_t ts_ms, std::string* out) {
+  const auto generic = [&](const Row& row) -> Status {
+    RowChange c;
+    c.op = Op::kRead;
+    c.table = table;
+    c.after = row;
+    c.source = source;
+    RETURN_IF_ERROR(AppendEnvelope(c, ts_ms, out));
+    out->push_back('\n');
+    return Status::Ok();
+  };
+  if (table == nullptr || rows.empty()) {
+    for (const Row& row : rows) RETURN_IF_ERROR(generic(row));
+    return Status::Ok();
+  }
+  const auto& cols = table->columns;
+  const size_t n = cols.size();
+  // The shared parts, cut out of the general writer's own output for a row of NULLs, so
+  // they cannot drift from it: {"before":null,"after":{ <"name":value,...> <tail>.
+  static constexpr std::string_view kHead = "{\"before\":null,\"after\":{";
+  std::string names;                 // "name": per column, escaped
+  std::vector<size_t> name_end(n);   // end of each column's part of `names`
+  std::string tail;
+  bool shared = n > 0;
+  for (size_t i = 0; i < n && shared; ++i) {
+    shared = AppendJsonString(cols[i].name, &names);
+    names.push_back(':');
+    name_end[i] = names.size();
+  }
+  if (shared) {
+    RowChange probe;
+    probe.op = Op::kRead;
+    probe.table = table;
+    probe.after.assign(n, Value::Null());
+    probe.source = source;
+    std::string whole;
+    const size_t body = kHead.size() + names.size() + 4 * n + (n - 1);  // names, "null"s, commas
+    shared = AppendEnvelope(probe, ts_ms, &whole).ok() && whole.size() > body &&
+             whole.compare(0, kHead.size(), kHead) == 0 && whole[body] == '}';
+    if (shared) tail = whole.substr(body);
+  }
+  if (!shared) {
+    for (const Row& row : rows) RETURN_IF_ERROR(generic(row));
+    return Status::Ok();
+  }
+  tail.push_back('\n');
+
+  // Pass 1: check every row and size it (exact for text); rows that need escapes are noted,
+  // the others' strings are copied as they are in pass 2. Pass 2 writes through a pointer
+  // into space made once for the whole chunk.
+  enum : uint8_t { kClean, kEscapes, kGeneric };
+  std::vector<uint8_t> how(rows.size(), kClean);
+  const size_t fixed = kHead.size() + names.size() + (n - 1) + tail.size();
+  size_t total = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const Row& row = rows[r];
+    if (row.size() != n) {
+      how[r] = kGeneric;
+      continue;
+    }
+    size_t size = fixed;
+    for (size_t i = 0; i < n && how[r] != kGeneric; ++i) {
+      const Value& v = row[i];
+      if (v.is_absent()) {
+        how[r] = kGeneric;
+        break;
+      }
+      const size_t s = JsonValueSize(v);
+      if (s == kNotUtf8) {
+        how[r] = kGeneric;
+        break;
+      }
+      size += s;
+      if (v.kind == Value::Kind::kText && s != v.s.size() + 2) how[r] = kEscapes;
+    }
+    if (how[r] != kGeneric) total += size;
+  }
+  const size_t old = out->size();
+  out->resize(old + total);
+  char* w = out->data() + old;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (how[r] == kGeneric) {
+      // Out of order with the space made above: close it up to here, append, make it again.
+      const size_t at = static_cast<size_t>(w - out->data());
+      const size_t left = out->size() - at;
+      out->resize(at);
+      RETURN_IF_ERROR(generic(rows[r]));
+      const size_t now = out->size();
+      out->resize(now + left);
+      w = out->data() + now;
+      continue;
+    }
+    const Row& row = rows[r];
+    const bool clean = how[r] == kClean;
+    w = WriteLiteral(kHead, w);
+    size_t from = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (i > 0) *w++ = ',';
+      w = WriteLiteral(std::string_view(names).substr(from, name_end[i] - from), w);
+      from = name_end[i];
+      const Value& v = row[i];
+      w = v.kind == Value::Kind::kText ? WriteString(v.s, clean, w) : WriteJsonValue(v, w);
+    }
+    w = WriteLiteral(tail, w);
+  }
+  out->resize(static_cast<size_t>(w - out->data()));
+  return Status::Ok();
+}
+
 }  // namespace sluice

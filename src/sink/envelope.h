@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/value.h"
 #include "pipeline/change.h"
@@ -39,6 +40,16 @@ namespace sluice {
 
 // Appends the envelope of `change` to *out.
 [[nodiscard]] Status AppendEnvelope(const RowChange& change, int64_t ts_ms, std::string* out);
+
+// Snapshot chunks: appends, for each row of `rows`, the envelope of the read record
+// {op r, table, after = row, source} (no before image) and a '\n': byte for byte what
+// AppendEnvelope and a newline give per row, but with what every row shares (the column
+// names and the whole "op"/"ts_ms"/"source" tail) formatted once per call instead of per
+// row. A row it cannot take the short way (an absent value, a wrong value count, text that
+// is not UTF-8) goes through AppendEnvelope, so errors are AppendEnvelope's for the first
+// failing row; on error *out may hold partial lines (callers cut it back).
+[[nodiscard]] Status AppendReadLines(const TableSchemaPtr& table, const std::vector<Row>& rows,
+                                     const SourceInfo& source, int64_t ts_ms, std::string* out);
 
 // Building blocks, exposed for tests and other JSON writers.
 // Appends `s` as a quoted JSON string; false (with *out partly written) if `s` is not valid

@@ -253,3 +253,81 @@ TEST(EnvelopeTest, Errors) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// AppendReadLines (snapshot chunks) must give byte for byte AppendEnvelope + '\n' per row,
+// whatever the values, and AppendEnvelope's error for a row it refuses.
+TEST(AppendReadLinesTest, SameBytesAsOneEnvelopePerRow) {
+  auto t = MakeTable({"id", "na\"me", "f", "d", "b", "u", "n", "txt"});
+  SourceInfo src = Source();
+  src.snapshot = true;
+  std::vector<Row> rows = {
+      {Value::Int(1), Value::Text("plain"), Value::Float(1.5), Value::Double(0.1), Value::Bytes("\x01\xff"),
+       Value::UInt(18446744073709551615ull), Value::Null(), Value::Text("caf\xc3\xa9")},
+      {Value::Int(-2), Value::Text("q\"uo\\te\n\x01"), Value::Float(-0.0), Value::Double(1e300), Value::Bytes(""),
+       Value::UInt(0), Value::Null(), Value::Text("")},
+      // An absent value: the general writer's "after_absent" form.
+      {Value::Int(3), Value::Absent(), Value::Float(2), Value::Double(3), Value::Bytes("ab"), Value::UInt(1),
+       Value::Null(), Value::Text("x")},
+      {Value::Int(4), Value::Text("four"), Value::Float(4), Value::Double(4), Value::Bytes("abc"), Value::UInt(4),
+       Value::Text("y"), Value::Text(std::string(300, 'z'))},
+  };
+  std::string want;
+  for (const Row& r : rows) {
+    RowChange c;
+    c.op = Op::kRead;
+    c.table = t;
+    c.after = r;
+    c.source = src;
+    want += Env(c, 42) + "\n";
+  }
+  std::string got = "earlier\n";
+  Status st = AppendReadLines(t, rows, src, 42, &got);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(got, "earlier\n" + want) << "AppendReadLines differs from AppendEnvelope per row";
+
+  // Escapes in the shared parts (file name, table name) are written as the general writer does.
+  auto odd = MakeTable({"a"});
+  std::const_pointer_cast<TableSchema>(odd)->table = "it\"ems";
+  src.file = "bin\\log.000001";
+  src.gtid.clear();
+  std::vector<Row> one = {{Value::Text("v")}, {Value::Int(5)}};
+  std::string want2;
+  for (const Row& r : one) {
+    RowChange c;
+    c.op = Op::kRead;
+    c.table = odd;
+    c.after = r;
+    c.source = src;
+    want2 += Env(c, 7) + "\n";
+  }
+  std::string got2;
+  ASSERT_TRUE(AppendReadLines(odd, one, src, 7, &got2).ok());
+  EXPECT_EQ(got2, want2) << "shared parts with escapes";
+}
+
+TEST(AppendReadLinesTest, RefusesWhatAppendEnvelopeRefusesWithItsMessage) {
+  auto t = MakeTable({"id", "name"});
+  SourceInfo src = Source();
+  std::vector<Row> rows = {{Value::Int(1), Value::Text("ok")}, {Value::Int(2), Value::Text(std::string("\xff", 1))}};
+  RowChange c;
+  c.op = Op::kRead;
+  c.table = t;
+  c.after = rows[1];
+  c.source = src;
+  std::string scratch;
+  Status want = AppendEnvelope(c, 1, &scratch);
+  ASSERT_FALSE(want.ok());
+  std::string got;
+  Status st = AppendReadLines(t, rows, src, 1, &got);
+  EXPECT_FALSE(st.ok()) << "invalid UTF-8 in the second row's name column must be refused";
+  EXPECT_EQ(st.ToString(), want.ToString());
+  // A row with the wrong value count.
+  std::vector<Row> short_row = {{Value::Int(1)}};
+  EXPECT_FALSE(AppendReadLines(t, short_row, src, 1, &got).ok()) << "a row of 1 value for 2 columns";
+}
+
+}  // namespace
+}  // namespace sluice

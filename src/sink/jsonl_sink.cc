@@ -16,6 +16,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_file.h"
+#include "sink/envelope.h"
 
 namespace sluice {
 
@@ -246,8 +247,19 @@ Status JsonlSink::ApplyTransactions(const Transaction* txns, size_t count) {
   const size_t mark = buffer_.size();
   std::optional<Stored> pending_before = pending_;
   const int64_t now = options_.now_ms();
+  // Preformatted lines (snapshot chunks: MiBs each) are written from the transactions
+  // themselves rather than copied into buffer_ first, when this call writes anyway.
+  bool all_pre = true;
+  size_t pre_bytes = 0;
   for (size_t k = 0; k < count; ++k) {
-    if (txns[k].preformatted) {
+    all_pre = all_pre && txns[k].preformatted.has_value();
+    if (txns[k].preformatted) pre_bytes += txns[k].preformatted->size();
+  }
+  const bool in_place = all_pre && (options_.sync_every_txn || buffer_.size() + pre_bytes >= kWriteThreshold);
+  for (size_t k = 0; k < count; ++k) {
+    if (in_place) {
+      if (!txns[k].preformatted->empty()) extra_.push_back(*txns[k].preformatted);
+    } else if (txns[k].preformatted) {
       buffer_.append(*txns[k].preformatted);
     } else {
       batch_.clear();
@@ -265,6 +277,7 @@ Status JsonlSink::ApplyTransactions(const Transaction* txns, size_t count) {
   Status st = durability_.joinable() ? WriteAndHandOff()
               : options_.sync_every_txn ? Flush()
                                         : WriteBuffer(/*keep=*/false);
+  extra_.clear();  // written, or dropped with this group's lines below
   if (!st.ok() && broken_.ok()) {
     // Transient (disk full): the output is back at its last good length and this group's
     // lines are dropped, so the caller can apply the same transactions again.
@@ -296,6 +309,16 @@ class JsonlPreformatter : public Preformatter {
     // A part of a large transaction leaves tens of MiB of capacity behind; the memory cap
     // (streamer.h max_buffered_bytes) does not count it, so give it back.
     if (batch_.buffer.capacity() > kKeepBatchBytes) batch_ = RecordBatch();
+    return Status::Ok();
+  }
+  Status FormatReads(const TableSchemaPtr& table, std::vector<Row>& rows, const SourceInfo& source,
+                     Transaction& txn) override {
+    // With Connect schemas every value is wrapped: the general way.
+    if (serializer_.options().schemas) return Preformatter::FormatReads(table, rows, source, txn);
+    std::string out;
+    RETURN_IF_ERROR(AppendReadLines(table, rows, source, now_ms_(), &out));
+    txn.changes.clear();
+    txn.preformatted = std::move(out);
     return Status::Ok();
   }
 
@@ -397,20 +420,27 @@ Status JsonlSink::WriteBuffer(bool keep) {
   // Everything written past committed_bytes_ must be in buffer_ until a call ends there, so
   // that a failed write can be undone (cut back) and done again.
   const bool undoable = to_stdout_ || output_bytes_ == committed_bytes_;
-  size_t done = 0;
   Status st;
-  while (done < buffer_.size()) {
-    ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      st = WriteError("write", to_stdout_ ? std::string("stdout") : options_.path, errno);
-      break;
+  const auto write_all = [&](std::string_view bytes) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        st = WriteError("write", to_stdout_ ? std::string("stdout") : options_.path, errno);
+        return;
+      }
+      done += static_cast<size_t>(n);
+      output_bytes_ += static_cast<uint64_t>(n);
     }
-    done += static_cast<size_t>(n);
-    output_bytes_ += static_cast<uint64_t>(n);
-  }
+  };
+  write_all(buffer_);
+  for (size_t i = 0; i < extra_.size() && st.ok(); ++i) write_all(extra_[i]);
   if (st.ok()) {
-    if (!keep) buffer_.clear();  // else Flush() clears it once the state file records it
+    if (!keep) {  // else Flush() clears them once the state file records them
+      buffer_.clear();
+      extra_.clear();
+    }
     return Status::Ok();
   }
   return Undo(st, undoable);
@@ -507,7 +537,7 @@ Status JsonlSink::Flush() {
   // The state file is written by one thread at a time: what was handed off is durable first.
   RETURN_IF_ERROR(WaitDurable());
   const bool undoable = to_stdout_ || output_bytes_ == committed_bytes_;
-  const bool had_output = !buffer_.empty();
+  const bool had_output = !buffer_.empty() || !extra_.empty();
   Status st = WriteBuffer(/*keep=*/true);
   if (!st.ok()) return st;  // WriteBuffer undid it or marked the sink broken
   if (!to_stdout_ && had_output && ::fsync(fd_) != 0) {
@@ -520,6 +550,7 @@ Status JsonlSink::Flush() {
     if (!st.ok()) return Undo(st, undoable);
   }
   buffer_.clear();
+  extra_.clear();
   return Status::Ok();
 }
 
@@ -553,6 +584,7 @@ Status JsonlSink::WriteAndHandOff() {
   }
   RETURN_IF_ERROR(WriteBuffer(/*keep=*/true));
   buffer_.clear();
+  extra_.clear();
   // Lines without a checkpoint (a transaction whose checkpoint comes later) stay unconfirmed:
   // a restart emits them again from the stored checkpoint, so they are cut back.
   if (!pending_) return Status::Ok();

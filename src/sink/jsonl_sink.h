@@ -166,6 +166,9 @@ class JsonlSink : public Sink {
   std::optional<Stored> pending_;  // checkpoint to store at the next flush
   std::optional<Stored> applied_;  // checkpoint of the last complete call (LoadCheckpoint)
   std::string buffer_;                  // lines not yet written
+  // Preformatted lines to write after buffer_, from where the caller holds them (set only
+  // during an Apply call that writes before it returns).
+  std::vector<std::string_view> extra_;
   RecordSerializer serializer_;
   RecordBatch batch_;                   // records of the call being applied
   Status broken_;                       // first I/O error; every later call returns it

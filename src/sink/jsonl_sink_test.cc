@@ -139,6 +139,50 @@ TEST_F(JsonlSinkTest, PreformattedTransactionsWriteTheSameLines) {
   EXPECT_FALSE(bad.preformatted.has_value());
 }
 
+// Snapshot chunks: rows formatted by FormatReads (the shared parts once per chunk) and
+// written from the transactions themselves give the lines Apply would write.
+TEST_F(JsonlSinkTest, SnapshotChunksFormattedFromRowsWriteTheSameLines) {
+  auto s = OpenSink();
+  ASSERT_TRUE(s);
+  std::unique_ptr<Preformatter> f = s->NewPreformatter();
+  ASSERT_NE(f, nullptr);
+  SourceInfo src;
+  src.flavor = Flavor::kMariaDB;
+  src.file = "mariadb-bin.000001";
+  src.pos = 4;
+  src.gtid = "0-1-2";
+  src.snapshot = true;
+  const auto read = [&](int64_t id, std::string name) {
+    RowChange c;
+    c.op = Op::kRead;
+    c.table = Items();
+    c.after = {Value::Int(id), Value::Text(std::move(name))};
+    c.source = src;
+    return c;
+  };
+  auto chunk = [&](std::vector<Row> rows, std::string cp) {
+    Transaction t;
+    t.is_snapshot = true;
+    t.checkpoint = std::move(cp);
+    Status st = f->FormatReads(Items(), rows, src, t);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_TRUE(t.changes.empty());
+    return t;
+  };
+  Transaction a = chunk({{Value::Int(1), Value::Text("a")}, {Value::Int(2), Value::Text("b\"q\"")}}, "cp1");
+  ASSERT_TRUE(a.preformatted.has_value());
+  EXPECT_EQ(*a.preformatted, Line(read(1, "a")) + Line(read(2, "b\"q\"")));
+  ASSERT_TRUE(s->Apply(a).ok());
+  std::vector<Transaction> group;
+  group.push_back(chunk({{Value::Int(3), Value::Text("c")}}, ""));
+  group.push_back(chunk({{Value::Int(4), Value::Text("d")}}, "cp2"));
+  ASSERT_TRUE(s->ApplyGroup(group).ok());
+  ASSERT_TRUE(s->Apply(Txn({Insert(5, "e")}, "cp3")).ok());
+  EXPECT_EQ(ReadAll(path_), Line(read(1, "a")) + Line(read(2, "b\"q\"")) + Line(read(3, "c")) +
+                                Line(read(4, "d")) + Line(Insert(5, "e")));
+  EXPECT_EQ(Checkpoint(*s), "cp3");
+}
+
 TEST_F(JsonlSinkTest, TruncatesUnconfirmedOutputOnReopen) {
   auto s = OpenSink();
   ASSERT_TRUE(s);

@@ -62,6 +62,24 @@ class Preformatter {
   // txn is then left without preformatted output (the stream hands it on as it is, so that
   // the sink reports the error in order).
   virtual Status Format(Transaction& txn) = 0;
+  // Snapshot chunks: sets txn.preformatted to what Format gives for the read records
+  // {op r, table, after = row, source} of `rows`, in order, with txn.changes left empty
+  // (the rows are the caller's to free). The default builds those records and calls
+  // Format; a sink may format the rows straight away (JSON lines: the shared parts once).
+  virtual Status FormatReads(const TableSchemaPtr& table, std::vector<Row>& rows, const SourceInfo& source,
+                             Transaction& txn) {
+    txn.changes.reserve(rows.size());
+    for (Row& row : rows) {
+      RowChange& c = txn.changes.emplace_back();
+      c.op = Op::kRead;
+      c.table = table;
+      c.after = std::move(row);
+      c.source = source;
+    }
+    Status st = Format(txn);
+    txn.changes = {};
+    return st;
+  }
 };
 
 class Sink {

@@ -1068,6 +1068,20 @@ Status SqlApplier::ApplyGroup(const std::vector<Transaction>& group) {
   return Note(ApplyChanges(group.data(), group.size()));
 }
 
+// The statement ApplyInsert picks for a full image (every column present), run for each
+// change of flat_ (all full read images of `t`); per row only the binding is left.
+Status SqlApplier::InsertReads(SqlTable& t) {
+  const size_t n = t.columns.size();
+  key_.assign(1 + n, '1');
+  key_[0] = kUpsert;
+  ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(t, key_));
+  for (const RowChange* c : flat_) {
+    for (size_t i = 0; i < n; ++i) RETURN_IF_ERROR(Bind(t, s, static_cast<int>(i) + 1, i, c->after[i]));
+    RETURN_IF_ERROR(Run(&t, s).status());
+  }
+  return Status::Ok();
+}
+
 Status SqlApplier::ApplyChanges(const Transaction* txns, size_t count) {
   if (!part_open_) RETURN_IF_ERROR(Recover());
   const std::string* checkpoint = nullptr;
@@ -1088,7 +1102,9 @@ Status SqlApplier::ApplyChanges(const Transaction* txns, size_t count) {
   // Create missing tables first, each in its own transaction, outside the data transaction.
   targets_.clear();
   flat_.clear();
-  bool bulk = conn_->SupportsBulkLoad();
+  // Snapshot chunks (every change a full read image of one table) take the backend's bulk
+  // load, or else one upsert statement looked up once for the whole chunk.
+  bool bulk = true;
   for (size_t k = 0; k < count; ++k) {
     for (const RowChange& c : txns[k].changes) {
       ASSIGN_OR_RETURN(SqlTable * t, TableFor(c.table));
@@ -1103,10 +1119,12 @@ Status SqlApplier::ApplyChanges(const Transaction* txns, size_t count) {
   }
   RETURN_IF_ERROR(Begin());
   Status st;
-  if (bulk && !flat_.empty()) {
+  if (bulk && !flat_.empty() && conn_->SupportsBulkLoad()) {
     rows_.clear();
     for (const RowChange* c : flat_) rows_.push_back(&c->after);
     st = conn_->BulkLoad(*targets_[0], rows_).WithContext("table " + targets_[0]->name.display + ": bulk load");
+  } else if (bulk && !flat_.empty() && dialect_->MaxRowsPerStatement() == 1) {
+    st = InsertReads(*targets_[0]);
   } else {
     if (dialect_->MaxRowsPerStatement() > 1) {
       for (size_t i = 0; i < flat_.size() && st.ok(); ++i) st = Batch(*targets_[i], *flat_[i]);

@@ -113,6 +113,7 @@ class SqlApplier : public Sink {
   Status ApplyChanges(const Transaction* txns, size_t count);
   Status ApplyChange(SqlTable& t, const RowChange& c);
   Status ApplyInsert(SqlTable& t, const std::vector<const Value*>& image);
+  Status InsertReads(SqlTable& t);
   Status ApplyUpdatePk(SqlTable& t, const RowChange& c);
   Status ApplyUpdateNoPk(SqlTable& t, const RowChange& c);
   Status ApplyDelete(SqlTable& t, const RowChange& c);

@@ -4,6 +4,7 @@
 #include "snapshot/coordinator.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -193,17 +194,18 @@ class Worker {
           src.snapshot = true;
           size_t bytes = 64;
           c.txn.is_snapshot = true;
-          c.txn.changes.reserve(rows.size());
-          for (Row& row : rows) {
-            for (const Value& v : row) bytes += sizeof(Value) + v.s.size();
-            c.txn.changes.push_back(SnapshotReadChange(t.schema, std::move(row), src));
-          }
-          c.rows = c.txn.changes.size();
+          c.rows = rows.size();
           if (preformatter_) {
-            RETURN_IF_ERROR(preformatter_->Format(c.txn));
+            RETURN_IF_ERROR(preformatter_->FormatReads(t.schema, rows, src, c.txn));
             bytes = 64 + c.txn.preformatted->size();
-            // Freed here rather than on the coordinator thread.
-            c.txn.changes = {};
+            // The rows are freed here rather than on the coordinator thread.
+            rows = {};
+          } else {
+            c.txn.changes.reserve(rows.size());
+            for (Row& row : rows) {
+              for (const Value& v : row) bytes += sizeof(Value) + v.s.size();
+              c.txn.changes.push_back(SnapshotReadChange(t.schema, std::move(row), src));
+            }
           }
           c.last_key = last_key;
           c.point = point;
@@ -227,6 +229,48 @@ class Worker {
   std::atomic<bool>& abort_;
   std::unique_ptr<Preformatter> preformatter_;  // null: the sink formats in Apply
   std::vector<Job> jobs_;
+};
+
+// Frees applied chunks' rows on a thread of its own, off the coordinator thread that applies
+// them to the sink (into SQLite that thread is the snapshot's bottleneck: BENCHMARKS.md).
+class Releaser {
+ public:
+  Releaser() : thread_([this] { Loop(); }) {}
+  ~Releaser() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Release(std::vector<RowChange> changes) {
+    if (changes.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(changes));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      std::vector<std::vector<RowChange>> batch;
+      batch.swap(queue_);
+      lock.unlock();
+      batch.clear();
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::vector<RowChange>> queue_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 // Records that `range` was read up to `last_key` (inclusive) at `point`.
@@ -525,6 +569,7 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
             rate, Eta(remaining, rate), per_table.empty() ? "" : "; ", per_table);
   };
 
+  Releaser releaser;
   Status result;
   std::optional<TableSnapshotProgress> failed;  // progress to restore after a sink error
   TableSnapshotProgress* failed_table = nullptr;
@@ -593,6 +638,7 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
       result = st;
       break;
     }
+    releaser.Release(std::move(txn.changes));
     total_done += n;
     rows_gauge[chunk->table]->Set(static_cast<double>(p.rows));
     if (p.done) {
