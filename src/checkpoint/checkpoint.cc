@@ -28,6 +28,8 @@
 //     "incremental": {"<db>.<table>": {"mode": string, "backfill_done": bool,
 //                     "backfill_last_key": key, "backfill_rows": n, "watermark": key,
 //                     "run_high": key, "runs": n}, ...}                  optional
+//     "ahead": {"file": string, "pos": n, "tables": [string...]}   optional: others_at and
+//                                                   rereading (checkpoint.h)
 //     "schemas": SchemaHistory JSON (schema/schema_history.h)    version 2 only
 //   }
 // Text that is not JSON, a missing "version", or any field of the wrong type or missing is
@@ -264,6 +266,17 @@ Result<Checkpoint> FromParsed(const Json& doc) {
       cp.incremental.emplace(it.key(), std::move(p));
     }
   }
+  if (auto a = doc.find("ahead"); a != doc.end()) {
+    if (!a->is_object()) return Missing("ahead", "an object");
+    ASSIGN_OR_RETURN(cp.others_at.file, GetString(*a, "file", "ahead.file"));
+    ASSIGN_OR_RETURN(cp.others_at.pos, GetUnsigned(*a, "pos", "ahead.pos"));
+    auto list = a->find("tables");
+    if (list == a->end() || !list->is_array()) return Missing("ahead.tables", "an array");
+    for (const Json& e : *list) {
+      if (!e.is_string()) return Missing("ahead.tables[]", "a string");
+      cp.rereading.push_back(e.get<std::string>());
+    }
+  }
   auto schemas = doc.find("schemas");
   if (v == Checkpoint::kVersionWithSchemas) {
     if (auto ref = doc.find("schemas_ref"); schemas == doc.end() && ref != doc.end()) {
@@ -349,6 +362,8 @@ std::string Checkpoint::ToJsonWithoutSchemas() const {
                         {"runs", p.runs}};
     doc["incremental"] = std::move(inc);
   }
+  if (!others_at.empty())
+    doc["ahead"] = OJson{{"file", others_at.file}, {"pos", others_at.pos}, {"tables", rereading}};
   // Replacement never triggers: every string here is UTF-8 we produced; invalid bytes (if a
   // key ever held them) become U+FFFD instead of throwing.
   std::string text = doc.dump(-1, ' ', false, OJson::error_handler_t::replace);

@@ -138,6 +138,13 @@ struct Checkpoint {
   std::vector<std::string> filter_include;
   std::vector<std::string> filter_exclude;
   std::map<std::string, IncrementalProgress> incremental;  // key "db.table"
+  // An online re-read running beside the stream (docs/design.md, "Online re-reads"): the
+  // tables in `rereading` were marked at stream_start or later, and their events from
+  // stream_start on are judged against their copy (dropped while it runs, replayed by the
+  // hand-off rule once it is done); every other table's events before `others_at` are in
+  // the sink already and are skipped, DDL included. Empty others_at: none.
+  BinlogPosition others_at;
+  std::vector<std::string> rereading;  // "db.table"
 
   std::string ToJson() const;
   // ToJson() with "schemas_ref":"<history.ref>" in place of "schemas" (the caller passes the

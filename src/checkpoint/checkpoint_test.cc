@@ -82,6 +82,29 @@ TEST(CheckpointTest, RereadMarkRoundTrips) {
   EXPECT_NE(bad.status().message().find("reread"), std::string::npos) << bad.status().ToString();
 }
 
+// The state of a re-read beside the stream (others_at, rereading) round-trips as "ahead",
+// is absent when there is none, and a malformed one is named.
+TEST(CheckpointTest, AheadOfAReReadRoundTrips) {
+  Checkpoint cp = Sample();
+  EXPECT_EQ(cp.ToJson().find("\"ahead\""), std::string::npos);
+  cp.others_at = BinlogPosition{"mariadb-bin.000002", 777};
+  cp.rereading = {"sakila.actor"};
+  std::string text = cp.ToJson();
+  EXPECT_NE(text.find(R"("ahead":{"file":"mariadb-bin.000002","pos":777,"tables":["sakila.actor"]})"), std::string::npos)
+      << text;
+  Result<Checkpoint> back = Checkpoint::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->others_at.file, "mariadb-bin.000002");
+  EXPECT_EQ(back->others_at.pos, 777u);
+  EXPECT_EQ(back->rereading, std::vector<std::string>{"sakila.actor"});
+  EXPECT_EQ(back->ToJson(), text);
+  Result<Checkpoint> bad = Checkpoint::FromJson(
+      R"({"version":1,"flavor":"mysql","stream_start":{"file":"b.1","pos":4},"gtid":"",)"
+      R"("snapshot":{"done":true,"tables":{}},"ahead":{"file":"b.1","pos":9,"tables":"d.t"}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("ahead.tables"), std::string::npos) << bad.status().ToString();
+}
+
 // Incremental progress round-trips (binary key texts as hex) and is absent when empty; a
 // malformed entry is named.
 TEST(CheckpointTest, IncrementalProgressRoundTrips) {

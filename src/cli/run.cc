@@ -429,8 +429,10 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   sopts.reconnect_give_up_seconds = config.source.reconnect_timeout_seconds;
   sopts.group_max_bytes = config.sink.group_max_bytes;
   sopts.group_max_ms = config.sink.group_max_ms;
-  sopts.reread = [so, local_sink, &config](Checkpoint& c, Sink& s) {
-    Status st = RunRereads(so, c, s);
+  sopts.reread = [so, local_sink, &config](Checkpoint& c, Sink& s, const std::atomic<bool>* stop) {
+    SnapshotRunOptions with_stop = so;
+    with_stop.stop = stop;
+    Status st = RunRereads(with_stop, c, s);
     // The marks are in the sink (the stream stored them before asking): the claim can go.
     if (local_sink && st.ok()) ClearResnapshotClaim(config.sink);
     return st;

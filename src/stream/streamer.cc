@@ -1,7 +1,10 @@
 #include "stream/streamer.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -89,12 +92,12 @@ class SchemaRegistry {
     // layout: once a table's latest version has been checked against a layout, the same
     // layout needs no new check (filter glob, history lookup and CheckTableMap cost more than
     // decoding the rows). Forgotten at every DDL, and unused while snapshot points are ahead.
-    if (copied_at_.empty()) {
+    if (copied_at_.empty() && skipping_.empty()) {
       auto m = memo_.find(map.table_id);
       if (m != memo_.end() && SameLayout(m->second.map, map)) return m->second.schema;
     }
     ASSIGN_OR_RETURN(TableSchemaPtr schema, ResolveUncached(map, event));
-    if (copied_at_.empty() && memo_.size() < 4096) {
+    if (copied_at_.empty() && skipping_.empty() && memo_.size() < 4096) {
       const TableVersion* latest = schema ? history_.Latest(map.db, map.table) : nullptr;
       const bool cacheable = !schema || (latest && latest->schema == schema);
       if (cacheable) memo_[map.table_id] = Memo{map, schema};
@@ -105,6 +108,7 @@ class SchemaRegistry {
   Result<TableSchemaPtr> ResolveUncached(const binlog::TableMap& map, const BinlogPosition& event) {
     if (!TableSelected(filter_, map.db, map.table)) return TableSchemaPtr();
     std::string key = map.db + "." + map.table;
+    if (!skipping_.empty() && Skipped(key, event)) return TableSchemaPtr();
     if (!copied_at_.empty()) {
       auto c = copied_at_.find(key);
       if (c != copied_at_.end()) {
@@ -163,6 +167,36 @@ class SchemaRegistry {
     for (const auto& t : st.tables) touches = touches || selected(t);
     for (const auto& [from, to] : st.renames) touches = touches || selected(from) || selected(to);
     if (!touches) return Status::Ok();
+    if (!skipping_.empty()) {
+      // Beside an online re-read: a statement on a table being copied waits for the copy
+      // (the caller stops before it); one on the other tables before others_at is applied.
+      std::vector<std::string> names;
+      for (const auto& t : st.tables) names.push_back(t.ToString());
+      for (const auto& [from, to] : st.renames) {
+        names.push_back(from.ToString());
+        names.push_back(to.ToString());
+      }
+      // A statement on tables being copied only is left to the copy: one before the copy's
+      // point is in its definition; one after it is read again when the table's binlog is
+      // replayed after the copy (a copy that meets the new definition starts over). One that
+      // also moves another captured table waits for the copy.
+      bool on_rereading = false, on_pending = false, on_other = false;
+      for (const std::string& n : names) {
+        if (pending_.count(n)) {
+          on_pending = true;
+          continue;
+        }
+        on_rereading = on_rereading || rereading_.count(n) > 0;
+        const size_t dot = n.find('.');
+        on_other = on_other || (dot != std::string::npos && TableSelected(filter_, n.substr(0, dot), n.substr(dot + 1)));
+      }
+      if (on_pending) {
+        if (on_other) wait_for_copy_ = true;
+        return Status::Ok();
+      }
+      if (!on_rereading && !others_at_.empty() && ComparePositions(BinlogPosition{ev.file, ev.pos}, others_at_) < 0)
+        return Status::Ok();
+    }
     const std::string first = st.tables.empty() ? "" : st.tables[0].ToString();
     auto stop = [&](const std::string& table, const std::string& why) {
       return Status::FailedPrecondition(fmt::format(
@@ -411,6 +445,23 @@ class SchemaRegistry {
     return Status::Ok();
   }
 
+  // Online re-reads beside the stream (checkpoint.h others_at/rereading): rows of `pending`
+  // tables (being copied) are dropped, a DDL on one sets wait_for_copy(); rows and DDL of
+  // tables not in `rereading` before `others_at` are in the sink already and are skipped.
+  void SetSkipping(const std::set<std::string>& pending, const std::vector<std::string>& rereading,
+                   const BinlogPosition& others_at) {
+    pending_ = pending;
+    rereading_ = std::set<std::string>(rereading.begin(), rereading.end());
+    others_at_ = others_at;
+    skipping_ = pending_.empty() && others_at_.empty() ? "" : "1";
+    memo_.clear();
+  }
+  bool TakeWaitForCopy() {
+    bool w = wait_for_copy_;
+    wait_for_copy_ = false;
+    return w;
+  }
+
   // Whether a statement that could not be parsed may touch a captured table: its default
   // database, or a literal database name of the patterns written in it.
   bool MentionsCaptured(std::string_view schema, std::string_view query) const {
@@ -460,6 +511,14 @@ class SchemaRegistry {
   std::map<std::string, TableSchemaPtr> legacy_;
   std::map<std::string, BinlogPosition> copied_at_;
   std::map<std::string, std::string> db_collation_;
+  bool Skipped(const std::string& key, const BinlogPosition& event) const {
+    if (pending_.count(key)) return true;
+    return !others_at_.empty() && !rereading_.count(key) && ComparePositions(event, others_at_) < 0;
+  }
+  std::string skipping_;  // non-empty while SetSkipping has anything to skip
+  std::set<std::string> pending_, rereading_;
+  BinlogPosition others_at_;
+  bool wait_for_copy_ = false;
 };
 
 // The per-key snapshot hand-off (pipeline/handoff_rule.h) for tables copied by ranges read
@@ -496,6 +555,98 @@ size_t StripFormatted(Transaction& txn) {
 
 }  // namespace
 
+// A sink call of an online re-read's copy, made on the copy's thread and carried out by the
+// sink writer (the sink stays single-writer): the writer merges the copy's progress of its
+// tables (and the versions the copy recorded in the schema history) into the state it has
+// committed, calls `call` with that state's text, and reports the outcome.
+struct CopyCall {
+  std::function<Status(Sink&, const std::string& checkpoint)> call;
+  bool stores_checkpoint = true;  // false: PrepareTable (nothing durable)
+  std::vector<std::string> names;                       // the copy's tables
+  std::map<std::string, TableSnapshotProgress> tables;  // their progress after the call
+  std::shared_ptr<const SchemaHistory> schemas;         // the copy's history
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+  void Finish(Status st) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      done = true;
+      status = std::move(st);
+    }
+    cv.notify_all();
+  }
+};
+
+namespace {
+
+// The Sink the copy beside the stream writes to: every call becomes a CopyCall through the
+// writer's queue, waited for (the coordinator expects each call done when it returns).
+class CopySink final : public Sink {
+ public:
+  CopySink(Sink& real, const Checkpoint& ckpt, std::vector<std::string> names,
+           std::function<Status(std::shared_ptr<CopyCall>)> send, const std::atomic<bool>& writer_gone)
+      : real_(real), ckpt_(ckpt), names_(std::move(names)), send_(std::move(send)), writer_gone_(writer_gone) {}
+
+  std::unique_ptr<Preformatter> NewPreformatter() const override { return real_.NewPreformatter(); }
+  Result<std::optional<std::string>> LoadCheckpoint() override {
+    return Status::Internal("the copy beside the stream does not load checkpoints");
+  }
+  Status PrepareTable(const TableSchema& t) override {
+    return Call([&t](Sink& s, const std::string&) { return s.PrepareTable(t); }, false);
+  }
+  Status Apply(const Transaction& txn) override {
+    // The coordinator's chunk: its checkpoint text is replaced by the merged state's for the call.
+    auto& t = const_cast<Transaction&>(txn);
+    return Call([&t](Sink& s, const std::string& cp) {
+      std::string own = std::move(t.checkpoint);
+      t.checkpoint = cp;
+      Status st = s.Apply(t);
+      t.checkpoint = std::move(own);
+      return st;
+    });
+  }
+  Status ResetTable(const TableSchema& table, const std::string&) override {
+    return Call([&table](Sink& s, const std::string& cp) { return s.ResetTable(table, cp); });
+  }
+  Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string&) override {
+    return Call([&changes](Sink& s, const std::string& cp) { return s.ApplySchemaChanges(changes, cp); });
+  }
+  Status SaveCheckpoint(const std::string&) override {
+    return Call([](Sink& s, const std::string& cp) { return s.SaveCheckpoint(cp); });
+  }
+  Status Flush() override { return Status::Ok(); }
+
+ private:
+  Status Call(std::function<Status(Sink&, const std::string&)> fn, bool stores = true) {
+    auto c = std::make_shared<CopyCall>();
+    c->call = std::move(fn);
+    c->stores_checkpoint = stores;
+    c->names = names_;
+    for (const std::string& n : names_) {
+      auto it = ckpt_.tables.find(n);
+      if (it != ckpt_.tables.end()) c->tables[n] = it->second;
+    }
+    c->schemas = ckpt_.schemas;
+    RETURN_IF_ERROR(send_(c));
+    std::unique_lock<std::mutex> l(c->mu);
+    while (!c->done) {
+      c->cv.wait_for(l, std::chrono::milliseconds(100));
+      if (!c->done && writer_gone_.load()) return Status::Cancelled("the sink writer stopped");
+    }
+    return c->status;
+  }
+
+  Sink& real_;
+  const Checkpoint& ckpt_;
+  std::vector<std::string> names_;
+  std::function<Status(std::shared_ptr<CopyCall>)> send_;
+  const std::atomic<bool>& writer_gone_;
+};
+
+}  // namespace
+
 Status Streamer::CallSink(const char* what, const std::function<Status()>& call) {
   auto backoff = std::chrono::milliseconds(200);
   auto first_failure = Clock::now();
@@ -528,23 +679,27 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
   auto last_success = Clock::now();
   auto backoff = std::chrono::milliseconds(250);
   for (int attempt = 1;; ++attempt) {
-    bool progress = false;
+    bool progress = false, again = false;
     Status st;
-    const bool reread = options_.reread && !checkpoint_.snapshot_done;
+    if (checkpoint_.snapshot_done) blocking_reread_ = false;
+    const bool reread = options_.reread && !checkpoint_.snapshot_done && blocking_reread_;
     if (reread) {
-      // Tables marked for an online re-read (by a DDL, or stored so by an earlier run):
-      // copied now, with the stream's position where the mark was stored.
-      st = options_.reread(checkpoint_, sink);
+      // A DDL met on a table while it was copied beside the stream: the copy (started over
+      // with the new definition) runs with the stream stopped before that statement.
+      st = options_.reread(checkpoint_, sink, options_.stop);
       progress = st.ok();
+      if (st.ok()) blocking_reread_ = false;
       if (st.ok() && Stopping(options_.stop)) return st;
-    } else if (!options_.target.empty() && ComparePositions(checkpoint_.stream_start, options_.target) >= 0) {
+      again = st.ok();
+    } else if (!options_.target.empty() && ComparePositions(checkpoint_.stream_start, options_.target) >= 0 &&
+               checkpoint_.others_at.empty() && (checkpoint_.snapshot_done || !options_.reread)) {
       return CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(checkpoint_.ToJson()); });
     } else {
-      st = RunOnce(sink, &progress);
+      st = RunOnce(sink, &progress, &again);
     }
     if (st.code() == StatusCode::kCancelled && Stopping(options_.stop)) return Status::Ok();
     if (st.ok() && Stopping(options_.stop)) return st;
-    if (st.ok() && (reread || (options_.reread && !checkpoint_.snapshot_done))) continue;
+    if (st.ok() && again) continue;
     if (st.ok()) return st;
     // Only source errors are kUnavailable here: CallSink retries transient sink errors in
     // place and turns the others into definite ones.
@@ -574,7 +729,7 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
   }
 }
 
-Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
+Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
   ASSIGN_OR_RETURN(auto meta_conn, Connection::Connect(options_.connection));
   ReplicationOptions ropts;
   ropts.server_id = options_.replica_server_id;
@@ -651,13 +806,14 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   BoundedQueue<SinkItem> to_sink(1u << 20, item_queue_bytes);
   to_sink.set_wake_batch(16, std::chrono::milliseconds(1));
   Status writer_status;
-  std::atomic<bool> writer_failed{false};
+  std::atomic<bool> writer_failed{false}, writer_gone{false};
   std::thread writer([&] {
     writer_status = WriteGroups(sink, to_sink);
     if (!writer_status.ok()) {
       writer_failed = true;
       to_sink.Close(writer_status);
     }
+    writer_gone = true;
   });
   // Sinks whose records are text made from the changes alone (JSON lines) have them formatted
   // on a thread of their own, between decoding and the writer: decoding, formatting and the
@@ -707,14 +863,64 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     writer_joined = true;
   };
 
+  // Online re-reads beside the stream (checkpoint.h others_at/rereading; docs/design.md):
+  // tables marked and not yet copied (`pending`) are copied on a thread of their own, their
+  // sink calls queued to the writer like the stream's transactions; their events are dropped
+  // meanwhile. While any is pending, or until the stream passes others_at again, the resume
+  // point stays at `resume_at` (the first mark) and others_at moves with the stream instead.
+  std::set<std::string> pending;
+  if (options_.reread)
+    for (const auto& [name, p] : checkpoint_.tables)
+      if (p.reread && !p.done) pending.insert(name);
+  if (!pending.empty()) {
+    if (checkpoint_.others_at.empty()) checkpoint_.others_at = checkpoint_.stream_start;
+    for (const std::string& n : pending)
+      if (std::find(checkpoint_.rereading.begin(), checkpoint_.rereading.end(), n) == checkpoint_.rereading.end())
+        checkpoint_.rereading.push_back(n);
+  }
+  bool ahead = !checkpoint_.others_at.empty();
+  const BinlogPosition resume_at = checkpoint_.stream_start;
+  const std::string resume_gtid = checkpoint_.gtid;
+  schemas.SetSkipping(pending, checkpoint_.rereading, checkpoint_.others_at);
   checkpoint_.FreezeSnapshotJson();  // the stream's transactions never change the snapshot part
   Checkpoint passed = checkpoint_;
+  // ahead: the marks' resume point, fixed for this run of the loop (a later mark lies after it).
+  BinlogPosition ahead_resume = resume_at;
+  std::string ahead_gtid = resume_gtid;
+
+  std::atomic<bool> copy_stop{false}, copy_finished{false};
+  std::thread copy_thread;
+  Status copy_status;
+  bool copy_running = false;
+  auto send_copy = [&](std::shared_ptr<CopyCall> c) -> Status {
+    SinkItem item;
+    item.copy = std::move(c);
+    // Through the formatter when there is one, so that it stays behind the mark it copies.
+    Status st = formatter ? to_format.Push({std::move(item), 64}, 64) : to_sink.Push(std::move(item), 64);
+    if (!st.ok()) return Status::Cancelled("the sink writer stopped");
+    return st;
+  };
+  auto start_copy = [&](const Checkpoint& from) {
+    std::vector<std::string> names;
+    for (const auto& [n, p] : from.tables)
+      if (!p.done) names.push_back(n);
+    copy_running = true;
+    copy_finished = false;
+    copy_thread = std::thread([this, &sink, &send_copy, &writer_gone, &copy_stop, &copy_status, &copy_finished,
+                               ck = from, names]() mutable {
+      CopySink copy_sink(sink, ck, names, send_copy, writer_gone);
+      copy_status = options_.reread(ck, copy_sink, &copy_stop);
+      copy_finished = true;
+    });
+  };
+  if (!pending.empty()) start_copy(passed);
+  bool wait_copy_now = false;  // a DDL on a table being copied: stop before it
   const bool every_checkpoint = sink.CheckpointsEachTransaction();
   const SchemaHistory* history_of = nullptr;  // the history history_text was made of
   std::shared_ptr<const SchemaHistoryText> history_text;
   size_t txn_bytes = 0;  // binlog bytes read since the last transaction boundary
   auto caught_up = [&] {
-    return !options_.target.empty() && !assembler.in_transaction() &&
+    return !options_.target.empty() && !assembler.in_transaction() && !ahead && !copy_running &&
            ComparePositions(assembler.read_position(), options_.target) >= 0;
   };
   // Metrics (util/metrics.h): looked up once, updated with atomics.
@@ -744,7 +950,49 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     return st;
   };
 
-  bool reread_now = false;  // a DDL asked for a re-read: stop decoding after it
+  // Marks `tables` for a re-read at the position `passed` is at, in `item` (stored with it);
+  // the copy starts once the item is queued.
+  bool copy_wanted = false;
+  auto mark = [&](const std::vector<std::string>& tables, SinkItem* item) {
+    for (const std::string& t : tables) {
+      if (pending.count(t)) continue;  // already being copied (read again after a restart)
+      if (!ahead) {
+        ahead = true;
+        ahead_resume = passed.stream_start;
+        ahead_gtid = passed.gtid;
+        passed.others_at = passed.stream_start;
+      }
+      pending.insert(t);
+      TableSnapshotProgress p;
+      p.reread = true;
+      passed.tables[t] = std::move(p);
+      if (std::find(passed.rereading.begin(), passed.rereading.end(), t) == passed.rereading.end())
+        passed.rereading.push_back(t);
+      passed.snapshot_done = false;
+      item->marks.push_back(t);
+    }
+    if (item->marks.empty()) return;
+    schemas.SetSkipping(pending, passed.rereading, passed.others_at);
+    if (!copy_running) copy_wanted = true;
+  };
+  // The resume state once `item` is applied.
+  auto stamp = [&](SinkItem& item) {
+    if (ahead && !pending.empty() && ComparePositions(passed.stream_start, passed.others_at) > 0)
+      passed.others_at = passed.stream_start;
+    if (ahead && pending.empty() && ComparePositions(passed.stream_start, passed.others_at) >= 0) {
+      // The re-read tables' binlog since their mark is applied again up to where the others
+      // were: from here on every table is at the same position.
+      ahead = false;
+      passed.others_at = BinlogPosition{};
+      passed.rereading.clear();
+      schemas.SetSkipping({}, {}, {});
+    }
+    item.stream_start = ahead ? ahead_resume : passed.stream_start;
+    item.gtid = ahead ? ahead_gtid : passed.gtid;
+    item.schemas = passed.schemas;
+    item.others_at = passed.others_at;
+    item.rereading = passed.rereading;
+  };
   auto handle = [&](const binlog::Event& ev) -> Status {
     current_event = BinlogPosition{ev.file, ev.pos};
     ASSIGN_OR_RETURN(auto committed, assembler.Feed(ev));
@@ -763,28 +1011,20 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     passed.gtid = committed->end.gtid;
     SinkItem item;
     item.abort_parts = committed->rolled_back && committed->has_parts;
-    bool snapshot_changed = false;
     if (committed->is_ddl) {
       std::vector<std::string> rereads;
-      RETURN_IF_ERROR(schemas.OnDdl(*committed, ev, passed.stream_start, &item.schema_changes, &item.reset, &rereads));
-      passed.schemas = schemas.history();
-      if (!rereads.empty()) {
-        // The mark is stored with this statement's position; decoding stops here and Run
-        // copies the tables once the writer has drained (a restart does the same).
-        for (const std::string& t : rereads) {
-          TableSnapshotProgress p;
-          p.reread = true;
-          passed.tables[t] = std::move(p);
-        }
-        passed.snapshot_done = false;
-        reread_now = true;
-        snapshot_changed = true;
+      RETURN_IF_ERROR(schemas.OnDdl(*committed, ev, ahead ? ahead_resume : passed.stream_start, &item.schema_changes,
+                                    &item.reset, &rereads));
+      if (schemas.TakeWaitForCopy()) {
+        // On a table being copied: nothing of it is sent; the copy is finished with the
+        // stream stopped here, and the statement is read again after it.
+        wait_copy_now = true;
+        return Status::Ok();
       }
+      passed.schemas = schemas.history();
+      if (!rereads.empty()) mark(rereads, &item);
     }
-    item.stream_start = passed.stream_start;
-    item.gtid = passed.gtid;
-    item.schemas = passed.schemas;
-    if (snapshot_changed) item.full = passed;
+    stamp(item);
     if (!committed->unknown_xa.empty()) {
       LogWarning("XA COMMIT {} at {}:{}: its XA PREPARE came before the start point, so its rows "
                  "cannot be delivered", committed->unknown_xa, ev.file, ev.pos);
@@ -800,7 +1040,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
     // Sinks that group by themselves (NATS, Kafka) checkpoint inside a group: each transaction
     // carries its own checkpoint (formatted here, off the sink thread). The others record a
     // group's last one only, formatted by the writer once per group.
-    if (every_checkpoint && !item.txn.changes.empty()) item.txn.checkpoint = passed.ToJsonWithRef(history_text.get());
+    if (every_checkpoint && !item.txn.changes.empty() && !ahead) item.txn.checkpoint = passed.ToJsonWithRef(history_text.get());
     // Queues count what an item holds in memory (3-6 times its binlog bytes), so that they
     // bound memory, not binlog.
     size_t memory = 0;
@@ -816,6 +1056,16 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
   binlog::Event event;  // decoded into in place: its allocations serve the next event
   while (true) {
     if (Stopping(options_.stop) || writer_failed.load()) break;
+    if (copy_running && copy_finished.load()) {
+      // The copy is done (or failed): its tables' binlog since the mark is replayed by the
+      // next RunOnce, judged against the copy's points (pipeline/handoff_rule.h).
+      if (!copy_status.ok()) {
+        result = copy_status;
+      } else {
+        *again = true;
+      }
+      break;
+    }
     if (caught_up()) break;
     if (options_.poll_rereads && options_.reread && !assembler.in_transaction() &&
         Clock::now() - last_poll > std::chrono::seconds(1)) {
@@ -823,21 +1073,17 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
       std::vector<std::string> asked = options_.poll_rereads();
       if (!asked.empty()) {
         // Marked at the position after the last whole transaction read, like a DDL's re-read.
-        for (const std::string& t : asked) {
-          TableSnapshotProgress p;
-          p.reread = true;
-          passed.tables[t] = std::move(p);
-        }
-        passed.snapshot_done = false;
         SinkItem item;
-        item.stream_start = passed.stream_start;
-        item.gtid = passed.gtid;
-        item.schemas = passed.schemas;
+        mark(asked, &item);
+        stamp(item);
         item.txn.schemas = history_text;
-        item.full = passed;
         LogInfo("re-read requested (sluice resnapshot) at {}", passed.stream_start.ToString());
         result = send(std::move(item));
-        break;
+        if (!result.ok()) break;
+        if (copy_wanted) {
+          copy_wanted = false;
+          start_copy(passed);
+        }
       }
     }
     if (batch_at == batch.size()) {
@@ -866,15 +1112,31 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress) {
       break;
     }
     Status st = handle(event);
-    while (st.ok() && !reread_now && stream.HasPendingInner()) {
+    while (st.ok() && !wait_copy_now && stream.HasPendingInner()) {
       auto inner = stream.NextInner();
       if (!inner.ok()) { st = inner.status(); break; }
       st = handle(*inner);
     }
     if (!st.ok()) { result = st; break; }
-    if (reread_now) break;
+    if (wait_copy_now) {
+      LogInfo("a statement on a table being re-read at {}: the stream waits for the copy there",
+              current_event.ToString());
+      blocking_reread_ = true;
+      *again = true;
+      break;
+    }
+    if (copy_wanted) {
+      copy_wanted = false;
+      start_copy(passed);
+    }
   }
   join_reader();
+  if (copy_running) {
+    // Stopped unless it is done: its progress is in the sink, and the next copy continues it.
+    copy_stop = true;
+    copy_thread.join();
+    if (result.ok() && !copy_status.ok() && copy_status.code() != StatusCode::kCancelled) result = copy_status;
+  }
   join_writer();  // every whole transaction read so far reaches the sink (or a sink error)
   if (!writer_status.ok()) {
     if (writer_status.code() == StatusCode::kCancelled && Stopping(options_.stop)) return Status::Ok();
@@ -931,15 +1193,65 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
   };
   size_t group_items = 0;
   const bool every_checkpoint = sink.CheckpointsEachTransaction();
-  auto advance = [](Checkpoint& cp, const SinkItem& item) {
-    if (item.full) {
-      cp = *item.full;
-      return;
+  // A copy beside the stream (CopyCall) records versions in its own schema history; the
+  // state's history is the stream's with the copy's newer versions of its tables added.
+  std::shared_ptr<const SchemaHistory> stream_schemas = checkpoint_.schemas, copy_schemas;
+  std::vector<std::string> copy_names;
+  const SchemaHistory *merged_stream = nullptr, *merged_copy = nullptr;
+  std::shared_ptr<const SchemaHistory> merged_hist;
+  std::shared_ptr<const SchemaHistoryText> merged_text;
+  auto merged = [&]() -> std::shared_ptr<const SchemaHistory> {
+    if (!copy_schemas) return stream_schemas;
+    if (merged_stream == stream_schemas.get() && merged_copy == copy_schemas.get()) return merged_hist;
+    SchemaHistory h = stream_schemas ? *stream_schemas : SchemaHistory();
+    for (const std::string& name : copy_names) {
+      for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+        const std::string db = name.substr(0, dot), table = name.substr(dot + 1);
+        const std::vector<TableVersion>& versions = copy_schemas->Versions(db, table);
+        if (versions.empty()) continue;
+        const TableVersion* latest = h.Latest(db, table);
+        const BinlogPosition after = latest ? latest->since : BinlogPosition{};
+        const bool any = latest != nullptr;
+        for (const TableVersion& v : versions) {
+          if (any && ComparePositions(v.since, after) <= 0) continue;
+          Status st = h.Add(db, table, v);
+          if (!st.ok()) LogWarning("re-read of {}: its definition was not recorded: {}", name, st.ToString());
+        }
+        break;
+      }
     }
+    h.CacheJson();
+    merged_hist = h.empty() ? nullptr : std::make_shared<const SchemaHistory>(std::move(h));
+    merged_text = merged_hist ? SchemaHistoryTextOf(*merged_hist) : nullptr;
+    merged_stream = stream_schemas.get();
+    merged_copy = copy_schemas.get();
+    return merged_hist;
+  };
+  auto advance = [&](Checkpoint& cp, const SinkItem& item) {
     cp.stream_start = item.stream_start;
     cp.gtid = item.gtid;
-    cp.schemas = item.schemas;
+    stream_schemas = item.schemas;
+    cp.schemas = merged();
+    cp.others_at = item.others_at;
+    cp.rereading = item.rereading;
+    for (const std::string& m : item.marks) {
+      TableSnapshotProgress p;
+      p.reread = true;
+      cp.tables[m] = std::move(p);
+      cp.snapshot_done = false;
+    }
   };
+  // The history text a checkpoint of `cp` refers to: the stream's, or the merged one.
+  auto text_of = [&](const Checkpoint& cp, const std::shared_ptr<const SchemaHistoryText>& stream_text) {
+    return copy_schemas && cp.schemas == merged_hist ? merged_text : stream_text;
+  };
+  std::optional<SinkItem> copy_held;  // a copy's call waits while a large transaction's parts are open
+  struct FinishHeld {
+    std::optional<SinkItem>& held;
+    ~FinishHeld() {
+      if (held && held->copy) held->copy->Finish(Status::Cancelled("the sink writer stopped"));
+    }
+  } finish_held{copy_held};
   // A large source transaction's parts are in an open sink transaction: only the group that
   // holds its end commits it; a stop or error before that takes them back.
   bool parts_open = false;
@@ -979,7 +1291,10 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
   };
   while (true) {
     std::optional<SinkItem> first;
-    if (held) {
+    if (copy_held && !parts_open) {
+      first = std::move(copy_held);
+      copy_held.reset();
+    } else if (held) {
       first = std::move(held);
       held.reset();
     } else {
@@ -996,6 +1311,32 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
         RETURN_IF_ERROR(save_pending(false));
         continue;
       }
+    }
+    if (first->copy) {
+      if (parts_open) {
+        copy_held = std::move(first);
+        continue;
+      }
+      CopyCall& c = *first->copy;
+      Checkpoint after = checkpoint_;
+      for (const std::string& n : c.names) {
+        auto it = c.tables.find(n);
+        if (it != c.tables.end()) after.tables[n] = it->second;
+      }
+      copy_names = c.names;
+      copy_schemas = c.schemas;
+      after.schemas = merged();
+      after.snapshot_done = true;
+      for (const auto& [n, p] : after.tables) after.snapshot_done = after.snapshot_done && p.done;
+      const std::string text = c.stores_checkpoint ? after.ToJson() : std::string();
+      Status st = CallSink("re-read", [&] { return c.call(sink, text); });
+      c.Finish(st);
+      RETURN_IF_ERROR(st);
+      if (c.stores_checkpoint) {
+        checkpoint_ = std::move(after);
+        unsaved = false;
+      }
+      continue;
     }
     if (first->part) {
       Status st = sink.ApplyPart(first->txn);
@@ -1051,8 +1392,14 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     group_items = 0;
     auto add = [&](SinkItem& item) {
       ++group_items;
-      last_schemas = item.txn.schemas;
       advance(last, item);
+      last_schemas = text_of(last, item.txn.schemas);
+      if (every_checkpoint && !item.txn.changes.empty() && (copy_schemas || !last.others_at.empty())) {
+        // Beside a re-read the decoding thread cannot know the state (the copy's progress is
+        // the writer's): each transaction's checkpoint is made here.
+        item.txn.checkpoint = last.ToJsonWithRef(last_schemas.get());
+        item.txn.schemas = last_schemas;
+      }
       if (item.txn.preformatted) {
         bytes += item.txn.preformatted->size();
       } else {
@@ -1073,7 +1420,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       bool closed = false;
       auto next = queue.Pop(milliseconds(0), &st, &closed);
       if (!next) break;  // nothing more ready: commit now (latency first when idle)
-      if (next->reset || !next->schema_changes.empty() || next->part || next->abort_parts) {
+      if (next->reset || !next->schema_changes.empty() || next->part || next->abort_parts || next->copy) {
         held = std::move(next);
         break;
       }

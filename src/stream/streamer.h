@@ -66,12 +66,13 @@ struct StreamerOptions {
   size_t group_max_bytes = 32u << 20;
   uint32_t group_max_ms = 200;
   // Online re-reads (snapshot/reread.h): copies the tables `ckpt` marks unfinished
-  // (snapshot_done false) into the sink and updates `ckpt`. The stream asks for one when a
-  // DDL leaves a table's rows as the sink cannot reproduce them (a rewriting ALTER, a table
-  // renamed or created into the patterns): it stores the mark with the DDL's position, stops
-  // reading, waits for the sink writer to drain, runs the copy, and continues from the same
-  // position. Null: such DDL stops the run instead.
-  std::function<Status(Checkpoint& ckpt, Sink& sink)> reread;
+  // (snapshot_done false) into the sink and updates `ckpt`, returning early (OK) once *stop
+  // is set. The stream asks for one when a DDL leaves a table's rows as the sink cannot
+  // reproduce them (a rewriting ALTER, a table renamed or created into the patterns): it
+  // stores the mark with the DDL's position and runs the copy on a thread of its own beside
+  // the stream, its sink calls going through the sink writer (docs/design.md, "Online
+  // re-reads"). Null: such DDL stops the run instead.
+  std::function<Status(Checkpoint& ckpt, Sink& sink, const std::atomic<bool>* stop)> reread;
   // Tables to re-read on request (`sluice resnapshot` while a run streams): asked about once
   // a second between source transactions; a non-empty answer is marked like a DDL's re-read.
   std::function<std::vector<std::string>()> poll_rereads;
@@ -89,6 +90,8 @@ struct StreamerOptions {
   // Progress callback for logging: called on the sink writer thread after each applied group.
   std::function<void(const Checkpoint&, size_t rows)> on_applied;
 };
+
+struct CopyCall;  // streamer.cc
 
 class Streamer {
  public:
@@ -122,16 +125,23 @@ class Streamer {
     BinlogPosition stream_start;
     std::string gtid;
     std::shared_ptr<const SchemaHistory> schemas;
-    // The whole state instead, when its snapshot part changed too (tables marked for an
-    // online re-read: snapshot/reread.h).
-    std::optional<Checkpoint> full;
+    // Online re-reads beside the stream (checkpoint.h): tables marked at this item, and the
+    // others_at/rereading state once it is applied.
+    std::vector<std::string> marks;
+    BinlogPosition others_at;
+    std::vector<std::string> rereading;
+    // A sink call of the copy running beside the stream (streamer.cc CopyCall); nothing else
+    // of the item is used.
+    std::shared_ptr<CopyCall> copy;
     // Large transactions: `txn` holds changes of a source transaction that goes on
     // (Sink::ApplyPart; the state fields unused), or the parts sent of one that rolled back
     // are taken back (abort_parts; the state is the one after the rollback).
     bool part = false;
     bool abort_parts = false;
   };
-  Status RunOnce(Sink& sink, bool* made_progress);
+  // `again`: OK and Run should call it again (a copy beside the stream ended: its table's
+  // binlog since the mark is replayed; or a DDL on a table being copied: blocking_reread_).
+  Status RunOnce(Sink& sink, bool* made_progress, bool* again);
   // The sink writer thread's loop: applies items in groups until the queue is closed and
   // drained (OK) or a sink call fails definitely.
   Status WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue);
@@ -144,6 +154,8 @@ class Streamer {
   StreamerOptions options_;
   Checkpoint checkpoint_;
   bool reconnecting_ = false;  // set after the first connection of Run
+  // The next copy runs with the stream stopped (a DDL on the table being copied was met).
+  bool blocking_reread_ = false;
   std::atomic<uint64_t> applied_transactions_{0};
   std::atomic<uint64_t> applied_rows_{0};
   std::atomic<uint64_t> applied_groups_{0};
