@@ -400,9 +400,8 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   }
   if (!ckpt.snapshot_done) {
     if (rereads) {
-      // Online re-reads (snapshot/reread.h); a table gone from the source is not waited for.
-      RETURN_IF_ERROR(RunRereads(so, ckpt, *sink));
-      if (local_sink && ckpt.snapshot_done) ClearResnapshotClaim(config.sink);
+      // Online re-reads (snapshot/reread.h): the streamer copies them beside the stream
+      // (stream/streamer.h `reread`), so the other tables do not wait for them.
     } else {
       RETURN_IF_ERROR(RunSnapshot(so, *meta, tables, ckpt, *sink));
     }

@@ -692,7 +692,10 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
       if (st.ok() && Stopping(options_.stop)) return st;
       again = st.ok();
     } else if (!options_.target.empty() && ComparePositions(checkpoint_.stream_start, options_.target) >= 0 &&
-               checkpoint_.others_at.empty() && (checkpoint_.snapshot_done || !options_.reread)) {
+               (checkpoint_.others_at.empty() || ComparePositions(checkpoint_.stream_start, checkpoint_.others_at) >= 0) &&
+               (checkpoint_.snapshot_done || !options_.reread)) {
+      checkpoint_.others_at = BinlogPosition{};
+      checkpoint_.rereading.clear();
       return CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(checkpoint_.ToJson()); });
     } else {
       st = RunOnce(sink, &progress, &again);
@@ -872,6 +875,12 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
   if (options_.reread)
     for (const auto& [name, p] : checkpoint_.tables)
       if (p.reread && !p.done) pending.insert(name);
+  if (pending.empty() && !checkpoint_.others_at.empty() &&
+      ComparePositions(checkpoint_.stream_start, checkpoint_.others_at) >= 0) {
+    // Nothing was read past the marks before the copy ended: one position again.
+    checkpoint_.others_at = BinlogPosition{};
+    checkpoint_.rereading.clear();
+  }
   if (!pending.empty()) {
     if (checkpoint_.others_at.empty()) checkpoint_.others_at = checkpoint_.stream_start;
     for (const std::string& n : pending)
