@@ -1,9 +1,9 @@
 // Checkpoint <-> JSON text.
 //
-// Grammar (version 1, or 2 with "schemas"; keys in this order when written, unknown keys
-// ignored when read):
+// Grammar (version 1, 2 with "schemas", or 3 with "ahead" and "schemas" optional; keys in
+// this order when written, unknown keys ignored when read):
 //   {
-//     "version": 1 | 2,                              integer; anything else -> kFailedPrecondition
+//     "version": 1 | 2 | 3,                          integer; anything else -> kFailedPrecondition
 //     "flavor": "mariadb" | "mysql" | "unknown",
 //     "stream_start": {"file": string, "pos": unsigned integer},
 //     "gtid": string,                                may be ""
@@ -30,7 +30,7 @@
 //                     "run_high": key, "runs": n}, ...}                  optional
 //     "ahead": {"file": string, "pos": n, "tables": [string...]}   optional: others_at and
 //                                                   rereading (checkpoint.h)
-//     "schemas": SchemaHistory JSON (schema/schema_history.h)    version 2 only
+//     "schemas": SchemaHistory JSON (schema/schema_history.h)    versions 2 and 3 only
 //   }
 // Text that is not JSON, a missing "version", or any field of the wrong type or missing is
 // kCorruption naming the field.
@@ -188,10 +188,10 @@ Result<Checkpoint> FromParsed(const Json& doc) {
   ASSIGN_OR_RETURN(const Json* version, Member(doc, "version", "version"));
   if (!version->is_number_integer()) return Missing("version", "an integer");
   const int64_t v = version->get<int64_t>();
-  if (v != Checkpoint::kVersion && v != Checkpoint::kVersionWithSchemas) {
+  if (v != Checkpoint::kVersion && v != Checkpoint::kVersionWithSchemas && v != Checkpoint::kVersionWithAhead) {
     return Status::FailedPrecondition(
-        fmt::format("checkpoint: format version {} is not supported (this sluice reads versions {} and {})",
-                    v, Checkpoint::kVersion, Checkpoint::kVersionWithSchemas));
+        fmt::format("checkpoint: format version {} is not supported (this sluice reads versions {} to {})",
+                    v, Checkpoint::kVersion, Checkpoint::kVersionWithAhead));
   }
   Checkpoint cp;
   ASSIGN_OR_RETURN(std::string flavor, GetString(doc, "flavor", "flavor"));
@@ -267,6 +267,10 @@ Result<Checkpoint> FromParsed(const Json& doc) {
     }
   }
   if (auto a = doc.find("ahead"); a != doc.end()) {
+    if (v != Checkpoint::kVersionWithAhead) {
+      return Status::Corruption(fmt::format("checkpoint: \"ahead\" in a version {} checkpoint (only version {} has it)",
+                                            v, Checkpoint::kVersionWithAhead));
+    }
     if (!a->is_object()) return Missing("ahead", "an object");
     ASSIGN_OR_RETURN(cp.others_at.file, GetString(*a, "file", "ahead.file"));
     ASSIGN_OR_RETURN(cp.others_at.pos, GetUnsigned(*a, "pos", "ahead.pos"));
@@ -278,7 +282,10 @@ Result<Checkpoint> FromParsed(const Json& doc) {
     }
   }
   auto schemas = doc.find("schemas");
-  if (v == Checkpoint::kVersionWithSchemas) {
+  const bool has_schemas = v == Checkpoint::kVersionWithSchemas ||
+                           (v == Checkpoint::kVersionWithAhead &&
+                            (schemas != doc.end() || doc.find("schemas_ref") != doc.end()));
+  if (has_schemas) {
     if (auto ref = doc.find("schemas_ref"); schemas == doc.end() && ref != doc.end()) {
       return Status::Corruption(fmt::format(
           "checkpoint: the schema history it refers to (schemas_ref {}) was not found beside it",
@@ -339,7 +346,7 @@ std::string Checkpoint::ToJsonWithoutSchemas() const {
   const bool with_schemas = schemas != nullptr && !schemas->empty();
   const bool frozen = frozen_snapshot_ && frozen_snapshot_->fingerprint == SnapshotFingerprint();
   OJson doc;
-  doc["version"] = with_schemas ? kVersionWithSchemas : kVersion;
+  doc["version"] = !others_at.empty() ? kVersionWithAhead : with_schemas ? kVersionWithSchemas : kVersion;
   doc["flavor"] = std::string(FlavorName(flavor));
   doc["stream_start"] = OJson{{"file", stream_start.file}, {"pos", stream_start.pos}};
   doc["gtid"] = gtid;

@@ -124,6 +124,10 @@ struct SourceIdentity {
 struct Checkpoint {
   static constexpr int kVersion = 1;             // without schemas
   static constexpr int kVersionWithSchemas = 2;  // with schemas
+  // With "ahead" (an online re-read under way), with or without schemas: a sluice that does
+  // not know "ahead" would ignore it and apply the other tables' changes since the re-read's
+  // DDL a second time, so it must refuse the checkpoint instead.
+  static constexpr int kVersionWithAhead = 3;
 
   Flavor flavor = Flavor::kUnknown;
   BinlogPosition stream_start;

@@ -98,11 +98,23 @@ TEST(CheckpointTest, AheadOfAReReadRoundTrips) {
   EXPECT_EQ(back->others_at.pos, 777u);
   EXPECT_EQ(back->rereading, std::vector<std::string>{"sakila.actor"});
   EXPECT_EQ(back->ToJson(), text);
+  // Written as version 3, so that a sluice that does not know "ahead" refuses it instead of
+  // applying the other tables' changes since the re-read's DDL twice; "ahead" under an older
+  // version number is corrupt.
+  EXPECT_EQ(text.rfind(R"({"version":3,)", 0), 0u) << text;
+  cp.others_at = {};
+  cp.rereading.clear();
+  EXPECT_EQ(cp.ToJson().rfind(R"({"version":1,)", 0), 0u) << cp.ToJson();
   Result<Checkpoint> bad = Checkpoint::FromJson(
-      R"({"version":1,"flavor":"mysql","stream_start":{"file":"b.1","pos":4},"gtid":"",)"
+      R"({"version":3,"flavor":"mysql","stream_start":{"file":"b.1","pos":4},"gtid":"",)"
       R"("snapshot":{"done":true,"tables":{}},"ahead":{"file":"b.1","pos":9,"tables":"d.t"}})");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("ahead.tables"), std::string::npos) << bad.status().ToString();
+  Result<Checkpoint> old_version = Checkpoint::FromJson(
+      R"({"version":1,"flavor":"mysql","stream_start":{"file":"b.1","pos":4},"gtid":"",)"
+      R"("snapshot":{"done":true,"tables":{}},"ahead":{"file":"b.1","pos":9,"tables":["d.t"]}})");
+  ASSERT_FALSE(old_version.ok());
+  EXPECT_NE(old_version.status().message().find("version 1"), std::string::npos) << old_version.status().ToString();
 }
 
 // Incremental progress round-trips (binary key texts as hex) and is absent when empty; a
@@ -171,12 +183,12 @@ TEST(CheckpointTest, EmptyDefaultRoundTrips) {
 TEST(CheckpointTest, UnknownVersionIsFailedPrecondition) {
   Checkpoint cp = Sample();
   std::string text = cp.ToJson();
-  std::string v3 = text;
-  v3.replace(v3.find("\"version\":1"), 11, "\"version\":3");
-  Result<Checkpoint> r = Checkpoint::FromJson(v3);
+  std::string v4 = text;
+  v4.replace(v4.find("\"version\":1"), 11, "\"version\":4");
+  Result<Checkpoint> r = Checkpoint::FromJson(v4);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(r.status().message().find("version 3"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("version 4"), std::string::npos) << r.status().ToString();
 
   r = Checkpoint::FromJson(R"({"version":0})");
   ASSERT_FALSE(r.ok());
@@ -204,6 +216,18 @@ TEST(CheckpointTest, SchemaHistoryTravelsAsVersion2) {
   ExpectEqual(cp, *back);
   ASSERT_NE(back->schemas, nullptr);
   EXPECT_TRUE(*back->schemas == *h);
+
+  // With an online re-read under way it is version 3, schemas and all.
+  Checkpoint with_ahead = cp;
+  with_ahead.others_at = BinlogPosition{"binlog.000001", 950};
+  with_ahead.rereading = {"shop.t"};
+  std::string text3 = with_ahead.ToJson();
+  EXPECT_NE(text3.find("\"version\":3"), std::string::npos) << text3;
+  Result<Checkpoint> back3 = Checkpoint::FromJson(text3);
+  ASSERT_TRUE(back3.ok()) << back3.status().ToString();
+  ASSERT_NE(back3->schemas, nullptr);
+  EXPECT_TRUE(*back3->schemas == *h);
+  EXPECT_EQ(back3->others_at.pos, 950u);
 
   // Version 2 without its schemas, or with broken ones, is corrupt.
   std::string no_schemas = Sample().ToJson();
