@@ -4,7 +4,8 @@
 #   scripts/fuzz.sh SECONDS          (make fuzz: 90, make fuzz-long: 600; CPU seconds, JOBS targets at a time)
 #   scripts/fuzz.sh --build-only     (configures and builds the targets, runs nothing)
 # Environment: FUZZ_BUILD (default build-fuzz), JOBS (default 2), FUZZ_TARGETS (default
-# "event_stream decode json_binary rows").
+# "event_stream decode json_binary rows"), FUZZ_TIMEOUT (seconds of wall time one input may
+# take before it counts as a hang; default 10; make test's run at nice 19 uses 60).
 # The seed corpus comes from fuzz/make-corpus.sh (fixtures + hand-made values + the
 # committed crashers of tests/fuzz-regressions); inputs that found new coverage accumulate
 # in $FUZZ_BUILD/corpus/<target>. A crasher lands in $FUZZ_BUILD/fuzz-artifacts/<target>/;
@@ -46,7 +47,7 @@ for t in $targets; do sum=$((sum + $(weight "$t"))); done
 run_target() {
   local t=$1 secs=$2 corpus="$build/corpus/$1" artifacts="$build/fuzz-artifacts/$1" log="$build/fuzz-$1.log" rc=0
   mkdir -p "$corpus" "$artifacts"
-  "$build/${t}_fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb="$(rss_mb "$t")" -malloc_limit_mb="$(rss_mb "$t")" \
+  "$build/${t}_fuzzer" -max_total_time="$secs" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb="$(rss_mb "$t")" -malloc_limit_mb="$(rss_mb "$t")" \
     -max_len="$(max_len "$t")" -print_final_stats=1 -artifact_prefix="$artifacts/" \
     "$corpus" "$seeds/$t" >"$log" 2>&1 || rc=$?
   echo "$rc" >"$build/fuzz-$t.rc"

@@ -6,7 +6,8 @@
 #      side by side, each against its own throwaway MariaDB (tests change server globals);
 #   3. the same integration_tests against REL_BUILD's optimised sluice binary, for the tests
 #      named in SLUICE_RELEASE_TESTS: the long and timing-sensitive ones left out of step 2,
-#      and the end-to-end suite as a smoke test of the optimised binary.
+#      and the end-to-end suite as a smoke test of the optimised binary; in shards too;
+#   4. with FUZZ_SECONDS, scripts/fuzz.sh on ASAN_BUILD's fuzz targets, beside step 3.
 # With REL_PREBUILD=1, REL_BUILD's sluice is built at nice 19 while steps 1-2 run (they wait
 # on servers and processes much of the time), and step 3 waits for it; with FUZZ_PREBUILD=1
 # the fuzz targets are built after it the same way (scripts/fuzz.sh --build-only), so the
@@ -42,6 +43,7 @@ servers=()
 fuzz_pid=""
 cleanup() {
   [ -n "$fuzz_pid" ] && kill "$fuzz_pid" 2>/dev/null || true
+  [ -n "${fuzz_run_pid:-}" ] && kill "$fuzz_run_pid" 2>/dev/null || true
   for d in "${servers[@]}"; do scripts/mariadb-test-server.sh stop "$d" >/dev/null 2>&1 || true; rm -rf "$d"; done
 }
 trap cleanup EXIT
@@ -103,10 +105,39 @@ if [ "${REL_PREBUILD:-0}" = 1 ]; then
   fi
   echo "   ($((SECONDS - started)) s so far)"
 fi
-echo "== integration tests of $asan against $rel/sluice (filter: $release_filter)"
-# shellcheck disable=SC1091
-(. "${servers[0]}/env" && SLUICE_TEST_BINARY="$PWD/$rel/sluice" timeout 900 "$asan/integration_tests" \
-   --gtest_filter="$release_filter") || status=1
+# With FUZZ_SECONDS, make test's fuzz run (scripts/fuzz.sh, targets of the ASan build) runs
+# beside step 3 at nice 19: the release tests leave a core mostly idle, and at nice 19 the
+# fuzzers take only that (the timing-sensitive tests keep the CPU they need).
+fuzz_run_pid=""
+if [ -n "${FUZZ_SECONDS:-}" ]; then
+  # A starved fuzzer must not report a slow input as a hang: 60 s of wall time per input.
+  FUZZ_BUILD="$asan" FUZZ_TIMEOUT=60 nice -n 19 bash scripts/fuzz.sh "$FUZZ_SECONDS" >"$logs/fuzz.log" 2>&1 &
+  fuzz_run_pid=$!
+fi
+echo "== integration tests of $asan against $rel/sluice, $shards shards side by side (filter: $release_filter)"
+pids=()
+for i in $(seq 0 $((shards - 1))); do
+  # shellcheck disable=SC1091
+  ( . "${servers[$i]}/env"
+    SLUICE_TEST_BINARY="$PWD/$rel/sluice" GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
+      timeout 900 "$asan/integration_tests" --gtest_filter="$release_filter" ) >"$logs/release-$i.log" 2>&1 &
+  pids+=($!)
+done
+for i in "${!pids[@]}"; do
+  if wait "${pids[$i]}"; then
+    echo "shard $i: $(grep -E '^\[  PASSED  \]' "$logs/release-$i.log" || echo 'passed')"
+  else
+    status=1
+    echo "shard $i FAILED (whole log follows; kept in $logs/release-$i.log):"
+    cat "$logs/release-$i.log"
+  fi
+done
+echo "   ($((SECONDS - started)) s so far)"
+if [ -n "$fuzz_run_pid" ]; then
+  echo "== fuzzing (scripts/fuzz.sh $FUZZ_SECONDS, FUZZ_BUILD=$asan), started beside the release tests"
+  wait "$fuzz_run_pid" || status=1
+  cat "$logs/fuzz.log"
+fi
 echo "   ($((SECONDS - started)) s in all)"
 
 if [ -n "$fuzz_pid" ]; then
