@@ -75,26 +75,35 @@ if [ "${REL_PREBUILD:-0}" = 1 ] || [ "${FUZZ_PREBUILD:-0}" = 1 ]; then
   fuzz_pid=$!
 fi
 
+# run_shards NAME SLUICE_BINARY TIMEOUT FILTER [VAR=VALUE...]: ASAN_BUILD's integration_tests
+# against SLUICE_BINARY in $shards gtest shards side by side, shard i on server i; each
+# shard's log ($logs/NAME-i.log) is printed whole when it fails, with its three slowest tests.
+run_shards() {
+  local name=$1 binary=$2 limit=$3 filter=$4
+  shift 4
+  local pids=() i
+  for i in $(seq 0 $((shards - 1))); do
+    # shellcheck disable=SC1091
+    ( . "${servers[$i]}/env"
+      env "$@" SLUICE_TEST_BINARY="$PWD/$binary" GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
+        timeout "$limit" "$asan/integration_tests" --gtest_filter="$filter" ) >"$logs/$name-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    if wait "${pids[$i]}"; then
+      echo "shard $i: $(grep -E '^\[  PASSED  \]' "$logs/$name-$i.log" || echo 'passed')"
+    else
+      status=1
+      echo "shard $i FAILED (whole log follows; kept in $logs/$name-$i.log):"
+      cat "$logs/$name-$i.log"
+    fi
+    grep -E '^\[       OK \]' "$logs/$name-$i.log" | sed -E 's/.*\(([0-9]+) ms\)$/\1 &/' | sort -rn | head -3 |
+      sed 's/^[0-9]* /  slowest: /' || true
+  done
+}
+
 echo "== integration tests of $asan against $asan/sluice, $shards shards side by side (filter: $asan_filter)"
-pids=()
-for i in $(seq 0 $((shards - 1))); do
-  # shellcheck disable=SC1091
-  ( . "${servers[$i]}/env"
-    SLUICE_TEST_BINARY="$PWD/$asan/sluice" SLUICE_TEST_SANITIZED=1 GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
-      timeout 1500 "$asan/integration_tests" --gtest_filter="$asan_filter" ) >"$logs/asan-$i.log" 2>&1 &
-  pids+=($!)
-done
-for i in "${!pids[@]}"; do
-  if wait "${pids[$i]}"; then
-    echo "shard $i: $(grep -E '^\[  PASSED  \]' "$logs/asan-$i.log" || echo 'passed')"
-  else
-    status=1
-    echo "shard $i FAILED (whole log follows; kept in $logs/asan-$i.log):"
-    cat "$logs/asan-$i.log"
-  fi
-  grep -E '^\[       OK \]' "$logs/asan-$i.log" | sed -E 's/.*\(([0-9]+) ms\)$/\1 &/' | sort -rn | head -3 |
-    sed 's/^[0-9]* /  slowest: /' || true
-done
+run_shards asan "$asan/sluice" 1500 "$asan_filter" SLUICE_TEST_SANITIZED=1
 echo "   ($((SECONDS - started)) s so far)"
 
 if [ "${REL_PREBUILD:-0}" = 1 ]; then
@@ -115,23 +124,7 @@ if [ -n "${FUZZ_SECONDS:-}" ]; then
   fuzz_run_pid=$!
 fi
 echo "== integration tests of $asan against $rel/sluice, $shards shards side by side (filter: $release_filter)"
-pids=()
-for i in $(seq 0 $((shards - 1))); do
-  # shellcheck disable=SC1091
-  ( . "${servers[$i]}/env"
-    SLUICE_TEST_BINARY="$PWD/$rel/sluice" GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
-      timeout 900 "$asan/integration_tests" --gtest_filter="$release_filter" ) >"$logs/release-$i.log" 2>&1 &
-  pids+=($!)
-done
-for i in "${!pids[@]}"; do
-  if wait "${pids[$i]}"; then
-    echo "shard $i: $(grep -E '^\[  PASSED  \]' "$logs/release-$i.log" || echo 'passed')"
-  else
-    status=1
-    echo "shard $i FAILED (whole log follows; kept in $logs/release-$i.log):"
-    cat "$logs/release-$i.log"
-  fi
-done
+run_shards release "$rel/sluice" 900 "$release_filter"
 echo "   ($((SECONDS - started)) s so far)"
 if [ -n "$fuzz_run_pid" ]; then
   echo "== fuzzing (scripts/fuzz.sh $FUZZ_SECONDS, FUZZ_BUILD=$asan), started beside the release tests"
