@@ -3,13 +3,17 @@
 // transaction is exact at its point: snapshot.cc.
 #include "snapshot/coordinator.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <condition_variable>
 #include <ctime>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "mysql/key_literal.h"
 #include "pipeline/bounded_queue.h"
@@ -51,43 +55,85 @@ struct TableState {
   uint64_t rows_at_start = 0;
 };
 
-Status CheckColumns(Connection& conn, const TableSchema& planned) {
+// Why `planned` no longer describes the table as `now` does (the first difference that
+// matters to the copy: a column's name, type or collation, or the primary key); empty when it
+// still does.
+std::string DefinitionChange(const TableSchema& planned, const TableSchema& now) {
+  if (now.primary_key != planned.primary_key) return "its primary key changed";
+  for (size_t i = 0; i < std::min(now.columns.size(), planned.columns.size()); ++i) {
+    const ColumnDesc& a = planned.columns[i];
+    const ColumnDesc& b = now.columns[i];
+    if (a.name != b.name || a.column_type != b.column_type || a.collation != b.collation)
+      return fmt::format("column {} was `{}` {}{}{}, is now `{}` {}{}{}", i + 1, a.name, a.column_type,
+                         a.collation.empty() ? "" : " COLLATE ", a.collation, b.name, b.column_type,
+                         b.collation.empty() ? "" : " COLLATE ", b.collation);
+  }
+  if (now.columns.size() != planned.columns.size())
+    return fmt::format("it had {} columns, has {} now", planned.columns.size(), now.columns.size());
+  return "";
+}
+
+// The definition as the worker's read transaction meets it (information_schema is not
+// versioned: this is the table's current definition, which a read of it must match).
+Result<std::string> CheckColumns(Connection& conn, const TableSchema& planned) {
   ASSIGN_OR_RETURN(TableSchema now, LoadTableSchema(conn, planned.db, planned.table));
-  bool same = now.columns.size() == planned.columns.size() && now.primary_key == planned.primary_key;
-  for (size_t i = 0; same && i < now.columns.size(); ++i)
-    same = now.columns[i].name == planned.columns[i].name &&
-           now.columns[i].column_type == planned.columns[i].column_type &&
-           now.columns[i].collation == planned.columns[i].collation;
-  if (!same)
-    return Status::FailedPrecondition(fmt::format(
-        "table {} changed its definition during the snapshot; run again to copy it with the "
-        "new definition into a new replica",
-        planned.QualifiedName()));
-  return Status::Ok();
+  return DefinitionChange(planned, now);
+}
+
+// ER_TABLE_DEF_CHANGED (1412): the table was altered after the read transaction's view was
+// taken; a new transaction sees the new definition, which CheckColumns then compares.
+bool TableDefinitionChanged(const Status& st) {
+  return st.message().find("[1412]") != std::string::npos;
 }
 
 // The bounds of a range must be strictly increasing under the key's collation; the server
-// says whether they are.
-Status CheckBounds(Connection& conn, const TableSchema& schema, const RangeProgress& r) {
-  if (r.lower.empty() || r.upper.empty()) return Status::Ok();
+// says whether they are (planning read them from the server in key order, so this fails only
+// when the key's order changed since, e.g. a stored plan resumed under another collation).
+Result<bool> BoundsIncreasing(Connection& conn, const TableSchema& schema, const RangeProgress& r) {
+  if (r.lower.empty() || r.upper.empty()) return true;
   ASSIGN_OR_RETURN(std::string lo, KeyTuple(conn, schema, r.lower, true));
   ASSIGN_OR_RETURN(std::string hi, KeyTuple(conn, schema, r.upper, true));
   ASSIGN_OR_RETURN(QueryResult q, conn.Query("SELECT " + lo + " < " + hi));
-  if (q.rows.size() == 1 && q.rows[0].size() == 1 && q.rows[0][0] == "1") return Status::Ok();
-  return Status::FailedPrecondition(fmt::format(
-      "the planned range bounds of {} are not increasing under the key's collation (did the "
-      "key's definition change?); start a new snapshot into a new replica",
-      schema.QualifiedName()));
+  return q.rows.size() == 1 && q.rows[0].size() == 1 && q.rows[0][0] == "1";
 }
+
+std::string Joined(const KeyTexts& key) {
+  std::string out;
+  for (const std::string& k : key) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+// Tables to plan again: a worker found the definition changed, or a range's bounds out of
+// order. Shared by the workers (which skip the table's jobs from then on) and the coordinator
+// thread (which drops the table's chunks, and re-plans it once the workers are done).
+class ReplanRequests {
+ public:
+  void Add(size_t table, std::string why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tables_.emplace(table, std::move(why));
+  }
+  bool Has(size_t table) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return tables_.count(table) > 0;
+  }
+  std::map<size_t, std::string> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(tables_, {});
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<size_t, std::string> tables_;  // table index -> why
+};
 
 class Worker {
  public:
   Worker(const SnapshotRunOptions& options, const SnapshotOptions& snap_options,
          const std::vector<TableState>& tables, std::unique_ptr<Snapshot> snap,
          BoundedQueue<Chunk>& queue, std::atomic<bool>& abort,
-         std::unique_ptr<Preformatter> preformatter)
+         std::unique_ptr<Preformatter> preformatter, ReplanRequests& replan)
       : options_(options), snap_options_(snap_options), tables_(tables), snap_(std::move(snap)),
-        queue_(queue), abort_(abort), preformatter_(std::move(preformatter)) {}
+        queue_(queue), abort_(abort), preformatter_(std::move(preformatter)), replan_(replan) {}
 
   void Add(Job j) { jobs_.push_back(j); }
   bool has_jobs() const { return !jobs_.empty(); }
@@ -108,6 +154,7 @@ class Worker {
   Status RunJobs() {
     std::map<size_t, bool> checked;  // tables whose columns this worker has verified
     for (const Job& job : jobs_) {
+      if (replan_.Has(job.table)) continue;  // copied again after this pass
       const TableState& t = tables_[job.table];
       KeyTexts after;
       if (job.range >= 0) after = t.progress->ranges[job.range].last_key;
@@ -134,11 +181,24 @@ class Worker {
           }
         }
         if (st.ok() && !checked[job.table]) {
-          st = CheckColumns(snap_conn(), *t.schema);
+          auto change = CheckColumns(snap_conn(), *t.schema);
+          if (change.ok() && !change->empty()) {
+            replan_.Add(job.table, "its definition changed since it was planned: " + *change);
+            break;
+          }
+          st = change.status();
           if (st.ok()) checked[job.table] = true;
         }
         if (st.ok() && job.range >= 0 && !bounds_checked) {
-          st = CheckBounds(snap_conn(), *t.schema, t.progress->ranges[job.range]);
+          auto increasing = BoundsIncreasing(snap_conn(), *t.schema, t.progress->ranges[job.range]);
+          if (increasing.ok() && !*increasing) {
+            const RangeProgress& r = t.progress->ranges[job.range];
+            replan_.Add(job.table, fmt::format("the bounds of its range {} ({} .. {}) are not increasing "
+                                               "under the key's collation",
+                                               job.range + 1, Joined(r.lower), Joined(r.upper)));
+            break;
+          }
+          st = increasing.status();
           if (st.ok()) bounds_checked = true;
         }
         if (st.ok() && restart_keyless) {
@@ -151,6 +211,10 @@ class Worker {
         }
         if (st.ok()) st = ReadJob(job, t, &after, &last_progress);
         if (st.ok()) break;
+        if (replan_.Has(job.table)) break;  // another worker found it changed
+        // The table was altered after this transaction's view: a new transaction reads it,
+        // after checking its columns again (a change re-plans it; none: reading continues).
+        if (TableDefinitionChanged(st)) st = Status::Unavailable(st.message());
         if (st.code() != StatusCode::kUnavailable) return st;
         if (last_progress > last_failure) backoff = std::chrono::milliseconds(100);  // it moved on
         last_failure = Clock::now();
@@ -179,6 +243,7 @@ class Worker {
         *t.schema, r ? *after : kNone, r ? r->lower : kNone, r ? r->upper : kNone,
         options_.fetch_rows, [&](std::vector<Row> rows, const std::vector<std::string>& last_key) -> Status {
           if (Stopped()) return Status::Cancelled("stopped");
+          if (replan_.Has(job.table)) return Status::Cancelled("the table is planned again");
           Chunk c;
           c.table = job.table;
           c.range = job.range;
@@ -228,6 +293,7 @@ class Worker {
   BoundedQueue<Chunk>& queue_;
   std::atomic<bool>& abort_;
   std::unique_ptr<Preformatter> preformatter_;  // null: the sink formats in Apply
+  ReplanRequests& replan_;
   std::vector<Job> jobs_;
 };
 
@@ -374,8 +440,36 @@ Status CheckSnapshotTable(const TableSchema& schema, const SnapshotRunOptions& o
   return Status::Ok();
 }
 
-Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
-                   const std::vector<TableName>& names, Checkpoint& ckpt, Sink& sink) {
+// Test hook (integration tests only): with SLUICE_TEST_SNAPSHOT_PAUSE_FILE set, the first
+// pass of the process, once planned and with its read transactions open, creates that file
+// and waits (at most 120 s) until the test removes it, so the test can change the source
+// between planning and reading.
+static void PauseForTest() {
+  static bool paused = false;
+  const char* path = std::getenv("SLUICE_TEST_SNAPSHOT_PAUSE_FILE");
+  if (path == nullptr || *path == '\0' || paused) return;
+  paused = true;
+  if (FILE* f = std::fopen(path, "w")) {
+    std::fputs("planned\n", f);
+    std::fclose(f);
+  }
+  LogInfo("snapshot: paused after planning until {} is removed (test hook)", path);
+  const auto until = Clock::now() + std::chrono::seconds(120);
+  while (Clock::now() < until) {
+    if (FILE* f = std::fopen(path, "r")) {
+      std::fclose(f);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } else {
+      break;
+    }
+  }
+}
+
+// One pass: plans the tables not yet done and copies them with the workers. Tables a worker
+// finds changed (ReplanRequests) are left unfinished, named in `replan`.
+static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
+                           const std::vector<TableName>& names, Checkpoint& ckpt, Sink& sink,
+                           std::map<std::string, std::string>* replan) {
   const auto started = Clock::now();
   // Plan every table not yet done (planning happens once; a resume keeps the plan).
   std::vector<TableState> tables;
@@ -385,6 +479,19 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(meta, name.db, name.table));
     auto schema = std::make_shared<const TableSchema>(std::move(loaded));
     RETURN_IF_ERROR(CheckSnapshotTable(*schema, options));
+    if (!p.reread && (!p.ranges.empty() || p.rows > 0) && ckpt.schemas) {
+      // A resumed copy: its plan and the rows in the sink are of the definition recorded when
+      // it was planned (SeedSchemaHistory); an ALTER while sluice was stopped re-plans it.
+      const TableVersion* v = ckpt.schemas->Latest(name.db, name.table);
+      std::string change = v && v->schema ? DefinitionChange(*v->schema, *schema) : "";
+      if (!change.empty()) {
+        LogInfo("snapshot: re-planning table {}: its definition changed while sluice was stopped: {}; "
+                "its copy starts over with the new definition",
+                name.QualifiedName(), change);
+        p = TableSnapshotProgress{};
+        p.reread = true;
+      }
+    }
     if (p.reread && p.ranges.empty() && p.rows == 0 && p.last_key.empty()) {
       // An online re-read starting: the sink's table (old definition, old rows) is replaced by
       // an empty one of the definition the copy reads, in one sink transaction with the
@@ -478,6 +585,7 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
     double lock_ms = 0;
     ASSIGN_OR_RETURN(snaps, Snapshot::BeginMany(options.connection, active, sopts, &lock_ms));
     if (lock_ms > 0) LogInfo("snapshot: tables were read-locked for {:.1f} ms while {} read transactions opened", lock_ms, active);
+    PauseForTest();
   }
   bool resumed = !ckpt.stream_start.empty();
   if (!resumed) {
@@ -508,13 +616,14 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
 
   BoundedQueue<Chunk> queue(4 * nworkers + 4, size_t{256} << 20);
   std::atomic<bool> abort{false};
+  ReplanRequests replans;
   std::vector<std::unique_ptr<Worker>> workers;
   {
     size_t si = 0;
     for (auto& d : dealt) {
       if (d.empty()) continue;
       auto w = std::make_unique<Worker>(options, sopts, tables, std::move(snaps[si++]), queue, abort,
-                                        sink.NewPreformatter());
+                                        sink.NewPreformatter(), replans);
       for (const Job& j : d) w->Add(j);
       workers.push_back(std::move(w));
     }
@@ -588,6 +697,7 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
       }
       continue;
     }
+    if (replans.Has(chunk->table)) continue;  // its copy starts over after this pass
     TableState& t = tables[chunk->table];
     TableSnapshotProgress& p = *t.progress;
     if (chunk->restart) {
@@ -651,14 +761,48 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
   reg.Gauge("sluice_snapshot_running", "1 while the initial snapshot runs").Set(0);
   if (failed && failed_table != nullptr) *failed_table = std::move(*failed);
   if (result.code() == StatusCode::kCancelled && Stopping(options.stop)) return Status::Ok();
+  for (auto& [ti, why] : replans.Take()) (*replan)[tables[ti].name.QualifiedName()] = std::move(why);
   if (Stopping(options.stop)) return Status::Ok();
   RETURN_IF_ERROR(result);
+  if (!replan->empty()) return Status::Ok();
   for (const TableState& t : tables)
     if (!t.progress->done)
       return Status::Internal(fmt::format("snapshot ended with {} unfinished", t.name.QualifiedName()));
   report(true);
   ckpt.snapshot_done = true;
   return sink.SaveCheckpoint(ckpt.ToJson());
+}
+
+Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
+                   const std::vector<TableName>& names, Checkpoint& ckpt, Sink& sink) {
+  // The metadata session idles while the workers read, for hours on a big source, and plans
+  // again after a pass: the server must not reap it meanwhile (the workers set the same in
+  // snapshot.cc SetUpSession).
+  RETURN_IF_ERROR(meta.Execute("SET SESSION wait_timeout = 86400, net_read_timeout = 3600, "
+                               "net_write_timeout = 3600"));
+  std::map<std::string, int> replans;  // table -> times re-planned
+  while (true) {
+    std::map<std::string, std::string> replan;
+    Status st = SnapshotPass(options, meta, names, ckpt, sink, &replan);
+    // A changed table's rows in the sink and its plan are of the old definition: its copy
+    // starts over as a re-read (the sink table replaced by one of the new definition, which
+    // the stream takes from the copy's point on: RecordReread), recorded before anything
+    // else so that a restart does not continue the old plan.
+    for (const auto& [name, why] : replan) {
+      if (++replans[name] > 10)
+        return Status::FailedPrecondition(fmt::format(
+            "snapshot of {}: planned {} times and {} every time; stopping (is a migration rewriting "
+            "it in a loop?)",
+            name, replans[name], why));
+      LogInfo("snapshot: re-planning table {}: {}; its copy starts over", name, why);
+      TableSnapshotProgress fresh;
+      fresh.reread = true;
+      ckpt.tables[name] = std::move(fresh);
+    }
+    if (!replan.empty()) RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
+    RETURN_IF_ERROR(st);
+    if (replan.empty() || Stopping(options.stop)) return Status::Ok();
+  }
 }
 
 }  // namespace sluice
