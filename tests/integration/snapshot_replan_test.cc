@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "harness.h"
+#include "mysql/schema_loader.h"
+#include "schema/schema_history.h"
 #include "snapshot/coordinator.h"
 
 namespace sluice::testing {
@@ -60,7 +62,9 @@ TEST(SnapshotReplan, AlterBetweenPlanningAndReadingReplansTheTable) {
                 "CREATE TABLE {0}.retyped (k VARCHAR(20) PRIMARY KEY, v INT);"
                 "INSERT INTO {0}.retyped SELECT CONCAT('k', seq), seq FROM seq_1_to_3000;"
                 "CREATE TABLE {0}.same (id INT PRIMARY KEY, v INT);"
-                "INSERT INTO {0}.same SELECT seq, seq FROM seq_1_to_3000;",
+                "INSERT INTO {0}.same SELECT seq, seq FROM seq_1_to_3000;"
+                "CREATE TABLE {0}.rebuilt (id INT PRIMARY KEY, v INT);"
+                "INSERT INTO {0}.rebuilt SELECT seq, seq FROM seq_1_to_3000;",
                 db)),
             0);
   TempDir dir;
@@ -80,7 +84,11 @@ TEST(SnapshotReplan, AlterBetweenPlanningAndReadingReplansTheTable) {
                 "UPDATE {0}.grows SET extra = CONCAT('e', id) WHERE id % 7 = 0;"
                 "ALTER TABLE {0}.retyped MODIFY v BIGINT;"
                 "UPDATE {0}.retyped SET v = v * 10000000000 WHERE v % 5 = 0;"
-                "INSERT INTO {0}.retyped VALUES ('new', 99999999999);",
+                "INSERT INTO {0}.retyped VALUES ('new', 99999999999);"
+                // Same columns, new table: reading it in a transaction from before fails with
+                // ER_TABLE_DEF_CHANGED, which is retried in a new transaction, not re-planned.
+                "ALTER TABLE {0}.rebuilt FORCE;"
+                "UPDATE {0}.rebuilt SET v = -v WHERE id % 3 = 0;",
                 db)),
             0);
   std::remove(pause.path.c_str());
@@ -94,6 +102,10 @@ TEST(SnapshotReplan, AlterBetweenPlanningAndReadingReplansTheTable) {
       << "no re-plan of the table whose column changed its type in the log:\n" << log;
   EXPECT_EQ(log.find("re-planning table " + db + ".same"), std::string::npos)
       << "the unchanged table was planned again:\n" << log;
+  EXPECT_NE(log.find("[1412]"), std::string::npos)
+      << "reading the rebuilt table in a read view from before did not meet ER_TABLE_DEF_CHANGED:\n" << log;
+  EXPECT_EQ(log.find("re-planning table " + db + ".rebuilt"), std::string::npos)
+      << "the rebuilt table (same columns) was planned again instead of read in a new transaction:\n" << log;
 
   // The stream goes on from there with the new definitions (the ALTERs before the copies'
   // points are skipped, not applied twice).
@@ -113,7 +125,10 @@ class CountingSink : public Sink {
   Result<std::optional<std::string>> LoadCheckpoint() override { return std::optional<std::string>(); }
   Status PrepareTable(const TableSchema&) override { return Status::Ok(); }
   Status Apply(const Transaction& txn) override {
-    for (const RowChange& c : txn.changes) reads[c.table->table][c.after[0].ToText()]++;
+    for (const RowChange& c : txn.changes) {
+      reads[c.table->table][c.after[0].ToText()]++;
+      columns[c.table->table] = c.after.size();
+    }
     return Status::Ok();
   }
   Status ResetTable(const TableSchema& t, const std::string&) override {
@@ -131,6 +146,7 @@ class CountingSink : public Sink {
   Status SaveCheckpoint(const std::string&) override { return Status::Ok(); }
   Status Flush() override { return Status::Ok(); }
   std::map<std::string, std::map<std::string, int>> reads;
+  std::map<std::string, size_t> columns;  // per table: cells of the last row read
   int replaced = 0;
 };
 
@@ -173,6 +189,47 @@ TEST(SnapshotReplan, BoundsOutOfOrderReplanTheTable) {
   int twice = 0;
   for (const auto& [k, n] : keys) twice += n != 1;
   EXPECT_EQ(twice, 0) << "keys read more than once after the re-plan";
+}
+
+// A copy interrupted, then the table altered while sluice was stopped: the stored plan and the
+// rows in the sink are of the old definition, so the resumed copy starts over with the new one.
+TEST(SnapshotReplan, AlterWhileStoppedReplansTheResumedTable) {
+  const std::string db = "it_replan_resume";
+  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; USE {0};"
+                                   "CREATE TABLE {0}.t (id INT PRIMARY KEY, v INT);"
+                                   "INSERT INTO {0}.t SELECT seq, seq FROM seq_1_to_3000;",
+                                   db)),
+            0);
+  auto meta = Connect();
+  ASSERT_NE(meta, nullptr);
+  auto old_schema = LoadTableSchema(*meta, db, "t");
+  ASSERT_TRUE(old_schema.ok()) << old_schema.status().ToString();
+  ASSERT_EQ(RunSqlText(fmt::format("ALTER TABLE {0}.t ADD COLUMN w VARCHAR(5) DEFAULT 'w'", db)), 0);
+  SnapshotRunOptions options;
+  options.connection = TestServer();
+  options.workers = 2;
+  options.fetch_rows = 300;
+  options.plan.chunk_rows = 1000;
+  Checkpoint ckpt;
+  // As the interrupted run left it: planned under the old definition, half of range 1 copied.
+  SchemaHistory h;
+  ASSERT_TRUE(h.Add(db, "t", TableVersion{BinlogPosition{}, std::make_shared<const TableSchema>(*old_schema), ""}).ok());
+  h.CacheJson();
+  ckpt.schemas = std::make_shared<const SchemaHistory>(std::move(h));
+  TableSnapshotProgress& p = ckpt.tables[db + ".t"];
+  p.expected_rows = 3000;
+  p.rows = 500;
+  p.ranges.resize(2);
+  p.ranges[0].upper = {"1500"};
+  p.ranges[0].rows = 500;
+  p.ranges[0].last_key = {"500"};
+  p.ranges[1].lower = {"1500"};
+  CountingSink sink;
+  Status st = RunSnapshot(options, *meta, {TableName{db, "t"}}, ckpt, sink);
+  ASSERT_TRUE(st.ok()) << "resumed snapshot after ADD COLUMN while stopped: " << st.ToString();
+  EXPECT_EQ(sink.replaced, 1) << "the sink table was not replaced by one of the new definition";
+  EXPECT_EQ(sink.reads["t"].size(), 3000u) << "keys read by the new copy (the old one had 500)";
+  EXPECT_EQ(sink.columns["t"], 3u) << "rows read with the old columns";
 }
 
 }  // namespace
