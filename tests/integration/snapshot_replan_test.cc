@@ -3,6 +3,9 @@
 // order under the key's collation re-plans its table; a parallel snapshot keeps its connections
 // within 2 x workers + 1, and every snapshot session sets its server timeouts.
 #include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <fstream>
 
 #include <atomic>
 #include <cstdlib>
@@ -230,6 +233,99 @@ TEST(SnapshotReplan, AlterWhileStoppedReplansTheResumedTable) {
   EXPECT_EQ(sink.replaced, 1) << "the sink table was not replaced by one of the new definition";
   EXPECT_EQ(sink.reads["t"].size(), 3000u) << "keys read by the new copy (the old one had 500)";
   EXPECT_EQ(sink.columns["t"], 3u) << "rows read with the old columns";
+}
+
+// A parallel snapshot (3 workers, 3 tables of 6 ranges each) as a user of its own: sampled
+// every few ms from a side thread, its connections never exceed 2 x workers + 1. Paused after
+// planning for longer than the server's wait_timeout (lowered to 2 s), none of its sessions is
+// reaped (the run does not fail, no worker reconnects): each set its own wait_timeout.
+// (net_read_timeout and net_write_timeout are set in the same statements, snapshot.cc
+// SetUpSession and RunSnapshot, but MariaDB shows no other session's variables:
+// performance_schema.variables_by_thread is MySQL's.)
+TEST(SnapshotSessions, ConnectionsStayWithinTheBoundAndIdleSessionsAreNotReaped) {
+  auto admin = Connect();
+  ASSERT_NE(admin, nullptr);
+  const ConnectOptions server = TestServer();
+  const std::string db = "it_sessions";
+  for (const std::string& sql : {
+           std::string("DROP USER IF EXISTS 'sluice_cc'@'127.0.0.1'"),
+           "CREATE USER 'sluice_cc'@'127.0.0.1' IDENTIFIED BY " + admin->Quote(server.password),
+           std::string("GRANT ALL PRIVILEGES ON *.* TO 'sluice_cc'@'127.0.0.1'"),
+           "DROP DATABASE IF EXISTS " + db,
+           "CREATE DATABASE " + db,
+           "CREATE TABLE " + db + ".a (id INT PRIMARY KEY, v VARCHAR(20))",
+           "INSERT INTO " + db + ".a SELECT seq, REPEAT('a', seq % 20) FROM " + db + ".seq_1_to_6000",
+           "CREATE TABLE " + db + ".b (k VARCHAR(20) PRIMARY KEY, v INT)",
+           "INSERT INTO " + db + ".b SELECT CONCAT('k', seq), seq FROM " + db + ".seq_1_to_6000",
+           "CREATE TABLE " + db + ".c (x INT, y INT, v INT, PRIMARY KEY (x, y))",
+           "INSERT INTO " + db + ".c SELECT seq % 10, seq, seq FROM " + db + ".seq_1_to_6000",
+       }) {
+    Status st = admin->Execute(sql);
+    ASSERT_TRUE(st.ok()) << sql << ": " << st.ToString();
+  }
+  struct Restore {
+    Connection* c;
+    ~Restore() {
+      (void)c->Execute("SET GLOBAL wait_timeout = 28800");
+      (void)c->Execute("DROP USER IF EXISTS 'sluice_cc'@'127.0.0.1'");
+    }
+  } restore{admin.get()};
+  const int workers = 3;
+  TempDir dir;
+  std::string config = dir.File("sluice.toml");
+  std::ofstream(config) << "[source]\nhost = \"127.0.0.1\"\nport = " << server.port
+                        << "\nuser = \"sluice_cc\"\npassword_env = \"SLUICE_TEST_MYSQL_PASSWORD\"\nserver_id = 5401\n"
+                        << "tables = [\"" << db << ".*\"]\n\n[snapshot]\nmode = \"initial\"\nchunk_rows = 1000\n"
+                        << "workers = " << workers << "\nfetch_rows = 200\n\n[sink]\ntype = \"sqlite\"\npath = \""
+                        << dir.File("replica.db") << "\"\n";
+
+  // The sampler's own session and the probe's were opened before the globals change.
+  auto sampler_conn = Connect();
+  ASSERT_NE(sampler_conn, nullptr);
+  ASSERT_TRUE(admin->Execute("SET GLOBAL wait_timeout = 2").ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> max_seen{0}, samples{0};
+  std::string sampler_error;
+  std::thread sampler([&] {
+    while (!stop) {
+      auto r = sampler_conn->Query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'sluice_cc'");
+      if (!r.ok()) { sampler_error = r.status().ToString(); return; }
+      int n = std::stoi(r->rows[0][0].value_or("0"));
+      if (n > max_seen) max_seen = n;
+      ++samples;
+      std::this_thread::sleep_for(milliseconds(3));
+    }
+  });
+  PauseHook pause(dir.File("paused"));
+  pid_t pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("sluice.log"));
+  bool paused = WaitForFile(pause.path, pid, seconds(60));
+  int after_idle = -1;  // sessions of sluice after idling past wait_timeout
+  if (paused) {
+    // Longer than wait_timeout: a session that kept the server's 2 s would be reaped now.
+    std::this_thread::sleep_for(milliseconds(3500));
+    auto r = admin->Query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'sluice_cc'");
+    if (r.ok()) after_idle = std::stoi(r->rows[0][0].value_or("-1"));
+  }
+  std::remove(pause.path.c_str());
+  ASSERT_TRUE(admin->Execute("SET GLOBAL wait_timeout = 28800").ok());
+  int code = WaitChild(pid, seconds(120));
+  stop = true;
+  sampler.join();
+  const std::string log = ReadFile(dir.File("sluice.log"));
+  ASSERT_TRUE(paused) << "sluice did not pause after planning:\n" << log;
+  ASSERT_EQ(code, 0) << "the snapshot failed after its sessions idled past the server's wait_timeout:\n" << log;
+  EXPECT_EQ(sampler_error, "");
+  EXPECT_EQ(log.find("reconnected"), std::string::npos) << "a worker lost its session while it idled:\n" << log;
+  EXPECT_EQ(log.find("re-planning"), std::string::npos) << log;
+  EXPECT_EQ(after_idle, workers + 1)
+      << "sessions of sluice (the metadata session and one per worker) left after idling 3.5 s past "
+         "the server's wait_timeout of 2 s";
+
+  std::cout << "[ sessions ] " << samples << " samples, at most " << max_seen << " sessions of sluice (bound "
+            << 2 * workers + 1 << ")\n";
+  EXPECT_GT(samples, 50) << "too few samples of the connection count to judge it";
+  EXPECT_GE(max_seen, workers + 1) << "the sampler never saw the parallel snapshot";
+  EXPECT_LE(max_seen, 2 * workers + 1) << "sluice held more than 2 x workers + 1 connections at once";
 }
 
 }  // namespace
