@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <condition_variable>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -54,6 +55,32 @@ struct TableState {
   TableSnapshotProgress* progress = nullptr;
   uint64_t rows_at_start = 0;
 };
+
+// A sink call during the snapshot. A destination that is briefly unavailable (restarting, a
+// lost connection, a locked SQLite file, a full disk: kUnavailable) is waited for and given the
+// same call again, as the stream does (Streamer::CallSink): a failed call changed nothing in the
+// sink (sink.h), so the chunk is neither lost nor applied twice, and the workers wait on the
+// bounded queue meanwhile. A definite error stops the run, named by `what`.
+Status CallSinkRetrying(const std::string& what, const std::atomic<bool>* stop, const std::function<Status()>& call) {
+  auto backoff = std::chrono::milliseconds(200);
+  const auto first_failure = Clock::now();
+  for (int attempt = 1;; ++attempt) {
+    Status st = call();
+    if (st.ok()) {
+      if (attempt > 1)
+        LogInfo("sink: {} succeeded after {} attempts ({:.1f} s)", what, attempt,
+                std::chrono::duration<double>(Clock::now() - first_failure).count());
+      return st;
+    }
+    if (st.code() != StatusCode::kUnavailable) return st.WithContext(fmt::format("sink: {}", what));
+    if (Stopping(stop)) return Status::Cancelled("stop requested while the sink was failing");
+    LogWarning("sink: {} failed (attempt {}): {}; retrying the same chunk in {} ms", what, attempt, st.message(),
+               backoff.count());
+    const auto until = Clock::now() + backoff;
+    while (Clock::now() < until && !Stopping(stop)) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+  }
+}
 
 // Why `planned` no longer describes the table as `now` does (the first difference that
 // matters to the copy: a column's name, type or collation, or the primary key); empty when it
@@ -505,9 +532,11 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       reset.source.timestamp = static_cast<uint32_t>(std::time(nullptr));
       reset.source.snapshot = true;
       LogInfo("re-reading table {} from the source (its sink table is replaced)", name.QualifiedName());
-      RETURN_IF_ERROR(sink.ApplySchemaChanges({reset}, ckpt.ToJson()));
+      RETURN_IF_ERROR(CallSinkRetrying("replacing table " + name.QualifiedName(), options.stop,
+                                       [&] { return sink.ApplySchemaChanges({reset}, ckpt.ToJson()); }));
     } else {
-      RETURN_IF_ERROR(sink.PrepareTable(*schema));
+      RETURN_IF_ERROR(CallSinkRetrying("preparing table " + name.QualifiedName(), options.stop,
+                                       [&] { return sink.PrepareTable(*schema); }));
     }
     if (schema->has_primary_key() && p.ranges.empty()) {
       if (p.rows > 0 || !p.last_key.empty()) {
@@ -551,7 +580,8 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
     t.progress->rows = 0;
     t.progress->last_key.clear();
     t.rows_at_start = 0;
-    RETURN_IF_ERROR(sink.ResetTable(*t.schema, ckpt.ToJson()));
+    RETURN_IF_ERROR(CallSinkRetrying("emptying table " + t.name.QualifiedName(), options.stop,
+                                     [&] { return sink.ResetTable(*t.schema, ckpt.ToJson()); }));
   }
 
   // Jobs, dealt round-robin starting at a different worker per table, so that the
@@ -706,7 +736,8 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       total_done -= p.rows;
       p.rows = 0;
       p.copied_at = chunk->point.position;
-      result = sink.ResetTable(*t.schema, ckpt.ToJson());
+      result = CallSinkRetrying("emptying table " + t.name.QualifiedName(), options.stop,
+                                [&] { return sink.ResetTable(*t.schema, ckpt.ToJson()); });
       if (!result.ok()) break;
       continue;
     }
@@ -741,7 +772,8 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       if (!result.ok()) break;
     }
     txn.checkpoint = ckpt.ToJson();
-    Status st = n > 0 ? sink.Apply(txn) : sink.SaveCheckpoint(txn.checkpoint);
+    Status st = CallSinkRetrying(fmt::format("snapshot chunk of {} ({} rows)", t.name.QualifiedName(), n), options.stop,
+                                 [&] { return n > 0 ? sink.Apply(txn) : sink.SaveCheckpoint(txn.checkpoint); });
     if (!st.ok()) {
       failed = std::move(before);
       failed_table = &p;
@@ -770,7 +802,8 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       return Status::Internal(fmt::format("snapshot ended with {} unfinished", t.name.QualifiedName()));
   report(true);
   ckpt.snapshot_done = true;
-  return sink.SaveCheckpoint(ckpt.ToJson());
+  return CallSinkRetrying("saving the checkpoint at the end of the snapshot", options.stop,
+                          [&] { return sink.SaveCheckpoint(ckpt.ToJson()); });
 }
 
 Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
