@@ -14,6 +14,11 @@
 // and continues after the last key it read; the new stretch gets the new point. A table without
 // a primary key is read in one pass by one worker; an interrupted pass starts over (the sink
 // table is emptied first, and the log says so). Definite errors stop the snapshot.
+// A table whose columns (names, types, collations, primary key) no longer match its plan when
+// a worker checks them in its read transaction, or a range whose bounds the server finds out
+// of order, is planned again: its copy starts over as a re-read once the other tables' pass
+// ends (at most 10 times per table, then kFailedPrecondition). ER_TABLE_DEF_CHANGED is
+// retried in a new read transaction, which checks the columns again.
 //
 // Resume: ranges already done stay done; unfinished ranges continue after their last key in
 // new transactions at new points. stream_start stays the earliest point of the first run.

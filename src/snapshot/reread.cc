@@ -113,10 +113,10 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
   LogInfo("re-reading {} table(s) online: {}", names.size(), list);
   for (int attempt = 1;; ++attempt) {
     Status st = RunSnapshot(options, *meta, names, ckpt, sink);
-    // Another DDL on a table while its copy is read (CheckColumns in the coordinator): the
-    // copy is started over with the new definition, its sink table replaced again. The
-    // stream has not read past the mark, so the new copy's point is still after it.
-    // ER_TABLE_DEF_CHANGED (1412) is the server saying the same inside a read transaction.
+    // Another DDL on a table while its copy is read: RunSnapshot plans it again itself
+    // (coordinator.h), its sink table replaced again. The stream has not read past the mark,
+    // so the new copy's point is still after it. This loop is the fallback for a change
+    // reported as an error instead (ER_TABLE_DEF_CHANGED, 1412, outside a worker).
     const bool changed =
         (st.code() == StatusCode::kFailedPrecondition &&
          st.message().find("changed its definition during the snapshot") != std::string::npos) ||
