@@ -832,7 +832,9 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
       fresh.reread = true;
       ckpt.tables[name] = std::move(fresh);
     }
-    if (!replan.empty()) RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
+    if (!replan.empty())
+      RETURN_IF_ERROR(CallSinkRetrying("saving the checkpoint", options.stop,
+                                       [&] { return sink.SaveCheckpoint(ckpt.ToJson()); }));
     RETURN_IF_ERROR(st);
     if (replan.empty() || Stopping(options.stop)) return Status::Ok();
   }
