@@ -163,8 +163,23 @@ Status DecodeImage(ByteReader& r, const TableMap& map, const std::vector<ColumnP
 
 }  // namespace
 
-Status DecodeRows(const RowsEvent& event, const TableMap& map, const TableSchema* schema,
-                  const DecodeOptions& options, std::vector<DecodedRow>* out) {
+struct RowPlans {
+  std::vector<ColumnPlan> columns;
+};
+
+Result<std::shared_ptr<const RowPlans>> BuildRowPlans(const TableMap& map, const TableSchema* schema,
+                                                      const DecodeOptions& options) {
+  auto plans = std::make_shared<RowPlans>();
+  RETURN_IF_ERROR(BuildPlans(map, schema, options, &plans->columns));
+  return std::shared_ptr<const RowPlans>(std::move(plans));
+}
+
+namespace {
+
+// `prebuilt` null: the plans are built here from `schema`, after the event's shape checks
+// (so that errors come in the same order either way).
+Status DecodeRowsImpl(const RowsEvent& event, const TableMap& map, const RowPlans* prebuilt,
+                      const TableSchema* schema, const DecodeOptions& options, std::vector<DecodedRow>* out) {
   // Built only when an error needs it (this runs once per rows event).
   const auto where = [&] {
     return fmt::format("rows event for {}.{} at offset {}", map.db, map.table, event.body_offset);
@@ -185,8 +200,12 @@ Status DecodeRows(const RowsEvent& event, const TableMap& map, const TableSchema
       (want_after && event.present_after.size() != n))
     return Status::Corruption(fmt::format("{}: column bitmap size does not match {} columns", where(), n));
 
-  std::vector<ColumnPlan> plans;
-  RETURN_IF_ERROR(BuildPlans(map, schema, options, &plans));
+  RowPlans local;
+  if (prebuilt == nullptr) RETURN_IF_ERROR(BuildPlans(map, schema, options, &local.columns));
+  const std::vector<ColumnPlan>& plans = prebuilt ? prebuilt->columns : local.columns;
+  if (plans.size() != n)
+    return Status::Internal(fmt::format("{}: column plans for {} columns, TABLE_MAP has {}", where(),
+                                        plans.size(), n));
 
   ByteReader r(event.body, event.body_offset, "row image");
   size_t row_index = 0;
@@ -222,6 +241,18 @@ Status DecodeRows(const RowsEvent& event, const TableMap& map, const TableSchema
     ++row_index;
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status DecodeRows(const RowsEvent& event, const TableMap& map, const TableSchema* schema,
+                  const DecodeOptions& options, std::vector<DecodedRow>* out) {
+  return DecodeRowsImpl(event, map, nullptr, schema, options, out);
+}
+
+Status DecodeRows(const RowsEvent& event, const TableMap& map, const RowPlans& plans,
+                  const DecodeOptions& options, std::vector<DecodedRow>* out) {
+  return DecodeRowsImpl(event, map, &plans, nullptr, options, out);
 }
 
 }  // namespace sluice::binlog

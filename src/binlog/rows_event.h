@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,6 +62,18 @@ struct DecodeOptions {
 // them). Appends to `out`. Errors are kCorruption naming the table, row index, column
 // name/number and absolute offset.
 Status DecodeRows(const RowsEvent& event, const TableMap& map, const TableSchema* schema,
+                  const DecodeOptions& options, std::vector<DecodedRow>* out);
+
+// The same in two steps, for a stream that meets one TABLE_MAP many times: what DecodeRows
+// works out per column from `map`, `schema` and `options` before reading any row (types,
+// charsets, labels, names), built once and reused for every rows event of that map. The
+// plans point into `map` and `schema`: keep both alive and unchanged while they are used.
+// BuildRowPlans fails as DecodeRows does (unknown collation, labels not convertible);
+// DecodeRows with plans gives what DecodeRows(event, map, schema, options, out) gives.
+struct RowPlans;
+Result<std::shared_ptr<const RowPlans>> BuildRowPlans(const TableMap& map, const TableSchema* schema,
+                                                      const DecodeOptions& options);
+Status DecodeRows(const RowsEvent& event, const TableMap& map, const RowPlans& plans,
                   const DecodeOptions& options, std::vector<DecodedRow>* out);
 
 }  // namespace sluice::binlog

@@ -290,5 +290,78 @@ TEST(DecodeRows, ColumnCountMismatchIsCorruption) {
   EXPECT_EQ(DecodeRows(ev, map, nullptr, DecodeOptions{}, &rows).code(), StatusCode::kCorruption);
 }
 
+// The stream builds the column plans once per TABLE_MAP (BuildRowPlans) and decodes every
+// rows event of it with them: the rows must be those DecodeRows gives from the schema.
+TEST(DecodeRowsMariaDb, PlansBuiltOnceDecodeLikeTheSchema) {
+  const TableMap map = AllMap();
+  const TableSchema schema = AllSchema();
+  auto plans = BuildRowPlans(map, &schema, DecodeOptions{});
+  ASSERT_TRUE(plans.ok()) << plans.status().ToString();
+  const std::pair<const char*, RowsKind> cases[] = {{kWriteRow1, RowsKind::kWrite},
+                                                    {kWriteRow2, RowsKind::kWrite},
+                                                    {kWriteRow3, RowsKind::kWrite},
+                                                    {kUpdateRow3, RowsKind::kUpdate},
+                                                    {kDeleteRow3, RowsKind::kDelete}};
+  for (const auto& [hex, kind] : cases) {
+    auto body = Unhex(hex);
+    RowsEvent ev = MakeEvent(kind, body, map.column_count());
+    std::vector<DecodedRow> want, got;
+    ASSERT_TRUE(DecodeRows(ev, map, &schema, DecodeOptions{}, &want).ok());
+    Status st = DecodeRows(ev, map, **plans, DecodeOptions{}, &got);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ExpectRowEq(got[i].before, want[i].before, "row " + std::to_string(i) + " before, with plans");
+      ExpectRowEq(got[i].after, want[i].after, "row " + std::to_string(i) + " after, with plans");
+    }
+    // A truncated event fails with the same error either way.
+    RowsEvent cut = ev;
+    cut.body = cut.body.first(cut.body.size() / 2);
+    std::vector<DecodedRow> a, b;
+    EXPECT_EQ(DecodeRows(cut, map, **plans, DecodeOptions{}, &b).ToString(),
+              DecodeRows(cut, map, &schema, DecodeOptions{}, &a).ToString());
+  }
+}
+
+// CHAR in UTF-8: pad spaces are cut (also after a multibyte character), a value of spaces
+// only is "", and invalid bytes are an error, padded or not.
+TEST(DecodeRows, Utf8CharPadCutInvalidBytesRejected) {
+  TableMap map;
+  map.db = "d";
+  map.table = "t";
+  map.column_types = {ColumnType::MYSQL_TYPE_STRING};
+  map.column_meta = {0xFE14};  // CHAR(5) utf8mb4: real type STRING, 20 bytes
+  map.nullable = {true};
+  TableSchema schema;
+  schema.db = "d";
+  schema.table = "t";
+  ColumnDesc c;
+  c.name = "c";
+  c.SetType("char");
+  c.charset = "utf8mb4";
+  schema.columns.push_back(c);
+  auto decode = [&](std::string_view bytes, std::vector<DecodedRow>* rows) {
+    std::vector<uint8_t> body = {0x00, static_cast<uint8_t>(bytes.size())};
+    body.insert(body.end(), bytes.begin(), bytes.end());
+    RowsEvent ev = MakeEvent(RowsKind::kWrite, body, 1);
+    return DecodeRows(ev, map, &schema, DecodeOptions{}, rows);
+  };
+  const std::pair<std::string_view, std::string_view> ok[] = {
+      {"ab  ", "ab"}, {"\xc3\xa9 ", "\xc3\xa9"}, {"   ", ""}, {"", ""}, {" a", " a"}};
+  for (const auto& [in, want] : ok) {
+    std::vector<DecodedRow> rows;
+    Status st = decode(in, &rows);
+    ASSERT_TRUE(st.ok()) << "CHAR bytes \"" << in << "\": " << st.ToString();
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].after[0], Value::Text(std::string(want))) << "CHAR bytes \"" << in << "\"";
+  }
+  for (std::string_view bad : {std::string_view("\xc3 "), std::string_view("a\xff"), std::string_view("\xc3")}) {
+    std::vector<DecodedRow> rows;
+    Status st = decode(bad, &rows);
+    EXPECT_EQ(st.code(), StatusCode::kCorruption) << "invalid UTF-8 in CHAR decoded: " << st.ToString();
+    EXPECT_NE(st.message().find("invalid utf8mb4 bytes"), std::string::npos) << st.ToString();
+  }
+}
+
 }  // namespace
 }  // namespace sluice::binlog

@@ -37,6 +37,15 @@ Result<Value> StringValue(ByteReader& r, size_t value_offset, std::string_view b
     if (is_char && out.size() < char_bytes) out.resize(char_bytes, '\0');
     return Value::Bytes(std::move(out));
   }
+  if (IsUtf8Charset(charset)) {
+    // The common case, without ToUtf8's copy: CHAR's pad spaces (one byte each in UTF-8, and
+    // never part of a multibyte sequence, so trimming first changes neither validity nor
+    // text) are cut before the one copy. Invalid bytes take the general path for its error.
+    std::string_view t = bytes;
+    if (is_char)
+      while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+    if (IsValidUtf8(t)) return Value::Text(std::string(t));
+  }
   auto text = ToUtf8(charset, bytes);
   if (!text.ok()) {
     return Status(text.status()).WithContext(

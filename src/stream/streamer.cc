@@ -1003,7 +1003,9 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
     item.rereading = passed.rereading;
   };
   auto handle = [&](const binlog::Event& ev) -> Status {
-    current_event = BinlogPosition{ev.file, ev.pos};
+    // Assigned in place: a new string per event was an allocation per event.
+    current_event.file.assign(ev.file);
+    current_event.pos = ev.pos;
     ASSIGN_OR_RETURN(auto committed, assembler.Feed(ev));
     if (!committed) {
       if (part_bytes == 0 || assembler.buffered_bytes() < part_bytes) return Status::Ok();

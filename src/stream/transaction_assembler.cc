@@ -109,7 +109,10 @@ void TransactionAssembler::MoveBoundary(const binlog::Event& event) {
   // inner events of a TRANSACTION_PAYLOAD do not move the position.
   if (event.in_payload || event.end_pos == 0 || (event.header.flags & binlog::kFlagArtificial))
     return;
-  if (!current_file_.empty()) boundary_.position = {current_file_, event.end_pos};
+  if (current_file_.empty()) return;
+  // In place: it runs for every event, and a new string each time was an allocation each.
+  boundary_.position.file.assign(current_file_);
+  boundary_.position.pos = event.end_pos;
 }
 
 Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const binlog::Event& ev) {
@@ -145,7 +148,6 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
     in_txn_ = true;
     standalone_ = g->standalone();
     xa_ = (g->flags & MariadbGtidEvent::kFlPreparedXa) != 0;
-    gtid_ = g->GtidText();
     mariadb_gtid_ = gtid::MariadbGtid{g->domain_id, g->server_id ? g->server_id : ev.header.server_id,
                                       g->seq_no};
     gtid_ = mariadb_gtid_->ToString();
@@ -313,7 +315,8 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
         "binlog {} at offset {}: rows event for table id {} without a preceding TABLE_MAP",
         current_file_, ev.pos, rows.table_id));
   }
-  const binlog::TableMap& map = *it->second;
+  const std::shared_ptr<const binlog::TableMap>& map_ptr = it->second;
+  const binlog::TableMap& map = *map_ptr;
   ASSIGN_OR_RETURN(TableSchemaPtr schema, resolver_(map));
   if (!schema) return Status::Ok();  // table not selected
 
@@ -327,8 +330,28 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
     std::erase_if(prefix.primary_key, [&](size_t k) { return k >= map.column_count(); });
     decode_schema = &prefix;
   }
-  std::vector<binlog::DecodedRow> decoded;
-  Status st = binlog::DecodeRows(rows, map, decode_schema, binlog::DecodeOptions{}, &decoded);
+  std::vector<binlog::DecodedRow>& decoded = decoded_;
+  decoded.clear();
+  Status st;
+  const PlanMemo* memo = nullptr;
+  if (decode_schema == schema.get()) {
+    auto m = plans_.find(rows.table_id);
+    if (m != plans_.end() && m->second.map == map_ptr && m->second.schema == schema) {
+      memo = &m->second;
+    } else {
+      // Plans that cannot be built are left to DecodeRows below, for its error.
+      auto plans = binlog::BuildRowPlans(map, decode_schema, binlog::DecodeOptions{});
+      if (plans.ok()) {
+        if (plans_.size() >= 4096) plans_.clear();  // table ids grow with every table opened
+        memo = &(plans_[rows.table_id] = PlanMemo{map_ptr, schema, std::move(*plans)});
+      }
+    }
+  }
+  if (memo != nullptr) {
+    st = binlog::DecodeRows(rows, map, *memo->plans, binlog::DecodeOptions{}, &decoded);
+  } else {
+    st = binlog::DecodeRows(rows, map, decode_schema, binlog::DecodeOptions{}, &decoded);
+  }
   if (!st.ok()) return st.WithContext(fmt::format("binlog {} event at offset {}", current_file_, ev.pos));
 
   SourceInfo src;
@@ -343,7 +366,7 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
   if (changes_.capacity() < changes_.size() + decoded.size())
     changes_.reserve(std::max({changes_.capacity() * 2, changes_.size() + decoded.size(), size_t{4}}));
   for (size_t i = 0; i < decoded.size(); ++i) {
-    RowChange c;
+    RowChange& c = changes_.emplace_back();
     switch (rows.kind) {
       case binlog::RowsKind::kWrite: c.op = Op::kCreate; break;
       case binlog::RowsKind::kUpdate:
@@ -358,7 +381,6 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
     c.source = src;
     c.source.row = static_cast<uint32_t>(i);
     buffered_bytes_ += ApproxBytes(c);
-    changes_.push_back(std::move(c));
   }
   return Status::Ok();
 }
