@@ -66,7 +66,7 @@ struct SnapshotConfig {
   SnapshotMode mode = SnapshotMode::kInitial;
   uint32_t workers = 4;                 // parallel read connections
   uint32_t chunk_rows = 100000;         // about this many rows per planned key range
-  uint32_t fetch_rows = 5000;           // rows per keyset query and per sink transaction
+  uint32_t fetch_rows = 5000;           // rows per fetch and per sink transaction
   uint32_t max_ranges_per_table = 64;
   uint64_t exact_count_max_rows = 1000000;  // COUNT(*) below this optimizer estimate
   bool parallel = true;                 // false: every table in one pass by one worker

@@ -38,9 +38,9 @@
 // The lock is an RAII guard: every error path unlocks (and closing the side connection
 // would release it anyway).
 //
-// Keyset pagination keeps the claim per chunk: every chunk is read in the same read view
-// (one REPEATABLE READ transaction), the WHERE (key) > (last key) ORDER BY key LIMIT n
-// sequence visits each primary key exactly once in key order (the comparison and the order
+// The range reads keep the claim per chunk: every chunk is read in the same read view
+// (one REPEATABLE READ transaction), one WHERE (key) > (last key) ORDER BY key query per
+// range visits each primary key exactly once in key order (the comparison and the order
 // use the same collation), and resuming after a stored last key in a NEW snapshot is the
 // caller's business (sluice restarts a table's snapshot with a new point after a crash,
 // unless it can prove otherwise).
@@ -337,38 +337,28 @@ Status Snapshot::ReadRange(const TableSchema& schema, const std::vector<std::str
     upper_cond = key_cols + " <= " + u;
   }
 
-  const std::string head = "SELECT " + select_list + " FROM " + QualifiedTable(schema);
-  const std::string tail =
-      fmt::format(" ORDER BY {} LIMIT {}", KeyColumnsList(schema), fetch_rows);
-  while (true) {
-    std::string sql = head;
-    std::string where;
-    if (!after.empty()) {
-      ASSIGN_OR_RETURN(std::string lits, KeyTuple(*conn_, schema, after, /*standalone=*/false));
-      where = key_cols + " > " + lits;
-    }
-    if (!upper_cond.empty()) where += (where.empty() ? "" : " AND ") + upper_cond;
-    if (!where.empty()) sql += " WHERE " + where;
-    sql += tail;
-    // Streamed (mysql_use_result): cells are converted straight from the connector's row
-    // buffer, no per-cell string copy, and the conversion overlaps the server's sending.
-    std::vector<Row> rows;
-    rows.reserve(fetch_rows);
-    RETURN_IF_ERROR(conn_->QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
-      if (cells.size() != schema.columns.size())
-        return Status::Internal(fmt::format("{}: got {} cells for {} columns",
-                                            schema.QualifiedName(), cells.size(),
-                                            schema.columns.size()));
-      Row& row = rows.emplace_back();
-      row.reserve(cells.size());
-      for (size_t i = 0; i < cells.size(); ++i) {
-        Result<Value> v = ValueFromText(schema.columns[i], cells[i]);
-        if (!v.ok()) return v.status().WithContext(schema.QualifiedName());
-        row.push_back(std::move(v).value());
-      }
-      return Status::Ok();
-    }));
-    if (rows.empty()) return Status::Ok();
+  // One query per range, streamed (mysql_use_result), as mydumper reads its chunks: the
+  // server walks the primary key once instead of starting a keyset query every fetch_rows
+  // rows (200 queries of 10,000 rows cost the server 1.4x the CPU of 4 of 500,000:
+  // BENCHMARKS.md). Cells are converted straight from the connector's row buffer, and every
+  // fetch_rows rows are handed to the callback mid-result with their last key, so progress is
+  // recorded at the same boundaries as before: a resume continues after the last key the sink
+  // has, in a new transaction, whatever the server had still to send. The server waits on the
+  // socket while the callback runs (net_write_timeout is an hour: SetUpSession).
+  // FORCE INDEX keeps the read in key order without a sort even where the optimizer would
+  // rather scan and sort a large range.
+  std::string sql = "SELECT " + select_list + " FROM " + QualifiedTable(schema) + " FORCE INDEX (PRIMARY)";
+  std::string where;
+  if (!after.empty()) {
+    ASSIGN_OR_RETURN(std::string lits, KeyTuple(*conn_, schema, after, /*standalone=*/false));
+    where = key_cols + " > " + lits;
+  }
+  if (!upper_cond.empty()) where += (where.empty() ? "" : " AND ") + upper_cond;
+  if (!where.empty()) sql += " WHERE " + where;
+  sql += " ORDER BY " + KeyColumnsList(schema);
+  std::vector<Row> rows;
+  rows.reserve(fetch_rows);
+  const auto hand_over = [&]() -> Status {
     std::vector<std::string> last_key;
     last_key.reserve(nkey);
     for (size_t k : schema.primary_key) {
@@ -378,11 +368,26 @@ Status Snapshot::ReadRange(const TableSchema& schema, const std::vector<std::str
                                               schema.QualifiedName(), schema.columns[k].name));
       last_key.push_back(v.ToText());
     }
-    const bool last_chunk = rows.size() < fetch_rows;
-    RETURN_IF_ERROR(on_chunk(std::move(rows), last_key));
-    if (last_chunk) return Status::Ok();
-    after = std::move(last_key);
-  }
+    std::vector<Row> out;
+    out.swap(rows);
+    rows.reserve(fetch_rows);
+    return on_chunk(std::move(out), last_key);
+  };
+  RETURN_IF_ERROR(conn_->QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
+    if (cells.size() != schema.columns.size())
+      return Status::Internal(fmt::format("{}: got {} cells for {} columns",
+                                          schema.QualifiedName(), cells.size(),
+                                          schema.columns.size()));
+    Row& row = rows.emplace_back();
+    row.reserve(cells.size());
+    for (size_t i = 0; i < cells.size(); ++i) {
+      Result<Value> v = ValueFromText(schema.columns[i], cells[i]);
+      if (!v.ok()) return v.status().WithContext(schema.QualifiedName());
+      row.push_back(std::move(v).value());
+    }
+    return rows.size() >= fetch_rows ? hand_over() : Status::Ok();
+  }));
+  return rows.empty() ? Status::Ok() : hand_over();
 }
 
 }  // namespace sluice

@@ -13,13 +13,13 @@
 // Session settings for reads: time_zone '+00:00' (TIMESTAMP in UTC), NAMES utf8mb4,
 // sql_mode '' (zero dates readable and comparable), long net timeouts for streamed reads.
 //
-// ReadTable reads one table in primary-key order by keyset pagination:
-//   SELECT <SnapshotSelectExpr(col)...> FROM `db`.`t` WHERE (`k1`,`k2`) > (v1,v2)
-//   ORDER BY `k1`,`k2` LIMIT n
+// ReadTable reads one table in primary-key order with one streamed query (mysql_use_result):
+//   SELECT <SnapshotSelectExpr(col)...> FROM `db`.`t` FORCE INDEX (PRIMARY)
+//   WHERE (`k1`,`k2`) > (v1,v2) [AND (`k1`,`k2`) <= (u1,u2)] ORDER BY `k1`,`k2`
 // and maps every cell with ValueFromText (schema/text_value.h), the snapshot half of the one
-// value converter. Each query is streamed (mysql_use_result) and converted straight from the
-// connector's row buffer; the callback runs only after the query's last row, so a slow
-// consumer never leaves the server waiting in the middle of a result. Each chunk goes to the callback with the canonical texts
+// value converter, straight from the connector's row buffer. Every `chunk_rows` rows are
+// handed to the callback in the middle of the result (the server waits on the socket while it
+// runs). Each chunk goes to the callback with the canonical texts
 // (Value::ToText) of its last row's key columns; passing those back as start_after_key
 // resumes after that row. Key literals are typed per column: integers/decimals bare, FLOAT as
 // CAST(x AS FLOAT), DOUBLE as a double literal, ENUM by index, SET by bit mask, binary strings
@@ -109,8 +109,8 @@ class Snapshot {
                    size_t chunk_rows, const ChunkCallback& on_chunk);
 
   // Reads the keys of `schema` that are > lower and <= upper (empty: unbounded), in key
-  // order, `fetch_rows` per query (WHERE key > last AND key <= upper ORDER BY key LIMIT n;
-  // row values for composite keys), starting after `after_key` when it is not empty (a
+  // order, in one streamed query (WHERE key > last AND key <= upper ORDER BY key; row values
+  // for composite keys), `fetch_rows` per callback, starting after `after_key` when it is not empty (a
   // resume inside the range). Bounds are key texts (KeyLiteral); the server compares.
   // Tables without a primary key take no bounds (one streamed pass).
   Status ReadRange(const TableSchema& schema, const std::vector<std::string>& after_key,
