@@ -1,7 +1,9 @@
 // SnapshotCoordinator: the initial snapshot of `sluice run`: plans every table into
 // primary-key ranges (planner.h), reads them with `workers` parallel read transactions
-// (snapshot.h), and applies each fetched chunk to the sink as one transaction carrying the
-// updated checkpoint, so that progress is durable with the data.
+// (snapshot.h), and applies the fetched chunks to the sink in transactions carrying the
+// updated checkpoint, so that progress is durable with the data: the chunks ready together
+// (up to 16) in one group commit (Sink::ApplyGroup) for sinks that record a group's last
+// checkpoint (SQLite, JSON lines, SQL), one chunk per call for the others.
 //
 // Consistency ("exact"): every read transaction learns its own binlog point (MariaDB: no
 // lock; MySQL: one short LOCK TABLES ... READ shared by all, measured and logged), and every

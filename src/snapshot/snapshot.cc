@@ -354,6 +354,22 @@ Status Snapshot::ReadRange(const TableSchema& schema, const std::vector<std::str
     where = key_cols + " > " + lits;
   }
   if (!upper_cond.empty()) where += (where.empty() ? "" : " AND ") + upper_cond;
+  if (nkey > 1) {
+    // MariaDB does not use row-value comparisons to bound an index range: alone they scan the
+    // whole key for every range. The first key column's bounds, implied by them (a row
+    // compares column by column, each under its own collation), give the range optimizer a
+    // prefix to seek to and stop at; the row comparisons still decide.
+    const ColumnDesc& first = schema.columns[schema.primary_key[0]];
+    const std::string q = QuoteIdentifier(first.name);
+    if (!after.empty()) {
+      ASSIGN_OR_RETURN(std::string lo, KeyLiteral(*conn_, first, after[0]));
+      where += " AND " + q + " >= " + lo;
+    }
+    if (!upper.empty()) {
+      ASSIGN_OR_RETURN(std::string hi, KeyLiteral(*conn_, first, upper[0]));
+      where += (where.empty() ? "" : " AND ") + q + " <= " + hi;
+    }
+  }
   if (!where.empty()) sql += " WHERE " + where;
   sql += " ORDER BY " + KeyColumnsList(schema);
   std::vector<Row> rows;
