@@ -15,9 +15,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "schema/text_value.h"
@@ -158,6 +160,74 @@ constexpr uint8_t kAffReal = 'R';
 constexpr uint8_t kAffText = 'T';
 constexpr uint8_t kAffBlob = 'B';
 
+// Checkpoints the WAL into the database file on a thread and a connection of its own, so the
+// applying thread never waits for a checkpoint's copying and syncs (SQLite's automatic
+// checkpoint runs in the COMMIT that crosses 1000 WAL pages: with synchronous=FULL two more
+// fsyncs there, most of a snapshot's wall time into SQLite: BENCHMARKS.md). The applying
+// connection's WAL hook, which replaces the automatic checkpoint, wakes it once the WAL holds
+// kWakeFrames frames; PASSIVE checkpoints never wait for the writer or block it. A checkpoint
+// is an ordinary SQLite operation: SIGKILL or power loss at any moment leaves the database as
+// at any other moment (committed transactions are in the WAL, synced per `synchronous`).
+// Should it fall far behind (kInlineFrames), the applying thread checkpoints itself, as SQLite
+// would.
+class Checkpointer {
+ public:
+  static constexpr int kWakeFrames = 1000;     // SQLite's own wal_autocheckpoint
+  static constexpr int kInlineFrames = 64000;  // about 256 MB of WAL at 4 KiB pages
+
+  // Null when the second connection cannot be opened (the caller keeps SQLite's automatic
+  // checkpoint).
+  static std::unique_ptr<Checkpointer> Start(const std::string& path, bool synchronous_full) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK ||
+        sqlite3_exec(db, synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", nullptr,
+                     nullptr, nullptr) != SQLITE_OK) {
+      sqlite3_close_v2(db);
+      return nullptr;
+    }
+    return std::unique_ptr<Checkpointer>(new Checkpointer(db));
+  }
+  ~Checkpointer() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+    sqlite3_close_v2(db_);
+  }
+  void Wake() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_ = true;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  explicit Checkpointer(sqlite3* db) : db_(db), thread_([this] { Loop(); }) {}
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return pending_ || stop_; });
+      if (stop_) return;
+      pending_ = false;
+      lock.unlock();
+      // SQLITE_BUSY (another checkpoint running) or an I/O error: the next wake-up tries
+      // again; the data stays in the WAL meanwhile.
+      (void)sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      lock.lock();
+    }
+  }
+
+  sqlite3* db_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool pending_ = false;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
 class SqliteConnection;
 
 class SqliteStatement : public SqlStatement {
@@ -177,6 +247,7 @@ class SqliteConnection : public SqlConnection {
  public:
   explicit SqliteConnection(SqliteSinkOptions options) : options_(std::move(options)) {}
   ~SqliteConnection() override {
+    checkpointer_.reset();
     prepared_.clear();  // finalize before closing
     if (db_ != nullptr) sqlite3_close_v2(db_);
   }
@@ -207,6 +278,10 @@ class SqliteConnection : public SqlConnection {
     // 32 MiB of page cache instead of SQLite's 2 MB: catching up, the default re-read the
     // tables' index pages from the OS at every group (a fifth of the run in read() calls).
     RETURN_IF_ERROR(Exec("PRAGMA cache_size=-32768"));
+    if (path != ":memory:" && !path.empty()) {
+      checkpointer_ = Checkpointer::Start(path, options_.synchronous_full);
+      if (checkpointer_) sqlite3_wal_hook(db_, &SqliteConnection::WalHook, this);
+    }
     ASSIGN_OR_RETURN(begin_, Prepare("BEGIN IMMEDIATE"));
     ASSIGN_OR_RETURN(commit_, Prepare("COMMIT"));
     ASSIGN_OR_RETURN(rollback_, Prepare("ROLLBACK"));
@@ -256,8 +331,18 @@ class SqliteConnection : public SqlConnection {
   sqlite3* db() const { return db_; }
 
  private:
+  // After each commit, with the WAL's frame count (Checkpointer above).
+  static int WalHook(void* self, sqlite3* db, const char* name, int frames) {
+    if (frames >= Checkpointer::kInlineFrames)
+      (void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    else if (frames >= Checkpointer::kWakeFrames)
+      static_cast<SqliteConnection*>(self)->checkpointer_->Wake();
+    return SQLITE_OK;
+  }
+
   SqliteSinkOptions options_;
   sqlite3* db_ = nullptr;
+  std::unique_ptr<Checkpointer> checkpointer_;
   std::unordered_map<std::string, std::unique_ptr<SqliteStatement>> prepared_;
   SqlStatement* begin_ = nullptr;
   SqlStatement* commit_ = nullptr;

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <limits>
+#include <thread>
 
 #include "checkpoint/checkpoint.h"
 
@@ -387,6 +389,31 @@ namespace {
 
 // Group commit: a group is one SQLite transaction carrying the last checkpoint; a failure
 // anywhere in it leaves the replica and the checkpoint as they were (never half a group).
+// The WAL is checkpointed into the database file by the sink's checkpointing connection while
+// the sink stays open, with no call into it: SQLite's automatic checkpoint is off (the WAL
+// hook replaces it), so a checkpointer that never ran would leave every row in the WAL.
+TEST_F(SqliteSinkTest, WalIsCheckpointedInTheBackgroundWhileOpen) {
+  const std::string big(2000, 'x');
+  for (int t = 0; t < 6; ++t) {
+    std::vector<RowChange> changes;
+    for (int i = 0; i < 500; ++i) {
+      const int id = t * 500 + i + 1;
+      changes.push_back(Change(Op::kCreate, Items(), {}, Item(id, big, "1.00", id)));
+    }
+    ApplyOk(std::move(changes), "cp" + std::to_string(t));
+  }
+  // 3000 rows of 2 KB: about 1500 WAL frames, past the 1000 that wake the checkpointer.
+  struct stat st {};
+  bool landed = false;
+  for (int i = 0; i < 500 && !landed; ++i) {
+    landed = ::stat(path_.c_str(), &st) == 0 && st.st_size >= 5'000'000;
+    if (!landed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(landed) << "after 3000 rows of 2 KB and 5 s the database file holds " << st.st_size
+                      << " bytes: the WAL was not checkpointed";
+  EXPECT_EQ(Query("SELECT count(*) FROM \"shop.items\"")[0][0], "i:3000");
+}
+
 TEST_F(SqliteSinkTest, GroupIsAppliedWholeWithTheLastCheckpointOrNotAtAll) {
   ApplyOk({Change(Op::kCreate, Items(), {}, Item(1, "a", "1.00", 1))}, "cp1");
   std::vector<Transaction> bad;
