@@ -291,6 +291,8 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::FinishXa(const
   ASSIGN_OR_RETURN(auto committed, Commit(ev));
   if (committed) {
     committed->changes = std::move(changes);
+    committed->bytes = 0;
+    for (const RowChange& c : committed->changes) committed->bytes += ApproxBytes(c);
     if (commit && !found) committed->unknown_xa = xid;
   }
   return committed;
@@ -299,6 +301,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::FinishXa(const
 Result<std::optional<CommittedTransaction>> TransactionAssembler::Commit(const binlog::Event& ev) {
   CommittedTransaction out;
   out.changes = std::move(changes_);
+  out.bytes = buffered_bytes_;
   out.has_parts = parts_taken_;
   out.gtid = gtid_;
   NoteGtid(gtid_);

@@ -63,6 +63,7 @@ struct CommittedTransaction {
   bool has_parts = false;
   // The transaction ended in ROLLBACK: nothing of it may be applied (parts included).
   bool rolled_back = false;
+  size_t bytes = 0;  // ApproxBytes of `changes` (pipeline/change.h), summed
 };
 
 class TransactionAssembler {
