@@ -760,8 +760,17 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
       cap > 0 ? std::min(options_.queue_max_bytes, std::max<size_t>(cap / 4, 1)) : options_.queue_max_bytes;
   BoundedQueue<RawEvent> queue(options_.queue_max_events, raw_queue_bytes);
   queue.set_wake_batch(64, std::chrono::milliseconds(1));
+  // Event buffers the decoder is done with, filled again by the reader: an allocation per
+  // event (made on the reader's thread, freed on the decoder's) cost more than the copy into
+  // it. Buffers of at most kPoolMaxEvent bytes are kept, up to kPoolBytes in the pool and as
+  // much again on the reader's side (the list it took last).
+  constexpr size_t kPoolBytes = 4u << 20, kPoolMaxEvent = 16u << 10;
+  std::mutex pool_mu;
+  std::vector<std::string> pool;  // guarded by pool_mu
+  size_t pool_bytes = 0;          // guarded by pool_mu: capacity of the buffers in `pool`
   std::atomic<bool> reader_stop{false};
   std::thread reader([&] {
+    std::vector<std::string> spare;  // taken from `pool` a whole list at a time
     while (!reader_stop.load()) {
       auto ev = session->Fetch();
       if (!ev.ok()) {
@@ -772,8 +781,18 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
         queue.Close(Status::Ok());
         return;
       }
-      RawEvent raw{std::string(reinterpret_cast<const char*>(ev->data()), ev->size()),
-                   binlog::EventChecksumMatches(*ev)};
+      if (spare.empty()) {
+        std::lock_guard<std::mutex> l(pool_mu);
+        spare.swap(pool);
+        pool_bytes = 0;
+      }
+      std::string buf;
+      if (!spare.empty()) {
+        buf = std::move(spare.back());
+        spare.pop_back();
+      }
+      buf.assign(reinterpret_cast<const char*>(ev->data()), ev->size());
+      RawEvent raw{std::move(buf), binlog::EventChecksumMatches(*ev)};
       size_t n = raw.bytes.size();
       if (!queue.Push(std::move(raw), n).ok()) return;
     }
@@ -1102,6 +1121,15 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
       }
     }
     if (batch_at == batch.size()) {
+      {
+        std::lock_guard<std::mutex> l(pool_mu);
+        for (RawEvent& r : batch) {
+          const size_t c = r.bytes.capacity();
+          if (c > kPoolMaxEvent || pool_bytes + c > kPoolBytes) continue;
+          pool_bytes += c;
+          pool.push_back(std::move(r.bytes));
+        }
+      }
       batch.clear();
       batch_at = 0;
       Status qst;
