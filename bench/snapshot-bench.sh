@@ -66,13 +66,30 @@ TOML
 }
 
 now() { date +%s.%N; }
+# CPU seconds (user + system) of the server process, from /proc (clock ticks).
+server_pid=$(cat "$SLUICE_TEST_MYSQL_PIDFILE")
+server_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$server_pid/stat"; }
+# User and system CPU seconds of this shell's finished children (bash `times`, second line;
+# run in this shell, not a subshell, which would count its own children only).
+child_cpu() {
+  times > "$work/times"
+  sed -n 2p "$work/times" | awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); printf "%.2f ", a[1] * 60 + a[2] }; print "" }'
+}
 declare -A best
 measure() {  # $1 name, rest: command (run after a per-run reset)
   local name=$1; shift
-  local t0 t1 s
-  t0=$(now); "$@"; t1=$(now)
+  local t0 t1 s c0 c1 u sy
+  local u0 s0
+  child_cpu > "$work/cpu0"; read -r u0 s0 < "$work/cpu0"
+  c0=$(server_cpu); t0=$(now)
+  "$@"
+  t1=$(now); c1=$(server_cpu)
   s=$(echo "$t1 - $t0" | bc)
-  printf '%-22s %6.2f s   (load %s)\n' "$name" "$s" "$(cut -d' ' -f1 /proc/loadavg)"
+  child_cpu > "$work/cpu1"; read -r u sy < "$work/cpu1"
+  u=$(echo "$u - $u0" | bc); sy=$(echo "$sy - $s0" | bc)
+  # On 2 shared cores the wall time follows total CPU; the CPU seconds hold still under load.
+  printf '%-22s %6.2f s   client CPU %5.2f s (%s user + %s sys)   server CPU %5.2f s   (load %s)\n' \
+    "$name" "$s" "$(echo "$u + $sy" | bc)" "$u" "$sy" "$(echo "$c1 - $c0" | bc)" "$(cut -d' ' -f1 /proc/loadavg)"
   if [ -z "${best[$name]:-}" ] || (( $(echo "$s < ${best[$name]}" | bc) )); then best[$name]=$s; fi
 }
 run_mydumper() { rm -rf "$work/dump"; mydumper -h "$host" -P "$port" -u "$user" -p "$MYSQL_PWD" \
