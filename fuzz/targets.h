@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string>
@@ -283,8 +284,18 @@ inline void FuzzRows(const uint8_t* data, size_t size) {
   options.allow_unlabeled_enum = (data[1] & 2) == 0;
   std::vector<sluice::binlog::DecodedRow> out;
   const bool with_schema = (data[1] & 1) != 0;
-  (void)sluice::binlog::DecodeRows(ev, with_schema ? t.bare_map : t.map,
-                                   with_schema ? &t.schema : nullptr, options, &out);
+  const sluice::binlog::TableMap& map = with_schema ? t.bare_map : t.map;
+  const sluice::TableSchema* schema = with_schema ? &t.schema : nullptr;
+  const sluice::Status st = sluice::binlog::DecodeRows(ev, map, schema, options, &out);
+  // The stream decodes with plans built once per TABLE_MAP: same rows, same error.
+  auto plans = sluice::binlog::BuildRowPlans(map, schema, options);
+  if (!plans.ok()) return;
+  std::vector<sluice::binlog::DecodedRow> again;
+  const sluice::Status st2 = sluice::binlog::DecodeRows(ev, map, **plans, options, &again);
+  bool same = st.ToString() == st2.ToString() && out.size() == again.size();
+  for (size_t i = 0; same && i < out.size(); ++i)
+    same = out[i].before == again[i].before && out[i].after == again[i].after;
+  if (!same) std::abort();
 }
 
 }  // namespace sluice::fuzz
