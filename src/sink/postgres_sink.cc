@@ -5,7 +5,10 @@
 //            DISTINCT FROM $1 .. LIMIT 1)
 //   bulk     SAVEPOINT; COPY "s"."t" (c..) FROM STDIN; RELEASE — on a duplicate key:
 //            ROLLBACK TO SAVEPOINT; COPY into a temporary table; INSERT ... SELECT ...
-//            ON CONFLICT DO UPDATE
+//            ON CONFLICT DO UPDATE. One COPY stream takes every BulkLoad into the same
+//            table until another statement (the checkpoint, COMMIT) or kMaxCopyText bytes
+//            end it. Tables of integer, string and bytes columns only are copied in FORMAT
+//            binary (the server parses no text: BENCHMARKS.md, snapshot into PostgreSQL).
 // Values travel as text parameters in the PostgreSQL input form of the column's type
 // (PgText), bytea as binary parameters; COPY uses the same text, COPY-escaped.
 #include "sink/postgres_sink.h"
@@ -205,6 +208,40 @@ class PgStatement : public SqlStatement {
   int count_ = 0;  // parameters bound (highest index)
 };
 
+// How a column travels in a COPY of FORMAT binary: integers as 2, 4 or 8 big-endian bytes,
+// text and bytea as their bytes.
+enum class BinaryKind : uint8_t { kInt2, kInt4, kInt8, kText, kBytea };
+
+// The binary kinds of `table`'s columns when every column is one of those (the types whose
+// binary form is the value's bytes or a plain integer: MySQL's integer types up to signed
+// BIGINT, character types, ENUM, binary strings and BLOBs), else empty: the text format.
+std::vector<BinaryKind> BinaryCopyKinds(const SqlTable& table) {
+  std::vector<BinaryKind> out;
+  for (const SqlColumn& col : table.columns) {
+    const ColumnDesc& c = *col.source;
+    Result<std::string> type = PostgresColumnType(c);
+    if (!type.ok()) return {};
+    const bool integer = c.type == SqlType::kTinyInt || c.type == SqlType::kSmallInt ||
+                         c.type == SqlType::kMediumInt || c.type == SqlType::kInt || c.type == SqlType::kBigInt;
+    if (integer && *type == "smallint") out.push_back(BinaryKind::kInt2);
+    else if (integer && *type == "integer") out.push_back(BinaryKind::kInt4);
+    else if (integer && *type == "bigint") out.push_back(BinaryKind::kInt8);
+    else if ((IsCharacterType(c.type) || c.type == SqlType::kEnum) && *type == "text" && col.bind_kind == kPgText)
+      out.push_back(BinaryKind::kText);
+    else if ((IsCharacterType(c.type) || IsBinaryType(c.type)) && *type == "bytea" && col.bind_kind == kPgBytea)
+      out.push_back(BinaryKind::kBytea);
+    else
+      return {};
+  }
+  return out;
+}
+
+void AppendBigEndian(std::string* out, uint64_t v, int bytes) {
+  char buf[8];
+  for (int i = bytes - 1; i >= 0; --i, v >>= 8) buf[i] = static_cast<char>(v & 0xff);
+  out->append(buf, static_cast<size_t>(bytes));
+}
+
 class PgConnection : public SqlConnection {
  public:
   // `exclusive`: hold the destination's advisory lock for the session (one writer per
@@ -217,6 +254,7 @@ class PgConnection : public SqlConnection {
 
   Status Connect() {
     if (conn_ != nullptr) PQfinish(conn_);
+    copy_.reset();
     prepared_.clear();
     next_id_ = 0;
     const std::string timeout = std::to_string(options_.connect_timeout_s);
@@ -276,6 +314,7 @@ class PgConnection : public SqlConnection {
 
   Status Exec(const std::string& sql) override {
     if (conn_ == nullptr) return Status::Unavailable(describe_ + ": not connected");
+    RETURN_IF_ERROR(EndCopy());
     PGresult* res = PQexec(conn_, sql.c_str());
     const ExecStatusType st = PQresultStatus(res);
     Status out = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? Status::Ok() : Error(res, sql);
@@ -287,6 +326,7 @@ class PgConnection : public SqlConnection {
     if (conn_ == nullptr) return Status::Unavailable(describe_ + ": not connected");
     auto it = prepared_.find(sql);
     if (it != prepared_.end()) return it->second.get();
+    RETURN_IF_ERROR(EndCopy());
     std::string name = "s" + std::to_string(next_id_++);
     PGresult* res = PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr);
     Status st = PQresultStatus(res) == PGRES_COMMAND_OK ? Status::Ok() : Error(res, "prepare " + sql);
@@ -301,6 +341,7 @@ class PgConnection : public SqlConnection {
   Status Begin() override { return Exec("BEGIN"); }
   Status Commit() override {
     if (conn_ == nullptr) return Status::Unavailable(describe_ + ": not connected");
+    RETURN_IF_ERROR(EndCopy());
     PGresult* res = PQexec(conn_, "COMMIT");
     Status out;
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
@@ -313,6 +354,7 @@ class PgConnection : public SqlConnection {
     return out;
   }
   void Rollback() override {
+    AbortCopy();
     if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) != PQTRANS_IDLE)
       (void)Exec("ROLLBACK");
   }
@@ -334,9 +376,43 @@ class PgConnection : public SqlConnection {
 
   PGconn* conn() const { return conn_; }
   const std::string& describe() const { return describe_; }
+  // Ends the open COPY stream, if any (every other statement calls this first): a duplicate
+  // key in it is merged as BulkLoad says. Errors name the table.
+  Status EndCopy();
 
  private:
-  Status Copy(const std::string& target, const SqlTable& table, const std::vector<const Row*>& rows);
+  // The open COPY stream of BulkLoad.
+  struct OpenCopy {
+    std::string target;   // the table, quoted
+    std::string display;  // for messages
+    std::string cols;     // quoted column list
+    std::string conflict; // keyed tables: " ON CONFLICT (pk..) DO UPDATE SET .." for the merge
+    bool keyed = false;   // inside SAVEPOINT sluice_copy
+    // FORMAT binary (BinaryCopyKinds): the server skips parsing text; otherwise text format.
+    std::vector<BinaryKind> binary;
+    // Keyed tables: every row since the savepoint (sent again into the merge on a duplicate
+    // key); keyless: the rows not sent yet.
+    std::string text;
+    size_t sent = 0;      // bytes of `text` sent
+  };
+  // The COPY statement of a stream into `target`.
+  static std::string CopySql(const std::string& target, const std::string& cols, bool binary) {
+    return "COPY " + target + " (" + cols + ") FROM STDIN" + (binary ? " WITH (FORMAT binary)" : "");
+  }
+  static std::string CopySql(const OpenCopy& c, const std::string& target) {
+    return CopySql(target, c.cols, !c.binary.empty());
+  }
+  Status StartCopy(const std::string& sql);
+  // Sends copy text from c.text[c.sent..]; false when the connection failed.
+  bool SendCopy(OpenCopy& c);
+  // Appends `rows` in COPY text form to copy_->text, sending it as it grows.
+  Status FormatCopy(const SqlTable& table, const std::vector<const Row*>& rows);
+  // The same in COPY binary form.
+  Status FormatBinaryCopy(const SqlTable& table, const std::vector<const Row*>& rows);
+  // PQputCopyEnd (errmsg non-null: abort) and the statement's results.
+  Status FinishCopy(const char* errmsg, const std::string& sql);
+  // Abandons the open COPY stream (the transaction is being rolled back).
+  void AbortCopy();
 
   PostgresSinkOptions options_;
   bool exclusive_ = true;
@@ -344,8 +420,16 @@ class PgConnection : public SqlConnection {
   std::string describe_ = "postgres";
   std::unordered_map<std::string, std::unique_ptr<PgStatement>> prepared_;
   uint64_t next_id_ = 0;
-  std::string copy_buf_;
+  std::optional<OpenCopy> copy_;
+  // The last stream's text buffer, kept for its capacity: a fresh one per stream paid a page
+  // fault per 4 KiB of text.
+  std::string spare_text_;
 };
+
+// A COPY stream ends after this much text (it is also what a keyed table's stream keeps for
+// a merge); 1 MiB goes to libpq per call.
+constexpr size_t kMaxCopyText = size_t{64} << 20;
+constexpr size_t kCopySendBytes = size_t{1} << 20;
 
 Status PgStatement::Bind(int index, const Value& v, const SqlColumn* column) {
   if (index < 1) return Status::Internal("parameter index < 1");
@@ -411,6 +495,7 @@ Status PgStatement::Bind(int index, const Value& v, const SqlColumn* column) {
 Result<PGresult*> PgStatement::Run() {
   PGconn* c = conn_->conn();
   if (c == nullptr) return Status::Unavailable(conn_->describe() + ": not connected");
+  RETURN_IF_ERROR(conn_->EndCopy());
   for (int i = 0; i < count_; ++i)
     if (owned_[static_cast<size_t>(i)]) values_[static_cast<size_t>(i)] = bufs_[static_cast<size_t>(i)].c_str();
   PGresult* res = PQexecPrepared(c, name_.c_str(), count_, values_.data(), lengths_.data(), formats_.data(), 0);
@@ -481,107 +566,213 @@ void AppendInt(std::string* out, auto v) {
   out->append(buf, r.ptr);
 }
 
-Status PgConnection::Copy(const std::string& target, const SqlTable& table, const std::vector<const Row*>& rows) {
-  std::string sql = "COPY " + target + " (";
-  for (size_t i = 0; i < table.columns.size(); ++i) sql += (i ? ", " : "") + table.columns[i].quoted;
-  sql += ") FROM STDIN";
+Status PgConnection::StartCopy(const std::string& sql) {
   PGresult* res = PQexec(conn_, sql.c_str());
-  if (PQresultStatus(res) != PGRES_COPY_IN) {
-    Status err = Error(res, sql);
-    PQclear(res);
-    return err;
-  }
+  Status out = PQresultStatus(res) == PGRES_COPY_IN ? Status::Ok() : Error(res, sql);
   PQclear(res);
-  Status conv;
-  copy_buf_.clear();
-  auto flush = [&]() -> bool {
-    if (copy_buf_.empty()) return true;
-    const bool ok = PQputCopyData(conn_, copy_buf_.data(), static_cast<int>(copy_buf_.size())) == 1;
-    copy_buf_.clear();
-    return ok;
-  };
-  bool sent = true;
+  return out;
+}
+
+bool PgConnection::SendCopy(OpenCopy& c) {
+  while (c.sent < c.text.size()) {
+    const size_t n = std::min(c.text.size() - c.sent, kCopySendBytes);
+    if (PQputCopyData(conn_, c.text.data() + c.sent, static_cast<int>(n)) != 1) return false;
+    c.sent += n;
+  }
+  if (!c.keyed) {
+    c.text.clear();
+    c.sent = 0;
+  }
+  return true;
+}
+
+Status PgConnection::FinishCopy(const char* errmsg, const std::string& sql) {
+  const bool ended = PQputCopyEnd(conn_, errmsg) == 1;
+  Status out;
+  PGresult* res;
+  while ((res = PQgetResult(conn_)) != nullptr) {
+    if (out.ok() && PQresultStatus(res) != PGRES_COMMAND_OK) out = Error(res, sql);
+    PQclear(res);
+  }
+  if (!ended && out.ok()) out = Error(nullptr, sql);
+  return out;
+}
+
+void PgConnection::AbortCopy() {
+  if (!copy_) return;
+  copy_.reset();
+  if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) (void)FinishCopy("sluice: rolled back", "COPY");
+}
+
+Status PgConnection::FormatBinaryCopy(const SqlTable& table, const std::vector<const Row*>& rows) {
+  std::string& buf = copy_->text;
+  const std::vector<BinaryKind>& kinds = copy_->binary;
+  const size_t n = table.columns.size();
   for (const Row* row : rows) {
-    for (size_t i = 0; i < table.columns.size() && conv.ok(); ++i) {
-      if (i) copy_buf_.push_back('\t');
+    AppendBigEndian(&buf, n, 2);
+    for (size_t i = 0; i < n; ++i) {
       const Value& v = (*row)[i];
       if (v.is_null()) {
-        copy_buf_ += "\\N";
+        AppendBigEndian(&buf, 0xffffffffu, 4);
+        continue;
+      }
+      const SqlColumn& col = table.columns[i];
+      const BinaryKind kind = kinds[i];
+      if (kind == BinaryKind::kText || kind == BinaryKind::kBytea) {
+        std::string converted;
+        const std::string* bytes = &v.s;
+        if (kind == BinaryKind::kText) {
+          if (v.kind != Value::Kind::kText) {
+            Result<std::string> text = PgText(v, *col.source, col.bind_kind);
+            if (!text.ok()) return text.status().WithContext(fmt::format("column {}", col.source->name));
+            converted = std::move(*text);
+            bytes = &converted;
+          }
+          if (std::memchr(bytes->data(), 0, bytes->size()) != nullptr)
+            return Status::InvalidArgument(fmt::format(
+                "column {}: the value holds a NUL byte, which PostgreSQL text cannot hold", col.source->name));
+        } else if (v.kind != Value::Kind::kBytes && v.kind != Value::Kind::kText) {
+          return Status::InvalidArgument(
+              fmt::format("column {}: a {} value for a bytea column", col.source->name, v.DebugString()));
+        }
+        if (bytes->size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+          return Status::InvalidArgument(fmt::format("column {}: value larger than 2 GiB", col.source->name));
+        AppendBigEndian(&buf, bytes->size(), 4);
+        buf += *bytes;
+        continue;
+      }
+      int64_t x = 0;
+      if (v.kind == Value::Kind::kInt) {
+        x = v.i;
+      } else if (v.kind == Value::Kind::kUInt && v.u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        x = static_cast<int64_t>(v.u);
+      } else if (v.kind != Value::Kind::kText ||
+                 std::from_chars(v.s.data(), v.s.data() + v.s.size(), x).ptr != v.s.data() + v.s.size()) {
+        return Status::InvalidArgument(
+            fmt::format("column {}: {} is not an integer its column can hold", col.source->name, v.DebugString()));
+      }
+      const int width = kind == BinaryKind::kInt2 ? 2 : kind == BinaryKind::kInt4 ? 4 : 8;
+      if (width < 8 && (x < -(int64_t{1} << (8 * width - 1)) || x >= (int64_t{1} << (8 * width - 1))))
+        return Status::InvalidArgument(fmt::format("column {}: {} does not fit its {}-byte integer column",
+                                                   col.source->name, x, width));
+      AppendBigEndian(&buf, static_cast<uint32_t>(width), 4);
+      AppendBigEndian(&buf, static_cast<uint64_t>(x), width);
+    }
+    if (buf.size() - copy_->sent >= kCopySendBytes && !SendCopy(*copy_)) return Error(nullptr, CopySql(*copy_, copy_->target));
+  }
+  if (!SendCopy(*copy_)) return Error(nullptr, CopySql(*copy_, copy_->target));
+  return Status::Ok();
+}
+
+Status PgConnection::FormatCopy(const SqlTable& table, const std::vector<const Row*>& rows) {
+  if (!copy_->binary.empty()) return FormatBinaryCopy(table, rows);
+  std::string& buf = copy_->text;
+  for (const Row* row : rows) {
+    for (size_t i = 0; i < table.columns.size(); ++i) {
+      if (i) buf.push_back('\t');
+      const Value& v = (*row)[i];
+      if (v.is_null()) {
+        buf += "\\N";
         continue;
       }
       const SqlColumn& col = table.columns[i];
       // Fast paths: the value's own text or digits are the input form (as in PgText).
       if (v.kind == Value::Kind::kText &&
           (col.bind_kind == kPgText || col.bind_kind == kPgPlain || col.bind_kind == kPgTime)) {
-        if (!AppendCopyText(&copy_buf_, v.s)) {
-          conv = Status::InvalidArgument(fmt::format(
+        if (!AppendCopyText(&buf, v.s))
+          return Status::InvalidArgument(fmt::format(
               "column {}: the value holds a NUL byte, which PostgreSQL text cannot hold", col.source->name));
-          break;
-        }
         continue;
       }
       if (v.kind == Value::Kind::kInt) {
-        AppendInt(&copy_buf_, v.i);
+        AppendInt(&buf, v.i);
         continue;
       }
       if (v.kind == Value::Kind::kUInt && col.bind_kind != kPgBit) {
-        AppendInt(&copy_buf_, v.u);
+        AppendInt(&buf, v.u);
         continue;
       }
       Result<std::string> text = PgText(v, *col.source, col.bind_kind);
-      if (!text.ok()) {
-        conv = text.status().WithContext(fmt::format("column {}", col.source->name));
-        break;
-      }
+      if (!text.ok()) return text.status().WithContext(fmt::format("column {}", col.source->name));
       if (col.bind_kind == kPgBytea) {
-        copy_buf_ += "\\\\x";
-        copy_buf_ += Hex(*text);
-      } else if (!AppendCopyText(&copy_buf_, *text)) {
-        conv = Status::InvalidArgument(fmt::format(
+        buf += "\\\\x";
+        buf += Hex(*text);
+      } else if (!AppendCopyText(&buf, *text)) {
+        return Status::InvalidArgument(fmt::format(
             "column {}: the value holds a NUL byte, which PostgreSQL cannot hold", col.source->name));
-        break;
       }
     }
-    if (!conv.ok()) break;
-    copy_buf_.push_back('\n');
-    if (copy_buf_.size() >= (1u << 20) && !(sent = flush())) break;
+    buf.push_back('\n');
+    if (buf.size() - copy_->sent >= kCopySendBytes && !SendCopy(*copy_))
+      return Error(nullptr, CopySql(*copy_, copy_->target));
   }
-  if (conv.ok() && sent) sent = flush();
-  PQputCopyEnd(conn_, conv.ok() && sent ? nullptr : "sluice: conversion failed");
-  Status out;
-  while ((res = PQgetResult(conn_)) != nullptr) {
-    if (out.ok() && PQresultStatus(res) != PGRES_COMMAND_OK) out = Error(res, sql);
-    PQclear(res);
-  }
-  if (!conv.ok()) return conv;
-  if (!sent && out.ok()) out = Error(nullptr, sql);
-  return out;
+  // What is formatted goes now: the server works on it while the next rows are fetched.
+  if (!SendCopy(*copy_)) return Error(nullptr, CopySql(*copy_, copy_->target));
+  return Status::Ok();
 }
 
 Status PgConnection::BulkLoad(const SqlTable& table, const std::vector<const Row*>& rows) {
   if (conn_ == nullptr) return Status::Unavailable(describe_ + ": not connected");
-  if (!table.schema->has_primary_key()) return Copy(table.name.quoted, table, rows);
-  RETURN_IF_ERROR(Exec("SAVEPOINT sluice_copy"));
-  Status st = Copy(table.name.quoted, table, rows);
-  if (st.ok()) return Exec("RELEASE SAVEPOINT sluice_copy");
-  if (st.message().find("23505") == std::string::npos) return st;
-  // Some keys are there already (a chunk copied again, or rows the stream wrote): merge.
-  RETURN_IF_ERROR(Exec("ROLLBACK TO SAVEPOINT sluice_copy"));
-  RETURN_IF_ERROR(Exec("CREATE TEMPORARY TABLE IF NOT EXISTS _sluice_load (LIKE " + table.name.quoted + ")"));
-  RETURN_IF_ERROR(Exec("TRUNCATE _sluice_load"));
-  RETURN_IF_ERROR(Copy("_sluice_load", table, rows));
-  std::string cols, pk, set;
-  for (size_t i = 0; i < table.columns.size(); ++i) {
-    cols += (i ? ", " : "") + table.columns[i].quoted;
-    if (!table.columns[i].is_pk)
-      set += (set.empty() ? "" : ", ") + table.columns[i].quoted + " = excluded." + table.columns[i].quoted;
+  if (copy_ && (copy_->target != table.name.quoted || copy_->text.size() >= kMaxCopyText)) RETURN_IF_ERROR(EndCopy());
+  if (!copy_) {
+    OpenCopy c;
+    c.text = std::move(spare_text_);
+    c.text.clear();
+    c.target = table.name.quoted;
+    c.display = table.name.display;
+    for (size_t i = 0; i < table.columns.size(); ++i) c.cols += (i ? ", " : "") + table.columns[i].quoted;
+    c.keyed = table.schema->has_primary_key();
+    if (c.keyed) {
+      std::string pk, set;
+      for (size_t i = 0; i < table.columns.size(); ++i)
+        if (!table.columns[i].is_pk)
+          set += (set.empty() ? "" : ", ") + table.columns[i].quoted + " = excluded." + table.columns[i].quoted;
+      for (size_t j = 0; j < table.schema->primary_key.size(); ++j)
+        pk += (j ? ", " : "") + table.columns[table.schema->primary_key[j]].quoted;
+      c.conflict = " ON CONFLICT (" + pk + ") DO " + (set.empty() ? "NOTHING" : "UPDATE SET " + set);
+      RETURN_IF_ERROR(Exec("SAVEPOINT sluice_copy"));
+    }
+    c.binary = BinaryCopyKinds(table);
+    if (!c.binary.empty()) {
+      // The signature, flags and header extension length of FORMAT binary.
+      c.text.append("PGCOPY\n\377\r\n\0", 11);
+      AppendBigEndian(&c.text, 0, 4);
+      AppendBigEndian(&c.text, 0, 4);
+    }
+    RETURN_IF_ERROR(StartCopy(CopySql(c, c.target)));
+    copy_ = std::move(c);
   }
-  for (size_t j = 0; j < table.schema->primary_key.size(); ++j)
-    pk += (j ? ", " : "") + table.columns[table.schema->primary_key[j]].quoted;
-  RETURN_IF_ERROR(Exec("INSERT INTO " + table.name.quoted + " (" + cols + ") SELECT " + cols +
-                       " FROM _sluice_load ON CONFLICT (" + pk + ") DO " + (set.empty() ? "NOTHING" : "UPDATE SET " + set)));
-  RETURN_IF_ERROR(Exec("DROP TABLE _sluice_load"));
-  return Exec("RELEASE SAVEPOINT sluice_copy");
+  Status st = FormatCopy(table, rows);
+  if (!st.ok()) AbortCopy();  // the caller rolls the transaction back
+  return st;
+}
+
+Status PgConnection::EndCopy() {
+  if (!copy_) return Status::Ok();
+  OpenCopy c = std::move(*copy_);
+  copy_.reset();
+  const std::string sql = CopySql(c, c.target);
+  if (!c.binary.empty()) AppendBigEndian(&c.text, 0xffff, 2);  // the trailer
+  Status st = SendCopy(c) ? FinishCopy(nullptr, sql) : Error(nullptr, sql);
+  if (!st.ok() && c.keyed && st.message().find("23505") != std::string::npos) {
+    // Some keys are there already (a chunk copied again, or rows the stream wrote): the
+    // stream's rows again, into a temporary table, merged.
+    const std::string load = CopySql(c, "_sluice_load");
+    st = Exec("ROLLBACK TO SAVEPOINT sluice_copy");
+    if (st.ok()) st = Exec("CREATE TEMPORARY TABLE IF NOT EXISTS _sluice_load (LIKE " + c.target + ")");
+    if (st.ok()) st = Exec("TRUNCATE _sluice_load");
+    if (st.ok()) st = StartCopy(load);
+    if (st.ok()) {
+      c.sent = 0;
+      st = SendCopy(c) ? FinishCopy(nullptr, load) : Error(nullptr, load);
+    }
+    if (st.ok())
+      st = Exec("INSERT INTO " + c.target + " (" + c.cols + ") SELECT " + c.cols + " FROM _sluice_load" + c.conflict);
+    if (st.ok()) st = Exec("DROP TABLE _sluice_load");
+  }
+  if (st.ok() && c.keyed) st = Exec("RELEASE SAVEPOINT sluice_copy");
+  spare_text_ = std::move(c.text);
+  return st.WithContext("table " + c.display + ": bulk load");
 }
 
 class PgDialect : public SqlDialect {
