@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/position.h"
@@ -41,6 +42,50 @@ struct RowChange {
   Row after;   // empty for d
   SourceInfo source;
 };
+
+// The one place change records are built, for the snapshot, incremental reads and the
+// stream alike (issue 9), so that every path fills a record the same way.
+//
+// A read of a whole row: a snapshot or re-read row (op r), or an incremental page's row (op c
+// or r, snapshot/incremental.h). `after` is the row in the table's column order.
+inline RowChange ReadChange(Op op, TableSchemaPtr table, Row row, const SourceInfo& source) {
+  RowChange c;
+  c.op = op;
+  c.table = std::move(table);
+  c.after = std::move(row);
+  c.source = source;
+  return c;
+}
+
+// One row of a binlog rows event (op c, u or d; `row` is its index in the event). An image
+// the server wrote without some columns (binlog_row_image MINIMAL or NOBLOB) is padded to the
+// table's columns with Value::Absent(), which the sinks leave untouched; an empty image (the
+// before of c, the after of d) stays empty.
+inline void FillStreamChange(RowChange& c, Op op, TableSchemaPtr table, Row before, Row after,
+                             const SourceInfo& source, uint32_t row) {
+  const size_t n = table->columns.size();
+  c.op = op;
+  c.table = std::move(table);
+  c.before = std::move(before);
+  c.after = std::move(after);
+  if (!c.before.empty()) c.before.resize(n, Value::Absent());
+  if (!c.after.empty()) c.after.resize(n, Value::Absent());
+  c.source = source;
+  c.source.row = row;
+}
+
+// An update that changes the primary key, as the delete of the old key and the insert of the
+// new one, each with the update's source: how sinks that key records by primary key (JSON
+// envelopes with split_key_changes, Kafka keys) see it.
+inline std::pair<RowChange, RowChange> SplitKeyChange(const RowChange& update) {
+  RowChange del;
+  del.op = Op::kDelete;
+  del.table = update.table;
+  del.before = update.before;
+  del.source = update.source;
+  RowChange add = ReadChange(Op::kCreate, update.table, update.after, update.source);
+  return {std::move(del), std::move(add)};
+}
 
 // Bytes `c` holds in memory (itself, its values and their heap storage): what the memory cap
 // of buffered change data counts (issue 8).

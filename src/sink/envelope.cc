@@ -508,12 +508,7 @@ Status AppendEnvelope(const RowChange& c, int64_t ts_ms, std::string* out) {
 Status AppendReadLines(const TableSchemaPtr& table, const std::vector<Row>& rows, const SourceInfo& source,
                        int64_t ts_ms, std::string* out) {
   const auto generic = [&](const Row& row) -> Status {
-    RowChange c;
-    c.op = Op::kRead;
-    c.table = table;
-    c.after = row;
-    c.source = source;
-    RETURN_IF_ERROR(AppendEnvelope(c, ts_ms, out));
+    RETURN_IF_ERROR(AppendEnvelope(ReadChange(Op::kRead, table, row, source), ts_ms, out));
     out->push_back('\n');
     return Status::Ok();
   };
@@ -536,11 +531,7 @@ Status AppendReadLines(const TableSchemaPtr& table, const std::vector<Row>& rows
     name_end[i] = names.size();
   }
   if (shared) {
-    RowChange probe;
-    probe.op = Op::kRead;
-    probe.table = table;
-    probe.after.assign(n, Value::Null());
-    probe.source = source;
+    const RowChange probe = ReadChange(Op::kRead, table, Row(n, Value::Null()), source);
     std::string whole;
     const size_t body = kHead.size() + names.size() + 4 * n + (n - 1);  // names, "null"s, commas
     shared = AppendEnvelope(probe, ts_ms, &whole).ok() && whole.size() > body &&

@@ -303,16 +303,7 @@ Status RecordSerializer::AppendTransaction(const Transaction& txn, int64_t ts_ms
     }
     uint64_t& table_count = per_table[c.table->QualifiedName()];
     if (split) {
-      RowChange del;
-      del.op = Op::kDelete;
-      del.table = c.table;
-      del.before = c.before;
-      del.source = c.source;
-      RowChange add;
-      add.op = Op::kCreate;
-      add.table = c.table;
-      add.after = c.after;
-      add.source = c.source;
+      const auto [del, add] = SplitKeyChange(c);
       // The halves point at temporaries: the records keep the original change.
       const size_t first = out->records.size();
       Status st = AppendChange(del, ts_ms, metadata ? id : no_id, total + 1, table_count + 1, out);

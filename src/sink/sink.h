@@ -69,13 +69,7 @@ class Preformatter {
   virtual Status FormatReads(const TableSchemaPtr& table, std::vector<Row>& rows, const SourceInfo& source,
                              Transaction& txn) {
     txn.changes.reserve(rows.size());
-    for (Row& row : rows) {
-      RowChange& c = txn.changes.emplace_back();
-      c.op = Op::kRead;
-      c.table = table;
-      c.after = std::move(row);
-      c.source = source;
-    }
+    for (Row& row : rows) txn.changes.push_back(ReadChange(Op::kRead, table, std::move(row), source));
     Status st = Format(txn);
     txn.changes = {};
     return st;

@@ -296,7 +296,7 @@ class Worker {
             c.txn.changes.reserve(rows.size());
             for (Row& row : rows) {
               for (const Value& v : row) bytes += sizeof(Value) + v.s.size();
-              c.txn.changes.push_back(SnapshotReadChange(t.schema, std::move(row), src));
+              c.txn.changes.push_back(ReadChange(Op::kRead, t.schema, std::move(row), src));
             }
           }
           c.last_key = last_key;
@@ -403,15 +403,6 @@ static Status RecordReread(Checkpoint& ckpt, const TableState& t, TableSnapshotP
   ckpt.schemas = std::make_shared<const SchemaHistory>(std::move(h));
   p.reread = false;
   return Status::Ok();
-}
-
-RowChange SnapshotReadChange(const TableSchemaPtr& table, Row row, const SourceInfo& source) {
-  RowChange c;
-  c.op = Op::kRead;
-  c.table = table;
-  c.after = std::move(row);
-  c.source = source;
-  return c;
 }
 
 static void SeedSchemaHistory(Checkpoint& ckpt, const std::vector<TableState>& tables) {

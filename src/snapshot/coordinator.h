@@ -84,8 +84,4 @@ Status CheckSnapshotTable(const TableSchema& schema, const SnapshotRunOptions& o
 Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
                    const std::vector<TableName>& tables, Checkpoint& ckpt, Sink& sink);
 
-// Builds the snapshot read record of one row (op r) with the point it was read at; the stream
-// builds its records in stream/transaction_assembler.cc from the same SourceInfo fields.
-RowChange SnapshotReadChange(const TableSchemaPtr& table, Row row, const SourceInfo& source);
-
 }  // namespace sluice

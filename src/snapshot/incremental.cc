@@ -298,14 +298,7 @@ Status ApplyPage(Sink& sink, const TableSchemaPtr& schema, std::vector<Row> rows
   Transaction txn;
   txn.is_snapshot = op == Op::kRead;
   txn.changes.reserve(rows.size());
-  for (Row& r : rows) {
-    RowChange c;
-    c.op = op;
-    c.table = schema;
-    c.after = std::move(r);
-    c.source = src;
-    txn.changes.push_back(std::move(c));
-  }
+  for (Row& r : rows) txn.changes.push_back(ReadChange(op, schema, std::move(r), src));
   txn.checkpoint = ckpt.ToJson();
   return sink.Apply(txn);
 }

@@ -368,21 +368,17 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
   // grow 1, 2, 4 (each growth moves every RowChange).
   if (changes_.capacity() < changes_.size() + decoded.size())
     changes_.reserve(std::max({changes_.capacity() * 2, changes_.size() + decoded.size(), size_t{4}}));
+  Op op = Op::kCreate;
+  switch (rows.kind) {
+    case binlog::RowsKind::kWrite: op = Op::kCreate; break;
+    case binlog::RowsKind::kUpdate:
+    case binlog::RowsKind::kPartialUpdate: op = Op::kUpdate; break;
+    case binlog::RowsKind::kDelete: op = Op::kDelete; break;
+  }
   for (size_t i = 0; i < decoded.size(); ++i) {
     RowChange& c = changes_.emplace_back();
-    switch (rows.kind) {
-      case binlog::RowsKind::kWrite: c.op = Op::kCreate; break;
-      case binlog::RowsKind::kUpdate:
-      case binlog::RowsKind::kPartialUpdate: c.op = Op::kUpdate; break;
-      case binlog::RowsKind::kDelete: c.op = Op::kDelete; break;
-    }
-    c.table = schema;
-    c.before = std::move(decoded[i].before);
-    c.after = std::move(decoded[i].after);
-    if (!c.before.empty()) c.before.resize(schema->columns.size(), Value::Absent());
-    if (!c.after.empty()) c.after.resize(schema->columns.size(), Value::Absent());
-    c.source = src;
-    c.source.row = static_cast<uint32_t>(i);
+    FillStreamChange(c, op, schema, std::move(decoded[i].before), std::move(decoded[i].after), src,
+                     static_cast<uint32_t>(i));
     buffered_bytes_ += ApproxBytes(c);
   }
   return Status::Ok();
