@@ -303,7 +303,9 @@ void RunScenario(size_t group_max_bytes, size_t part_bytes, const std::string& w
   Source s = MakeSource();
   size_t parts = 0;
   auto items = Decode(s, part_bytes, &parts);
-  if (part_bytes > 0) EXPECT_GE(parts, 4u) << what << ": the large transactions were not split";
+  if (part_bytes > 0) {
+    EXPECT_GE(parts, 4u) << what << ": the large transactions were not split";
+  }
   StreamerOptions o;
   o.group_max_bytes = group_max_bytes;
   o.group_max_ms = 60000;
@@ -316,7 +318,9 @@ void RunScenario(size_t group_max_bytes, size_t part_bytes, const std::string& w
   Status st = StreamerTestPeer::WriteGroups(streamer, sink, q);
   ASSERT_TRUE(st.ok()) << what << ": " << st.ToString();
   EXPECT_FALSE(sink.commits.empty());
-  if (part_bytes > 0) EXPECT_EQ(sink.aborts, 1) << what << ": the rolled-back transaction's parts were not taken back";
+  if (part_bytes > 0) {
+    EXPECT_EQ(sink.aborts, 1) << what << ": the rolled-back transaction's parts were not taken back";
+  }
   CheckCommits(s, sink, what);
   // T2 spans the rotation: committed with the checkpoint after its XID in the second file,
   // unless an XA transaction is held (then its PREPARE group start).
