@@ -18,6 +18,7 @@
 
 #include "mysql/key_literal.h"
 #include "pipeline/bounded_queue.h"
+#include "sink/sink_retry.h"
 #include "snapshot/snapshot.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -56,30 +57,11 @@ struct TableState {
   uint64_t rows_at_start = 0;
 };
 
-// A sink call during the snapshot. A destination that is briefly unavailable (restarting, a
-// lost connection, a locked SQLite file, a full disk: kUnavailable) is waited for and given the
-// same call again, as the stream does (Streamer::CallSink): a failed call changed nothing in the
-// sink (sink.h), so the chunk is neither lost nor applied twice, and the workers wait on the
-// bounded queue meanwhile. A definite error stops the run, named by `what`.
+// A sink call during the snapshot: a transient sink error is waited out and the same chunk
+// applied again, as the stream does (sink/sink_retry.h); the workers wait on the bounded queue
+// meanwhile, so the chunk is neither lost nor applied twice.
 Status CallSinkRetrying(const std::string& what, const std::atomic<bool>* stop, const std::function<Status()>& call) {
-  auto backoff = std::chrono::milliseconds(200);
-  const auto first_failure = Clock::now();
-  for (int attempt = 1;; ++attempt) {
-    Status st = call();
-    if (st.ok()) {
-      if (attempt > 1)
-        LogInfo("sink: {} succeeded after {} attempts ({:.1f} s)", what, attempt,
-                std::chrono::duration<double>(Clock::now() - first_failure).count());
-      return st;
-    }
-    if (st.code() != StatusCode::kUnavailable) return st.WithContext(fmt::format("sink: {}", what));
-    if (Stopping(stop)) return Status::Cancelled("stop requested while the sink was failing");
-    LogWarning("sink: {} failed (attempt {}): {}; retrying the same chunk in {} ms", what, attempt, st.message(),
-               backoff.count());
-    const auto until = Clock::now() + backoff;
-    while (Clock::now() < until && !Stopping(stop)) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-  }
+  return CallSinkRetrying(what, "the same chunk", "", stop, call);
 }
 
 // Why `planned` no longer describes the table as `now` does (the first difference that

@@ -15,6 +15,7 @@
 #include "mysql/server_probe.h"
 #include "pipeline/bounded_queue.h"
 #include "pipeline/handoff_rule.h"
+#include "sink/sink_retry.h"
 #include "schema/ddl.h"
 #include "schema/ddl_apply.h"
 #include "stream/schema_check.h"
@@ -648,30 +649,9 @@ class CopySink final : public Sink {
 }  // namespace
 
 Status Streamer::CallSink(const char* what, const std::function<Status()>& call) {
-  auto backoff = std::chrono::milliseconds(200);
-  auto first_failure = Clock::now();
-  for (int attempt = 1;; ++attempt) {
-    Status st = call();
-    if (st.ok()) {
-      if (attempt > 1) {
-        LogInfo("sink: {} succeeded after {} attempts ({:.1f} s)", what, attempt,
-                std::chrono::duration<double>(Clock::now() - first_failure).count());
-      }
-      return st;
-    }
-    // Definite: stop the run (the message names the sink path and the reason).
-    if (st.code() != StatusCode::kUnavailable) return st.WithContext(fmt::format("sink: {}", what));
-    if (Stopping(options_.stop)) return Status::Cancelled("stop requested while the sink was failing");
-    if (attempt == 1) first_failure = Clock::now();
-    LogWarning("sink: {} failed (attempt {}): {}; retrying the same transaction in {} ms "
-               "(the stream position stays at {})",
-               what, attempt, st.message(), backoff.count(), checkpoint_.stream_start.ToString());
-    // Sleep in small steps so that a stop request is seen promptly.
-    auto until = Clock::now() + backoff;
-    while (Clock::now() < until && !Stopping(options_.stop))
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-  }
+  return CallSinkRetrying(what, "the same transaction",
+                          fmt::format(" (the stream position stays at {})", checkpoint_.stream_start.ToString()),
+                          options_.stop, call);
 }
 
 Status Streamer::Run(const Checkpoint& start, Sink& sink) {
