@@ -174,6 +174,9 @@ Result<std::shared_ptr<const RowPlans>> BuildRowPlans(const TableMap& map, const
   return std::shared_ptr<const RowPlans>(std::move(plans));
 }
 
+size_t PlanColumnCount(const RowPlans& plans) { return plans.columns.size(); }
+const ColumnContext& PlanColumn(const RowPlans& plans, size_t i) { return plans.columns[i].ctx; }
+
 namespace {
 
 // `prebuilt` null: the plans are built here from `schema`, after the event's shape checks

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "binlog/table_map.h"
+#include "binlog/value_decoder.h"
 #include "core/value.h"
 #include "schema/table_schema.h"
 #include "util/status.h"
@@ -75,5 +76,11 @@ Result<std::shared_ptr<const RowPlans>> BuildRowPlans(const TableMap& map, const
                                                       const DecodeOptions& options);
 Status DecodeRows(const RowsEvent& event, const TableMap& map, const RowPlans& plans,
                   const DecodeOptions& options, std::vector<DecodedRow>* out);
+
+// What `plans` holds for column i (0 <= i < PlanColumnCount): the ColumnContext
+// DecodeColumnValue is called with, for writers that read a row image themselves (the JSON
+// lines sink: sink/envelope.h AppendRowsEventLines). Valid while `plans` is.
+size_t PlanColumnCount(const RowPlans& plans);
+const ColumnContext& PlanColumn(const RowPlans& plans, size_t i);
 
 }  // namespace sluice::binlog

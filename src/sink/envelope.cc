@@ -2,6 +2,11 @@
 // RFC 8259, strings escaped per its section 7 (only what must be escaped).
 #include "sink/envelope.h"
 
+#include "binlog/charset.h"
+#include "binlog/value_decoder.h"
+#include "util/byte_reader.h"
+
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -604,6 +609,281 @@ Status AppendReadLines(const TableSchemaPtr& table, const std::vector<Row>& rows
   }
   out->resize(static_cast<size_t>(w - out->data()));
   return Status::Ok();
+}
+
+}  // namespace sluice
+
+namespace sluice {
+
+namespace {
+
+// How AppendRowsEventLines writes a column of an image, chosen once per rows event from its
+// plan (binlog/value_decoder.h gives each type's bytes).
+enum class DirectKind : uint8_t {
+  kInt,      // 1-8 bytes little-endian, as DecodeColumnValue's kInt/kUInt
+  kUtf8,     // length-prefixed text in a UTF-8 charset (CHAR: trailing spaces cut): a JSON string
+  kBinary,   // length-prefixed bytes of a binary (or unknown) charset, not CHAR: base64
+  kGeneral,  // anything else: DecodeColumnValue, then AppendJsonValue
+};
+
+struct DirectColumn {
+  DirectKind kind = DirectKind::kGeneral;
+  uint8_t bytes = 0;  // kInt: value bytes; kUtf8/kBinary: length-prefix bytes
+  bool is_unsigned = false;
+  bool is_char = false;
+};
+
+DirectColumn DirectColumnOf(const binlog::ColumnContext& c) {
+  using T = binlog::ColumnType;
+  DirectColumn d;
+  d.is_unsigned = c.is_unsigned;
+  auto text = [&](uint8_t prefix, bool is_char) {
+    d.bytes = prefix;
+    d.is_char = is_char;
+    if (binlog::IsUtf8Charset(c.charset)) {
+      d.kind = DirectKind::kUtf8;
+    } else if ((c.charset.empty() || c.charset == "binary") && !is_char) {
+      d.kind = DirectKind::kBinary;  // BINARY(n) is re-padded to n bytes: left to kGeneral
+    }
+  };
+  switch (c.type) {
+    case T::MYSQL_TYPE_TINY: d = {DirectKind::kInt, 1, c.is_unsigned}; break;
+    case T::MYSQL_TYPE_SHORT: d = {DirectKind::kInt, 2, c.is_unsigned}; break;
+    case T::MYSQL_TYPE_INT24: d = {DirectKind::kInt, 3, c.is_unsigned}; break;
+    case T::MYSQL_TYPE_LONG: d = {DirectKind::kInt, 4, c.is_unsigned}; break;
+    case T::MYSQL_TYPE_LONGLONG: d = {DirectKind::kInt, 8, c.is_unsigned}; break;
+    case T::MYSQL_TYPE_VARCHAR:
+    case T::MYSQL_TYPE_VAR_STRING: text(c.meta < 256 ? 1 : 2, false); break;
+    case T::MYSQL_TYPE_STRING: {
+      const binlog::StringMeta sm = binlog::DecodeStringMeta(c.meta);
+      if (sm.real_type == T::MYSQL_TYPE_STRING && c.fixed_binary == binlog::FixedBinaryType::kNone)
+        text(sm.length < 256 ? 1 : 2, true);
+      break;
+    }
+    case T::MYSQL_TYPE_TINY_BLOB:
+    case T::MYSQL_TYPE_MEDIUM_BLOB:
+    case T::MYSQL_TYPE_LONG_BLOB:
+    case T::MYSQL_TYPE_BLOB:
+      if (c.meta >= 1 && c.meta <= 4) text(static_cast<uint8_t>(c.meta), false);
+      break;
+    default: break;
+  }
+  return d;
+}
+
+// Writes one non-NULL value of an image; false when the general path must take the event.
+bool AppendDirectValue(ByteReader& r, const DirectColumn& d, const binlog::ColumnContext& ctx, std::string* out) {
+  switch (d.kind) {
+    case DirectKind::kInt: {
+      auto v = r.ReadLe(d.bytes);
+      if (!v.ok()) return false;
+      if (d.is_unsigned) {
+        AppendUInt(*v, out);
+      } else {
+        const unsigned shift = static_cast<unsigned>(64 - 8 * d.bytes);
+        AppendInt(static_cast<int64_t>(*v << shift) >> shift, out);
+      }
+      return true;
+    }
+    case DirectKind::kUtf8:
+    case DirectKind::kBinary: {
+      auto len = r.ReadLe(d.bytes);
+      if (!len.ok() || *len > r.remaining()) return false;
+      auto s = r.ReadString(static_cast<size_t>(*len));
+      if (!s.ok()) return false;
+      std::string_view t = *s;
+      if (d.kind == DirectKind::kBinary) {
+        out->push_back('"');
+        AppendBase64(t, out);
+        out->push_back('"');
+        return true;
+      }
+      // CHAR's pad spaces are one byte each and never inside a multibyte sequence (as
+      // StringValue cuts them); AppendJsonString checks UTF-8 as IsValidUtf8 does (RFC 3629).
+      if (d.is_char)
+        while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+      return AppendJsonString(t, out);
+    }
+    case DirectKind::kGeneral: {
+      auto v = binlog::DecodeColumnValue(r, ctx);
+      return v.ok() && AppendJsonValue(*v, out);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+struct RowsEventLinesCache::Table {
+  TableSchemaPtr hold;  // keeps the key's pointer from being reused
+  bool usable = true;   // false: its names are not UTF-8, or its parts did not match
+  std::string names;    // "name": per column, escaped
+  std::vector<uint32_t> name_end;  // end of each column's part of `names`
+  std::string db_table;            // ,"db":<db>,"table":<table>
+  bool checked[3] = {false, false, false};  // c, u, d: the parts matched AppendEnvelope's
+  std::vector<DirectColumn> how;            // scratch: per column, for the current event
+};
+
+RowsEventLinesCache::RowsEventLinesCache() = default;
+RowsEventLinesCache::~RowsEventLinesCache() = default;
+
+namespace {
+
+// The part of an envelope after the images up to the row number, as AppendEnvelope writes it:
+// ,"op":"X","ts_ms":T,"source":{...,"table":<table>,"snapshot":false,"ts_ms":E,"row":
+bool AppendStreamTail(Op op, const SourceInfo& s, std::string_view db_table, int64_t ts_ms, std::string* out) {
+  out->append(",\"op\":\"");
+  out->push_back(static_cast<char>(op));
+  out->append("\",\"ts_ms\":");
+  AppendInt(ts_ms, out);
+  out->append(",\"source\":{\"connector\":\"sluice\",\"flavor\":\"");
+  out->append(FlavorName(s.flavor));
+  out->append("\",\"server_id\":");
+  AppendUInt(s.server_id, out);
+  out->append(",\"file\":");
+  if (!AppendJsonString(s.file, out)) return false;
+  out->append(",\"pos\":");
+  AppendUInt(s.pos, out);
+  out->append(",\"gtid\":");
+  if (s.gtid.empty()) {
+    out->append("null");
+  } else if (!AppendJsonString(s.gtid, out)) {
+    return false;
+  }
+  out->append(db_table);
+  out->append(s.snapshot ? ",\"snapshot\":true" : ",\"snapshot\":false");
+  out->append(",\"ts_ms\":");
+  AppendUInt(uint64_t{s.timestamp} * 1000, out);
+  out->append(",\"row\":");
+  return true;
+}
+
+}  // namespace
+
+std::optional<size_t> AppendRowsEventLines(const binlog::RowsEvent& event, const binlog::TableMap& map,
+                                           const binlog::RowPlans& plans, const TableSchemaPtr& table,
+                                           const SourceInfo& source, int64_t ts_ms, RowsEventLinesCache* cache,
+                                           std::string* out) {
+  using binlog::RowsKind;
+  if (table == nullptr || event.kind == RowsKind::kPartialUpdate) return std::nullopt;
+  const auto& cols = table->columns;
+  const size_t n = cols.size();
+  if (n == 0 || event.column_count != n || map.column_count() != n || binlog::PlanColumnCount(plans) != n ||
+      (!map.column_meta.empty() && map.column_meta.size() != n))
+    return std::nullopt;
+  const bool has_before = event.kind != RowsKind::kWrite;
+  const bool has_after = event.kind != RowsKind::kDelete;
+  const auto full = [n](const std::vector<bool>& present) {
+    return present.size() == n && std::find(present.begin(), present.end(), false) == present.end();
+  };
+  if ((has_before && !full(event.present_before)) || (has_after && !full(event.present_after)))
+    return std::nullopt;
+  const Op op = has_before && has_after ? Op::kUpdate : has_before ? Op::kDelete : Op::kCreate;
+
+  std::unique_ptr<RowsEventLinesCache::Table>& slot = cache->tables[table.get()];
+  if (slot == nullptr) {
+    if (cache->tables.size() > 4096) {  // definitions come and go with DDL: start over
+      cache->tables.clear();
+      return AppendRowsEventLines(event, map, plans, table, source, ts_ms, cache, out);
+    }
+    slot = std::make_unique<RowsEventLinesCache::Table>();
+    RowsEventLinesCache::Table& t = *slot;
+    t.hold = table;
+    t.name_end.resize(n);
+    for (size_t i = 0; i < n && t.usable; ++i) {
+      t.usable = AppendJsonString(cols[i].name, &t.names);
+      t.names.push_back(':');
+      t.name_end[i] = static_cast<uint32_t>(t.names.size());
+    }
+    t.db_table = ",\"db\":";
+    t.usable = t.usable && AppendJsonString(table->db, &t.db_table);
+    t.db_table += ",\"table\":";
+    t.usable = t.usable && AppendJsonString(table->table, &t.db_table);
+  }
+  RowsEventLinesCache::Table& t = *slot;
+  if (!t.usable) return std::nullopt;
+  std::string& tail = cache->tail;
+  tail.clear();
+  if (!AppendStreamTail(op, source, t.db_table, ts_ms, &tail)) return std::nullopt;
+  const int op_index = op == Op::kCreate ? 0 : op == Op::kUpdate ? 1 : 2;
+  if (!t.checked[op_index]) {
+    // The shared parts, checked once per table and op against the general writer's own output
+    // for a change of NULLs, so they cannot drift from it.
+    RowChange probe;
+    probe.op = op;
+    probe.table = table;
+    if (has_before) probe.before.assign(n, Value::Null());
+    if (has_after) probe.after.assign(n, Value::Null());
+    probe.source = source;
+    probe.source.row = 0;
+    std::string whole;
+    if (!AppendEnvelope(probe, ts_ms, &whole).ok()) return std::nullopt;
+    std::string null_image = "{";
+    for (size_t i = 0, from = 0; i < n; from = t.name_end[i], ++i) {
+      if (i > 0) null_image.push_back(',');
+      null_image.append(t.names, from, t.name_end[i] - from);
+      null_image.append("null");
+    }
+    null_image.push_back('}');
+    const std::string expect = std::string("{\"before\":") + (has_before ? null_image : "null") + ",\"after\":" +
+                               (has_after ? null_image : "null") + tail + "0}}";
+    if (whole != expect) {
+      t.usable = false;
+      return std::nullopt;
+    }
+    t.checked[op_index] = true;
+  }
+
+  t.how.resize(n);
+  for (size_t i = 0; i < n; ++i) t.how[i] = DirectColumnOf(binlog::PlanColumn(plans, i));
+  const size_t old = out->size();
+  const size_t want = old + event.body.size() * 2 + tail.size() + 64;
+  if (out->capacity() < want) out->reserve(std::max(want, out->capacity() * 2));
+  const size_t bitmap_bytes = (n + 7) / 8;
+  const auto image = [&](ByteReader& r) {
+    auto bitmap = r.ReadBytes(bitmap_bytes);
+    if (!bitmap.ok()) return false;
+    out->push_back('{');
+    for (size_t i = 0, from = 0; i < n; from = t.name_end[i], ++i) {
+      if (i > 0) out->push_back(',');
+      out->append(t.names, from, t.name_end[i] - from);
+      if (((*bitmap)[i / 8] >> (i % 8)) & 1) {
+        out->append("null");
+      } else if (!AppendDirectValue(r, t.how[i], binlog::PlanColumn(plans, i), out)) {
+        return false;
+      }
+    }
+    out->push_back('}');
+    return true;
+  };
+  ByteReader r(event.body, event.body_offset, "row image");
+  size_t rows = 0;
+  while (!r.empty()) {
+    const size_t row_start = r.position();
+    out->append("{\"before\":");
+    if (!has_before) {
+      out->append("null");
+    } else if (!image(r)) {
+      out->resize(old);
+      return std::nullopt;
+    }
+    out->append(",\"after\":");
+    if (!has_after) {
+      out->append("null");
+    } else if (!image(r)) {
+      out->resize(old);
+      return std::nullopt;
+    }
+    if (r.position() == row_start) {  // DecodeRows' error: images that read no bytes
+      out->resize(old);
+      return std::nullopt;
+    }
+    out->append(tail);
+    AppendUInt(rows, out);
+    out->append("}}\n");
+    ++rows;
+  }
+  return rows;
 }
 
 }  // namespace sluice

@@ -28,10 +28,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "binlog/rows_event.h"
 #include "core/value.h"
 #include "pipeline/change.h"
 #include "util/status.h"
@@ -50,6 +54,36 @@ namespace sluice {
 // failing row; on error *out may hold partial lines (callers cut it back).
 [[nodiscard]] Status AppendReadLines(const TableSchemaPtr& table, const std::vector<Row>& rows,
                                      const SourceInfo& source, int64_t ts_ms, std::string* out);
+
+// The stream's rows straight from the binlog row image (issue 8: no Value per column, no
+// second pass over each string): appends, for each row of `event` (a WRITE/UPDATE/DELETE
+// rows event of `table`, whose TABLE_MAP is `map` and column plans `plans`:
+// binlog/rows_event.h), the envelope of the change DecodeRows and FillStreamChange
+// (pipeline/change.h) make of it, with `source` and source.row = the row's index, and a '\n':
+// byte for byte what AppendEnvelope and a newline give per change. Integer columns and
+// strings in a UTF-8 charset or binary are written from the image's bytes; other columns
+// through DecodeColumnValue and AppendJsonValue. Returns the number of rows written, or
+// nullopt with *out unchanged when the event is not one it takes: a partial JSON update, an
+// image without every column, a layout that does not match `table`, or anything that would
+// be an error (a truncated image, text that is not UTF-8): the caller then decodes Values
+// (DecodeRows) and formats them, which gives the general path's output or error.
+// `cache` keeps what is worked out once per table definition (its escaped column names, the
+// shared parts checked once per op against AppendEnvelope's output); it only saves work. One
+// thread at a time uses a cache.
+class RowsEventLinesCache {
+ public:
+  RowsEventLinesCache();
+  ~RowsEventLinesCache();
+  struct Table;  // envelope.cc
+  std::unordered_map<const TableSchema*, std::unique_ptr<Table>> tables;
+  std::string tail;  // scratch: the current event's shared tail
+};
+[[nodiscard]] std::optional<size_t> AppendRowsEventLines(const binlog::RowsEvent& event,
+                                                         const binlog::TableMap& map,
+                                                         const binlog::RowPlans& plans,
+                                                         const TableSchemaPtr& table, const SourceInfo& source,
+                                                         int64_t ts_ms, RowsEventLinesCache* cache,
+                                                         std::string* out);
 
 // Building blocks, exposed for tests and other JSON writers.
 // Appends `s` as a quoted JSON string; false (with *out partly written) if `s` is not valid

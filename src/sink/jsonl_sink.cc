@@ -345,8 +345,16 @@ class JsonlPreformatter : public Preformatter {
     txn.preformatted = std::move(out);
     return Status::Ok();
   }
+  std::optional<size_t> FormatRowsEvent(const binlog::RowsEvent& event, const binlog::TableMap& map,
+                                        const binlog::RowPlans& plans, const TableSchemaPtr& table,
+                                        const SourceInfo& source, std::string* out) override {
+    // Only where Format writes the envelopes alone (see plain_).
+    if (!plain_) return std::nullopt;
+    return AppendRowsEventLines(event, map, plans, table, source, now_ms_(), &rows_cache_, out);
+  }
 
  private:
+  RowsEventLinesCache rows_cache_;
   RecordSerializer serializer_;
   std::function<int64_t()> now_ms_;
   const bool plain_;  // every change one record: its envelope (see Format)

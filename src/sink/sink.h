@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "binlog/rows_event.h"
 #include "pipeline/change.h"
 #include "schema/table_schema.h"
 #include "util/status.h"
@@ -73,6 +74,25 @@ class Preformatter {
     Status st = Format(txn);
     txn.changes = {};
     return st;
+  }
+  // The stream's rows formatted as the binlog is decoded, straight from the row image (issue
+  // 8; JSON lines: sink/envelope.h AppendRowsEventLines): appends to *out what Format gives
+  // for the changes DecodeRows and FillStreamChange make of `event` (of `table`, with
+  // `source`), and returns their number; nullopt (*out unchanged) when this formatter does
+  // not take the event that way (the caller decodes Values). The default takes none.
+  virtual std::optional<size_t> FormatRowsEvent(const binlog::RowsEvent& /*event*/, const binlog::TableMap& /*map*/,
+                                                const binlog::RowPlans& /*plans*/, const TableSchemaPtr& /*table*/,
+                                                const SourceInfo& /*source*/, std::string* /*out*/) {
+    return std::nullopt;
+  }
+  // Appends what Format gives for `changes` (in a transaction whose earlier rows were
+  // formatted by FormatRowsEvent); the error Format would return otherwise.
+  virtual Status FormatChanges(std::vector<RowChange> changes, std::string* out) {
+    Transaction t;
+    t.changes = std::move(changes);
+    RETURN_IF_ERROR(Format(t));
+    if (t.preformatted) out->append(*t.preformatted);
+    return Status::Ok();
   }
 };
 

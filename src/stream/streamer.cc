@@ -796,6 +796,14 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
   assembler.set_statement_filter([&schemas](std::string_view schema, std::string_view query) {
     return schemas.MentionsCaptured(schema, query);
   });
+  // JSON lines: rows become their lines as they are decoded, straight from the row image (no
+  // Values to build, hand over and free; issue 8), unless the snapshot hand-off must look at
+  // their keys. The formatting thread then passes them on as they are.
+  std::unique_ptr<Preformatter> direct_formatter;
+  if (formatter && handoff.empty()) {
+    direct_formatter = sink.NewPreformatter();
+    assembler.set_direct_formatter(direct_formatter.get());
+  }
 
   // The sink writer thread: whole transactions (and checkpoint-only advances) arrive in a
   // queue bounded in bytes, and are applied in groups, one sink transaction per group.
@@ -842,7 +850,9 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
         for (auto& [item, bytes] : items) {
           // A failed Format leaves the transaction as it was: the writer's sink reports the
           // error in order.
-          if (!item.txn.changes.empty() && formatter->Format(item.txn).ok()) {
+          if (item.txn.preformatted) {
+            bytes = std::max<size_t>(StripFormatted(item.txn), 64);
+          } else if (!item.txn.changes.empty() && formatter->Format(item.txn).ok()) {
             bytes = std::max<size_t>(StripFormatted(item.txn), 64);
           }
           if (!to_sink.Push(std::move(item), bytes).ok()) {
@@ -1009,10 +1019,10 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
     if (!committed) {
       if (part_bytes == 0 || assembler.buffered_bytes() < part_bytes) return Status::Ok();
       const size_t held = assembler.buffered_bytes();
-      auto part = assembler.TakePart();
+      SinkItem item;
+      auto part = assembler.TakePart(&item.txn.preformatted);
       if (!part) return Status::Ok();  // XA: held whole until XA COMMIT
       RETURN_IF_ERROR(handoff.Filter(&*part));
-      SinkItem item;
       item.part = true;
       item.txn.changes = std::move(*part);
       return send(std::move(item), held);
@@ -1042,6 +1052,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
     const size_t before_filter = committed->changes.size();
     RETURN_IF_ERROR(handoff.Filter(&committed->changes));
     item.txn.changes = std::move(committed->changes);
+    item.txn.preformatted = std::move(committed->text);
     // The history's text is made once per DDL and shared; checkpoints refer to it.
     if (passed.schemas.get() != history_of) {
       history_of = passed.schemas.get();

@@ -90,15 +90,19 @@ void TransactionAssembler::Reset() {
   mariadb_gtid_.reset();
   mysql_gtid_.reset();
   changes_.clear();
+  text_.reset();
   buffered_bytes_ = 0;
   parts_taken_ = false;
   xa_ = false;
 }
 
-std::optional<std::vector<RowChange>> TransactionAssembler::TakePart() {
+std::optional<std::vector<RowChange>> TransactionAssembler::TakePart(std::optional<std::string>* text) {
   if (!in_txn_ || changes_.empty() || xa_ || !xa_xid_.empty()) return std::nullopt;
+  if (text_ && text == nullptr) return std::nullopt;  // the caller could not carry the text
   std::vector<RowChange> part = std::move(changes_);
   changes_.clear();
+  if (text != nullptr) *text = std::move(text_);
+  text_.reset();
   buffered_bytes_ = 0;
   parts_taken_ = true;
   return part;
@@ -260,7 +264,7 @@ void TransactionAssembler::NoteGtid(const std::string&) {
 Result<std::optional<CommittedTransaction>> TransactionAssembler::Prepare(const binlog::Event& ev,
                                                                          std::string xid) {
   for (char& c : xid) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  HeldXa held{std::move(changes_), group_start_, gtid_};
+  HeldXa held{std::move(changes_), std::move(text_), group_start_, gtid_};
   if (held_xa_.count(xid)) {
     return Status::Corruption(fmt::format("binlog {} at offset {}: XA transaction {} prepared twice",
                                           current_file_, ev.pos, xid));
@@ -281,8 +285,12 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::FinishXa(const
   auto it = held_xa_.find(key);
   const bool found = it != held_xa_.end();
   std::vector<RowChange> changes;
+  std::optional<std::string> text;
   if (found) {
-    if (commit) changes = std::move(it->second.changes);
+    if (commit) {
+      changes = std::move(it->second.changes);
+      text = std::move(it->second.text);
+    }
     held_xa_.erase(it);
   }
   // An XA COMMIT whose PREPARE came before the start point: its rows were prepared, not
@@ -291,7 +299,8 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::FinishXa(const
   ASSIGN_OR_RETURN(auto committed, Commit(ev));
   if (committed) {
     committed->changes = std::move(changes);
-    committed->bytes = 0;
+    committed->text = std::move(text);
+    committed->bytes = committed->text ? committed->text->size() : 0;
     for (const RowChange& c : committed->changes) committed->bytes += ApproxBytes(c);
     if (commit && !found) committed->unknown_xa = xid;
   }
@@ -301,6 +310,8 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::FinishXa(const
 Result<std::optional<CommittedTransaction>> TransactionAssembler::Commit(const binlog::Event& ev) {
   CommittedTransaction out;
   out.changes = std::move(changes_);
+  out.text = std::move(text_);
+  if (out.changes.empty()) out.text.reset();
   out.bytes = buffered_bytes_;
   out.has_parts = parts_taken_;
   out.gtid = gtid_;
@@ -350,13 +361,6 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
       }
     }
   }
-  if (memo != nullptr) {
-    st = binlog::DecodeRows(rows, map, *memo->plans, binlog::DecodeOptions{}, &decoded);
-  } else {
-    st = binlog::DecodeRows(rows, map, decode_schema, binlog::DecodeOptions{}, &decoded);
-  }
-  if (!st.ok()) return st.WithContext(fmt::format("binlog {} event at offset {}", current_file_, ev.pos));
-
   SourceInfo src;
   src.flavor = flavor_;
   src.server_id = ev.header.server_id;
@@ -364,16 +368,68 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
   src.pos = ev.pos;
   src.gtid = gtid_;
   src.timestamp = ev.header.timestamp;
-  // Transactions mostly hold a few row events of a row or two each: start at 4 and double, not
-  // grow 1, 2, 4 (each growth moves every RowChange).
-  if (changes_.capacity() < changes_.size() + decoded.size())
-    changes_.reserve(std::max({changes_.capacity() * 2, changes_.size() + decoded.size(), size_t{4}}));
   Op op = Op::kCreate;
   switch (rows.kind) {
     case binlog::RowsKind::kWrite: op = Op::kCreate; break;
     case binlog::RowsKind::kUpdate:
     case binlog::RowsKind::kPartialUpdate: op = Op::kUpdate; break;
     case binlog::RowsKind::kDelete: op = Op::kDelete; break;
+  }
+  // Text straight from the row image: in a transaction that has it (or has nothing yet).
+  const bool direct = direct_ != nullptr && !xa_ && xa_xid_.empty() && (text_ || changes_.empty());
+  if (direct && memo != nullptr) {
+    std::string& text = text_ ? *text_ : text_.emplace();
+    const size_t before = text.size();
+    if (auto n = direct_->FormatRowsEvent(rows, map, *memo->plans, schema, src, &text)) {
+      // What the sink writer still reads of a formatted change (its counters): no values,
+      // and the source without its strings.
+      src.file.clear();
+      src.gtid.clear();
+      if (changes_.capacity() < changes_.size() + *n)
+        changes_.reserve(std::max({changes_.capacity() * 2, changes_.size() + *n, size_t{4}}));
+      for (size_t i = 0; i < *n; ++i) {
+        RowChange& c = changes_.emplace_back();
+        c.op = op;
+        c.table = schema;
+        c.source = src;
+        c.source.row = static_cast<uint32_t>(i);
+      }
+      buffered_bytes_ += *n * sizeof(RowChange) + (text.size() - before);
+      return Status::Ok();
+    }
+    if (changes_.empty()) text_.reset();  // the first rows event: this transaction keeps Values
+  }
+  if (memo != nullptr) {
+    st = binlog::DecodeRows(rows, map, *memo->plans, binlog::DecodeOptions{}, &decoded);
+  } else {
+    st = binlog::DecodeRows(rows, map, decode_schema, binlog::DecodeOptions{}, &decoded);
+  }
+  if (!st.ok()) return st.WithContext(fmt::format("binlog {} event at offset {}", current_file_, ev.pos));
+
+  // Transactions mostly hold a few row events of a row or two each: start at 4 and double, not
+  // grow 1, 2, 4 (each growth moves every RowChange).
+  if (changes_.capacity() < changes_.size() + decoded.size())
+    changes_.reserve(std::max({changes_.capacity() * 2, changes_.size() + decoded.size(), size_t{4}}));
+  if (text_) {
+    // A transaction with text: these changes are formatted now, and kept like the others.
+    std::vector<RowChange> fresh(decoded.size());
+    for (size_t i = 0; i < decoded.size(); ++i)
+      FillStreamChange(fresh[i], op, schema, std::move(decoded[i].before), std::move(decoded[i].after), src,
+                       static_cast<uint32_t>(i));
+    const size_t before = text_->size();
+    Status fst = direct_->FormatChanges(std::move(fresh), &*text_);
+    if (!fst.ok()) return fst.WithContext(fmt::format("binlog {} event at offset {}", current_file_, ev.pos));
+    src.file.clear();
+    src.gtid.clear();
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      RowChange& c = changes_.emplace_back();
+      c.op = op;
+      c.table = schema;
+      c.source = src;
+      c.source.row = static_cast<uint32_t>(i);
+    }
+    buffered_bytes_ += decoded.size() * sizeof(RowChange) + (text_->size() - before);
+    return Status::Ok();
   }
   for (size_t i = 0; i < decoded.size(); ++i) {
     RowChange& c = changes_.emplace_back();

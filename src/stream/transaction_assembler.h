@@ -39,6 +39,7 @@
 #include "core/position.h"
 #include "gtid/gtid_set.h"
 #include "pipeline/change.h"
+#include "sink/sink.h"
 #include "util/status.h"
 
 namespace sluice {
@@ -63,7 +64,11 @@ struct CommittedTransaction {
   bool has_parts = false;
   // The transaction ended in ROLLBACK: nothing of it may be applied (parts included).
   bool rolled_back = false;
-  size_t bytes = 0;  // ApproxBytes of `changes` (pipeline/change.h), summed
+  size_t bytes = 0;  // ApproxBytes of `changes` (pipeline/change.h), summed, plus text's size
+  // With a direct formatter (set_direct_formatter): the sink's text of every change, in
+  // order (Transaction::preformatted); `changes` then hold only each change's op, table and
+  // source without its file and GTID (no values).
+  std::optional<std::string> text;
 };
 
 class TransactionAssembler {
@@ -100,7 +105,18 @@ class TransactionAssembler {
   // An XA transaction is held whole until its XA COMMIT (nullopt: it cannot be split), as
   // is a transaction with nothing held.
   size_t buffered_bytes() const { return buffered_bytes_; }
-  std::optional<std::vector<RowChange>> TakePart();
+  // `text` (may be null only without a direct formatter): the part's text, as
+  // CommittedTransaction::text.
+  std::optional<std::vector<RowChange>> TakePart(std::optional<std::string>* text = nullptr);
+
+  // Rows formatted as they are decoded (issue 8: the JSON lines sink's text made straight
+  // from the row image, with no Values): a transaction whose first rows event `f` takes
+  // (Preformatter::FormatRowsEvent) keeps its text instead of values; its later rows events
+  // that `f` does not take are decoded to Values and formatted at once (FormatChanges; its
+  // error fails Feed). Only for plans built once per TABLE_MAP, not for XA transactions
+  // (held until XA COMMIT). Null (the default): Values only. `f` is used from Feed's thread
+  // only and must outlive the assembler's use of it.
+  void set_direct_formatter(Preformatter* f) { direct_ = f; }
 
  private:
   Result<std::optional<CommittedTransaction>> Commit(const binlog::Event& event);
@@ -127,7 +143,9 @@ class TransactionAssembler {
   std::optional<gtid::MariadbGtid> mariadb_gtid_;
   std::optional<binlog::GtidEvent> mysql_gtid_;
   std::vector<RowChange> changes_;
-  size_t buffered_bytes_ = 0;  // ApproxBytes of changes_
+  std::optional<std::string> text_;  // with direct_: the text of changes_ (see CommittedTransaction::text)
+  Preformatter* direct_ = nullptr;
+  size_t buffered_bytes_ = 0;  // ApproxBytes of changes_, plus text_'s size
   bool parts_taken_ = false;   // TakePart handed on changes of the current transaction
   bool xa_ = false;            // the current transaction is an XA one (MariaDB GTID flag)
   StreamPoint group_start_;  // boundary when the current group began
@@ -135,6 +153,7 @@ class TransactionAssembler {
 
   struct HeldXa {
     std::vector<RowChange> changes;
+    std::optional<std::string> text;
     StreamPoint start;
     std::string gtid;
   };
