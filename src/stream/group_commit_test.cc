@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <set>
 
 #include "checkpoint/checkpoint.h"
+#include "sink/jsonl_sink.h"
 #include "stream/streamer.h"
 #include "stream/transaction_assembler.h"
 
@@ -333,6 +335,149 @@ TEST(GroupCommitTest, LargeTransactionsInPartsOneTransactionPerGroup) {
   RunScenario(1, 2000, "parts, one transaction per group");
 }
 TEST(GroupCommitTest, LargeTransactionsInPartsLargeGroups) { RunScenario(1u << 30, 2000, "parts, large groups"); }
+
+}  // namespace
+}  // namespace sluice
+
+
+namespace sluice {
+namespace {
+
+// Rows formatted straight from the row image by the decoding thread (issue 8,
+// TransactionAssembler::set_direct_formatter) give the text the formatting thread gives for
+// the same transactions decoded to Values (JsonlSink's Preformatter::Format), part by part
+// and transaction by transaction: whole source transactions with parts and a rollback, an XA
+// transaction, a transaction that mixes rows the direct path takes with rows it leaves
+// (a MINIMAL before image: its *_absent list), and one that starts with such rows.
+TEST(DirectRowsTest, SameTextAsValuesFormattedAfterwards) {
+  auto extra_map = std::make_shared<binlog::TableMap>();
+  extra_map->table_id = 8;
+  extra_map->db = "shop";
+  extra_map->table = "m";
+  extra_map->column_types = {binlog::ColumnType::MYSQL_TYPE_LONG, binlog::ColumnType::MYSQL_TYPE_LONG};
+  extra_map->column_meta = {0, 0};
+  extra_map->nullable = {false, true};
+  auto m = std::make_shared<TableSchema>();
+  m->db = "shop";
+  m->table = "m";
+  for (const char* n : {"id", "v"}) {
+    ColumnDesc c;
+    c.name = n;
+    c.SetType("int");
+    m->columns.push_back(c);
+  }
+  m->primary_key = {0};
+  std::deque<std::string> bodies;
+  Source s = MakeSource();
+  std::deque<Event>& events = s.log.events();
+  // A MINIMAL update of shop.m (before image: id only), inserted after the first rows event
+  // of T1 (a transaction the direct path started) and as the first rows event of T5 (a
+  // transaction that then keeps Values).
+  auto minimal_update = [&](uint64_t pos) {
+    std::string& body = bodies.emplace_back();
+    body = std::string("\0\x05\0\0\0\0\x05\0\0\0\x07\0\0\0", 14);  // before {5}, after {5, 7}
+    binlog::RowsEvent r;
+    r.kind = binlog::RowsKind::kUpdate;
+    r.table_id = 8;
+    r.flags = 1;
+    r.column_count = 2;
+    r.present_before = {true, false};
+    r.present_after = {true, true};
+    r.body = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(body.data()), body.size());
+    std::vector<Event> out(2);
+    for (Event& e : out) {
+      e.file = "bin.000001";
+      e.pos = pos;
+      e.end_pos = pos;
+      e.header.server_id = 1;
+      e.header.timestamp = 1700000001;
+    }
+    out[0].body = binlog::TableMapEvent{extra_map};
+    out[1].body = std::move(r);
+    return out;
+  };
+  size_t rows_seen = 0, inserted = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (!std::holds_alternative<binlog::RowsEvent>(events[i].body)) continue;
+    ++rows_seen;
+    const bool first_of_t1 = rows_seen == 1;
+    const bool t5 = i + 1 < events.size() && std::holds_alternative<binlog::XidEvent>(events[i + 1].body) &&
+                    std::get<binlog::RowsEvent>(events[i].body).body.size() == 5 && rows_seen > 10;
+    if (first_of_t1) {
+      auto add = minimal_update(events[i].pos);
+      events.insert(events.begin() + static_cast<long>(i) + 1, add.begin(), add.end());
+      i += 2;
+      ++inserted;
+    } else if (t5) {
+      auto add = minimal_update(events[i].pos);
+      events.insert(events.begin() + static_cast<long>(i) - 1, add.begin(), add.end());  // before its TABLE_MAP
+      i += 2;
+      ++inserted;
+    }
+  }
+  ASSERT_EQ(inserted, 2u) << "the scenario's T1 and T5 were not found";
+
+  const std::string dir = testing::TempDir() + "/direct_rows_test";
+  std::filesystem::create_directories(dir);
+  JsonlSinkOptions o;
+  o.path = dir + "/out.jsonl";
+  o.now_ms = [] { return int64_t{42}; };
+  auto sink = JsonlSink::Open(o);
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  for (size_t part_bytes : {size_t{0}, size_t{600}}) {
+    // Text per whole source transaction in commit order; parts of a rolled-back one dropped.
+    auto run = [&](bool direct, size_t* direct_txns) {
+      std::unique_ptr<Preformatter> fmt = (*sink)->NewPreformatter();
+      std::unique_ptr<Preformatter> direct_fmt = (*sink)->NewPreformatter();
+      TransactionAssembler a(
+          Flavor::kMariaDB,
+          [&](const binlog::TableMap& map) -> Result<TableSchemaPtr> { return map.table == "m" ? m : s.log.schema(); },
+          StreamPoint{{"bin.000001", 4}, ""});
+      if (direct) a.set_direct_formatter(direct_fmt.get());
+      std::vector<std::string> out;
+      std::string pending;
+      auto text_of = [&](std::vector<RowChange> changes, std::optional<std::string> text) {
+        if (changes.empty()) return std::string();
+        if (text) {
+          ++*direct_txns;
+          return *text;
+        }
+        Transaction t;
+        t.changes = std::move(changes);
+        Status st = fmt->Format(t);
+        EXPECT_TRUE(st.ok()) << st.ToString();
+        return t.preformatted.value_or("");
+      };
+      for (const Event& ev : events) {
+        auto committed = a.Feed(ev);
+        EXPECT_TRUE(committed.ok()) << committed.status().ToString();
+        if (!committed.ok()) return out;
+        if (!*committed) {
+          if (part_bytes > 0 && a.buffered_bytes() >= part_bytes) {
+            std::optional<std::string> text;
+            if (auto part = a.TakePart(&text)) pending += text_of(std::move(*part), std::move(text));
+          }
+          continue;
+        }
+        std::string whole = std::move(pending) + text_of(std::move((*committed)->changes), std::move((*committed)->text));
+        pending.clear();
+        if (!(*committed)->rolled_back && !whole.empty()) out.push_back(std::move(whole));
+      }
+      return out;
+    };
+    size_t direct_txns = 0, none = 0;
+    const std::vector<std::string> want = run(false, &none);
+    const std::vector<std::string> got = run(true, &direct_txns);
+    EXPECT_EQ(none, 0u);
+    EXPECT_GE(direct_txns, 3u) << "part_bytes " << part_bytes << ": too few transactions formatted directly (T1, T2, T3)";
+    ASSERT_EQ(got.size(), want.size()) << "part_bytes " << part_bytes;
+    for (size_t k = 0; k < want.size(); ++k)
+      EXPECT_EQ(got[k], want[k]) << "part_bytes " << part_bytes << ", source transaction " << k;
+    // The mixed transaction (T1) and the one that kept Values (T5) are in there.
+    EXPECT_NE(want.front().find("\"before_absent\":[\"v\"]"), std::string::npos) << want.front();
+    EXPECT_NE(want.back().find("\"before_absent\":[\"v\"]"), std::string::npos) << want.back();
+  }
+}
 
 }  // namespace
 }  // namespace sluice
