@@ -804,6 +804,10 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
     direct_formatter = sink.NewPreformatter();
     assembler.set_direct_formatter(direct_formatter.get());
   }
+  // With rows formatted as they are decoded, a formatting thread would only pass items on (a
+  // queue hop and its wake-ups per batch): the decoding thread formats the few transactions
+  // that still hold Values itself (`send`) and queues straight to the writer.
+  const bool format_thread_on = formatter != nullptr && direct_formatter == nullptr;
 
   // The sink writer thread: whole transactions (and checkpoint-only advances) arrive in a
   // queue bounded in bytes, and are applied in groups, one sink transaction per group.
@@ -833,7 +837,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
   BoundedQueue<std::pair<SinkItem, size_t>> to_format(1u << 20, item_queue_bytes);
   to_format.set_wake_batch(16, std::chrono::milliseconds(1));
   std::thread format_thread;
-  if (formatter) {
+  if (format_thread_on) {
     format_thread = std::thread([&] {
       std::vector<std::pair<SinkItem, size_t>> items;
       while (true) {
@@ -866,7 +870,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
   bool writer_joined = false;
   auto join_writer = [&] {
     if (writer_joined) return;
-    if (formatter) {
+    if (format_thread_on) {
       to_format.Close(Status::Ok());  // the formatter passes on what is queued, then closes to_sink
       format_thread.join();
     }
@@ -914,7 +918,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
     SinkItem item;
     item.copy = std::move(c);
     // Through the formatter when there is one, so that it stays behind the mark it copies.
-    Status st = formatter ? to_format.Push({std::move(item), 64}, 64) : to_sink.Push(std::move(item), 64);
+    Status st = format_thread_on ? to_format.Push({std::move(item), 64}, 64) : to_sink.Push(std::move(item), 64);
     if (!st.ok()) return Status::Cancelled("the sink writer stopped");
     return st;
   };
@@ -963,7 +967,13 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
     // A part counts what it holds in memory, so that the queue holds at most one.
     size_t bytes = std::max<size_t>({txn_bytes, memory_bytes, 64});
     txn_bytes = 0;
-    Status st = formatter ? to_format.Push({std::move(item), bytes}, bytes) : to_sink.Push(std::move(item), bytes);
+    if (formatter && !format_thread_on) {
+      // As the formatting thread would (a failed Format leaves the transaction as it was: the
+      // writer's sink reports the error in order).
+      if (!item.txn.preformatted && !item.txn.changes.empty()) (void)formatter->Format(item.txn);
+      if (item.txn.preformatted) bytes = std::max<size_t>(StripFormatted(item.txn), 64);
+    }
+    Status st = format_thread_on ? to_format.Push({std::move(item), bytes}, bytes) : to_sink.Push(std::move(item), bytes);
     if (!st.ok()) return Status::Cancelled("the sink writer stopped");  // see writer_status
     return st;
   };

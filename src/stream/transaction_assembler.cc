@@ -312,6 +312,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Commit(const b
   out.changes = std::move(changes_);
   out.text = std::move(text_);
   if (out.changes.empty()) out.text.reset();
+  if (out.text) text_hint_ = std::min<size_t>(out.text->size() + out.text->size() / 4, 1u << 20);
   out.bytes = buffered_bytes_;
   out.has_parts = parts_taken_;
   out.gtid = gtid_;
@@ -378,7 +379,8 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
   // Text straight from the row image: in a transaction that has it (or has nothing yet).
   const bool direct = direct_ != nullptr && !xa_ && xa_xid_.empty() && (text_ || changes_.empty());
   if (direct && memo != nullptr) {
-    std::string& text = text_ ? *text_ : text_.emplace();
+    if (!text_) text_.emplace().reserve(text_hint_);  // growing it moved each transaction's text twice
+    std::string& text = *text_;
     const size_t before = text.size();
     if (auto n = direct_->FormatRowsEvent(rows, map, *memo->plans, schema, src, &text)) {
       // What the sink writer still reads of a formatted change (its counters): no values,
