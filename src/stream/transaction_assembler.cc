@@ -362,13 +362,6 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
       }
     }
   }
-  SourceInfo src;
-  src.flavor = flavor_;
-  src.server_id = ev.header.server_id;
-  src.file = current_file_;
-  src.pos = ev.pos;
-  src.gtid = gtid_;
-  src.timestamp = ev.header.timestamp;
   Op op = Op::kCreate;
   switch (rows.kind) {
     case binlog::RowsKind::kWrite: op = Op::kCreate; break;
@@ -376,6 +369,28 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
     case binlog::RowsKind::kPartialUpdate: op = Op::kUpdate; break;
     case binlog::RowsKind::kDelete: op = Op::kDelete; break;
   }
+  // Assigned in place: the file name alone was an allocation per rows event.
+  SourceInfo& src = source_;
+  src.flavor = flavor_;
+  src.server_id = ev.header.server_id;
+  src.file.assign(current_file_);
+  src.pos = ev.pos;
+  src.gtid.assign(gtid_);
+  src.timestamp = ev.header.timestamp;
+  src.snapshot = false;
+  src.row = 0;
+  // What the sink writer still reads of a formatted change (its counters): no values, and
+  // the source without its strings.
+  const auto stub = [&](size_t i) {
+    RowChange& c = changes_.emplace_back();
+    c.op = op;
+    c.table = schema;
+    c.source.flavor = src.flavor;
+    c.source.server_id = src.server_id;
+    c.source.pos = src.pos;
+    c.source.timestamp = src.timestamp;
+    c.source.row = static_cast<uint32_t>(i);
+  };
   // Text straight from the row image: in a transaction that has it (or has nothing yet).
   const bool direct = direct_ != nullptr && !xa_ && xa_xid_.empty() && (text_ || changes_.empty());
   if (direct && memo != nullptr) {
@@ -383,19 +398,9 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
     std::string& text = *text_;
     const size_t before = text.size();
     if (auto n = direct_->FormatRowsEvent(rows, map, *memo->plans, schema, src, &text)) {
-      // What the sink writer still reads of a formatted change (its counters): no values,
-      // and the source without its strings.
-      src.file.clear();
-      src.gtid.clear();
       if (changes_.capacity() < changes_.size() + *n)
         changes_.reserve(std::max({changes_.capacity() * 2, changes_.size() + *n, size_t{4}}));
-      for (size_t i = 0; i < *n; ++i) {
-        RowChange& c = changes_.emplace_back();
-        c.op = op;
-        c.table = schema;
-        c.source = src;
-        c.source.row = static_cast<uint32_t>(i);
-      }
+      for (size_t i = 0; i < *n; ++i) stub(i);
       buffered_bytes_ += *n * sizeof(RowChange) + (text.size() - before);
       return Status::Ok();
     }
@@ -421,15 +426,7 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
     const size_t before = text_->size();
     Status fst = direct_->FormatChanges(std::move(fresh), &*text_);
     if (!fst.ok()) return fst.WithContext(fmt::format("binlog {} event at offset {}", current_file_, ev.pos));
-    src.file.clear();
-    src.gtid.clear();
-    for (size_t i = 0; i < decoded.size(); ++i) {
-      RowChange& c = changes_.emplace_back();
-      c.op = op;
-      c.table = schema;
-      c.source = src;
-      c.source.row = static_cast<uint32_t>(i);
-    }
+    for (size_t i = 0; i < decoded.size(); ++i) stub(i);
     buffered_bytes_ += decoded.size() * sizeof(RowChange) + (text_->size() - before);
     return Status::Ok();
   }

@@ -145,6 +145,7 @@ class TransactionAssembler {
   std::vector<RowChange> changes_;
   std::optional<std::string> text_;  // with direct_: the text of changes_ (see CommittedTransaction::text)
   Preformatter* direct_ = nullptr;
+  SourceInfo source_;  // AddRows' source of the current rows event (its strings' storage reused)
   size_t text_hint_ = 0;  // capacity to start a transaction's text with: the last one's size and a quarter
   size_t buffered_bytes_ = 0;  // ApproxBytes of changes_, plus text_'s size
   bool parts_taken_ = false;   // TakePart handed on changes of the current transaction
