@@ -228,6 +228,16 @@ std::string SnapshotSelectExpr(const ColumnDesc& col) {
   }
 }
 
+TextCellForm TextCellFormOf(const ColumnDesc& col) {
+  // Must agree with ValueFromText below (text_value_test.cc checks every column type).
+  switch (KindOf(col)) {
+    case Kind::kSigned: return TextCellForm::kInteger;
+    case Kind::kUnsigned: return TextCellForm::kUnsigned;
+    case Kind::kText: return TextCellForm::kText;
+    default: return TextCellForm::kOther;
+  }
+}
+
 Result<Value> ValueFromText(const ColumnDesc& col, std::optional<std::string_view> text) {
   if (!text.has_value()) return Value::Null();
   const std::string_view s = *text;

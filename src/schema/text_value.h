@@ -26,6 +26,32 @@ std::string SnapshotSelectExpr(const ColumnDesc& col);
 // `text` is the cell as returned for SnapshotSelectExpr(col); nullopt is SQL NULL.
 Result<Value> ValueFromText(const ColumnDesc& col, std::optional<std::string_view> text);
 
+// Where ValueFromText's result is known without building it, so that a writer can take a
+// cell straight from the connector's buffer (the snapshot's JSON lines: sink/envelope.h):
+//   kText      ValueFromText(col, s) is Value::Text(s), the cell as it is, for every s
+//              (character types that are not binary, DECIMAL, temporal types, JSON, ENUM,
+//              SET, UUID/INET);
+//   kInteger   when CanonicalInteger(s, /*negative_ok=*/true), ValueFromText is
+//              Value::Int(v) whose decimal text is s (signed TINYINT..BIGINT);
+//   kUnsigned  the same with Value::UInt (unsigned TINYINT..BIGINT, negative_ok false);
+//   kOther     no shortcut: call ValueFromText.
+// Anything not covered (a ZEROFILL "007", a NULL) goes through ValueFromText as before.
+enum class TextCellForm : uint8_t { kText, kInteger, kUnsigned, kOther };
+TextCellForm TextCellFormOf(const ColumnDesc& col);
+// `s` is the decimal form std::to_chars writes for its own value: digits with no leading
+// zero ("0" alone), an optional '-' (when negative_ok, never "-0"), at most 18 digits (so
+// it fits every integer column's range).
+inline bool CanonicalInteger(std::string_view s, bool negative_ok) {
+  size_t i = 0;
+  if (negative_ok && !s.empty() && s[0] == '-') i = 1;
+  const size_t digits = s.size() - i;
+  if (digits == 0 || digits > 18) return false;
+  if (s[i] == '0') return digits == 1 && i == 0;
+  for (; i < s.size(); ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
+}
+
 // The canonical Value of a column's DEFAULT (ColumnDesc.default_value, as
 // information_schema.COLUMNS.COLUMN_DEFAULT prints it), used where a row image leaves the
 // column out (binlog_row_image=MINIMAL inserts). Understood: no default or NULL -> kNull;

@@ -4,6 +4,7 @@
 
 #include "binlog/charset.h"
 #include "binlog/value_decoder.h"
+#include "schema/text_value.h"
 #include "util/byte_reader.h"
 
 #include <algorithm>
@@ -510,6 +511,41 @@ Status AppendEnvelope(const RowChange& c, int64_t ts_ms, std::string* out) {
   return Status::Ok();
 }
 
+namespace {
+
+constexpr std::string_view kReadHead = "{\"before\":null,\"after\":{";
+
+// The parts every read line of `table` at (source, ts_ms) shares, cut out of the general
+// writer's own output for a row of NULLs, so they cannot drift from it:
+// {"before":null,"after":{ <"name":value,...> <tail, with the '\n'>. False when that cannot
+// be done (no columns, a name or source text that is not UTF-8): write each row the general way.
+bool ReadLineSharedParts(const TableSchemaPtr& table, const SourceInfo& source, int64_t ts_ms, std::string* names,
+                         std::vector<size_t>* name_end, std::string* tail) {
+  const auto& cols = table->columns;
+  const size_t n = cols.size();
+  names->clear();
+  tail->clear();
+  name_end->assign(n, 0);
+  bool shared = n > 0;
+  for (size_t i = 0; i < n && shared; ++i) {
+    shared = AppendJsonString(cols[i].name, names);
+    names->push_back(':');
+    (*name_end)[i] = names->size();
+  }
+  if (!shared) return false;
+  const RowChange probe = ReadChange(Op::kRead, table, Row(n, Value::Null()), source);
+  std::string whole;
+  const size_t body = kReadHead.size() + names->size() + 4 * n + (n - 1);  // names, "null"s, commas
+  shared = AppendEnvelope(probe, ts_ms, &whole).ok() && whole.size() > body &&
+           whole.compare(0, kReadHead.size(), kReadHead) == 0 && whole[body] == '}';
+  if (!shared) return false;
+  tail->assign(whole, body);
+  tail->push_back('\n');
+  return true;
+}
+
+}  // namespace
+
 Status AppendReadLines(const TableSchemaPtr& table, const std::vector<Row>& rows, const SourceInfo& source,
                        int64_t ts_ms, std::string* out) {
   const auto generic = [&](const Row& row) -> Status {
@@ -523,38 +559,20 @@ Status AppendReadLines(const TableSchemaPtr& table, const std::vector<Row>& rows
   }
   const auto& cols = table->columns;
   const size_t n = cols.size();
-  // The shared parts, cut out of the general writer's own output for a row of NULLs, so
-  // they cannot drift from it: {"before":null,"after":{ <"name":value,...> <tail>.
-  static constexpr std::string_view kHead = "{\"before\":null,\"after\":{";
   std::string names;                 // "name": per column, escaped
   std::vector<size_t> name_end(n);   // end of each column's part of `names`
   std::string tail;
-  bool shared = n > 0;
-  for (size_t i = 0; i < n && shared; ++i) {
-    shared = AppendJsonString(cols[i].name, &names);
-    names.push_back(':');
-    name_end[i] = names.size();
-  }
-  if (shared) {
-    const RowChange probe = ReadChange(Op::kRead, table, Row(n, Value::Null()), source);
-    std::string whole;
-    const size_t body = kHead.size() + names.size() + 4 * n + (n - 1);  // names, "null"s, commas
-    shared = AppendEnvelope(probe, ts_ms, &whole).ok() && whole.size() > body &&
-             whole.compare(0, kHead.size(), kHead) == 0 && whole[body] == '}';
-    if (shared) tail = whole.substr(body);
-  }
-  if (!shared) {
+  if (!ReadLineSharedParts(table, source, ts_ms, &names, &name_end, &tail)) {
     for (const Row& row : rows) RETURN_IF_ERROR(generic(row));
     return Status::Ok();
   }
-  tail.push_back('\n');
 
   // Pass 1: check every row and size it (exact for text); rows that need escapes are noted,
   // the others' strings are copied as they are in pass 2. Pass 2 writes through a pointer
   // into space made once for the whole chunk.
   enum : uint8_t { kClean, kEscapes, kGeneric };
   std::vector<uint8_t> how(rows.size(), kClean);
-  const size_t fixed = kHead.size() + names.size() + (n - 1) + tail.size();
+  const size_t fixed = kReadHead.size() + names.size() + (n - 1) + tail.size();
   size_t total = 0;
   for (size_t r = 0; r < rows.size(); ++r) {
     const Row& row = rows[r];
@@ -596,7 +614,7 @@ Status AppendReadLines(const TableSchemaPtr& table, const std::vector<Row>& rows
     }
     const Row& row = rows[r];
     const bool clean = how[r] == kClean;
-    w = WriteLiteral(kHead, w);
+    w = WriteLiteral(kReadHead, w);
     size_t from = 0;
     for (size_t i = 0; i < n; ++i) {
       if (i > 0) *w++ = ',';
@@ -884,6 +902,99 @@ std::optional<size_t> AppendRowsEventLines(const binlog::RowsEvent& event, const
     ++rows;
   }
   return rows;
+}
+
+ReadLineWriter::ReadLineWriter(TableSchemaPtr table) : table_(std::move(table)) {
+  if (table_ == nullptr) return;
+  for (const ColumnDesc& c : table_->columns) form_.push_back(static_cast<uint8_t>(TextCellFormOf(c)));
+  values_.resize(form_.size());
+  how_.resize(form_.size());
+}
+
+void ReadLineWriter::Begin(const SourceInfo& source, int64_t ts_ms) {
+  source_ = source;
+  ts_ms_ = ts_ms;
+  shared_ = table_ != nullptr && ReadLineSharedParts(table_, source_, ts_ms_, &names_, &name_end_, &tail_);
+  if (shared_) fixed_ = kReadHead.size() + names_.size() + (form_.size() - 1) + tail_.size();
+}
+
+Status ReadLineWriter::AppendConverted(const std::vector<std::optional<std::string_view>>& cells,
+                                       std::string* out) {
+  if (one_.empty()) one_.emplace_back();
+  Row& row = one_[0];
+  row.clear();
+  for (size_t i = 0; i < cells.size(); ++i) {
+    Result<Value> v = ValueFromText(table_->columns[i], cells[i]);
+    if (!v.ok()) return v.status().WithContext(table_->QualifiedName());
+    row.push_back(std::move(v).value());
+  }
+  return AppendReadLines(table_, one_, source_, ts_ms_, out);
+}
+
+Status ReadLineWriter::Append(const std::vector<std::optional<std::string_view>>& cells, std::string* out) {
+  if (table_ == nullptr) return Status::InvalidArgument("row change without a table schema");
+  const size_t n = form_.size();
+  if (cells.size() != n)
+    return Status::Internal(fmt::format("{}: got {} cells for {} columns", table_->QualifiedName(), cells.size(), n));
+  if (!shared_) return AppendConverted(cells, out);
+  // Pass 1: how each cell is written and the line's size (exact for text); pass 2 writes.
+  enum : uint8_t { kNull, kAsIs, kEscaped, kValue };
+  size_t size = fixed_;
+  for (size_t i = 0; i < n; ++i) {
+    const std::optional<std::string_view>& cell = cells[i];
+    if (!cell) {
+      how_[i] = kNull;
+      size += 4;
+      continue;
+    }
+    const auto form = static_cast<TextCellForm>(form_[i]);
+    if (form == TextCellForm::kText) {
+      const size_t s = JsonStringSize(*cell);
+      if (s == kNotUtf8) return AppendConverted(cells, out);  // for the general way's message
+      how_[i] = s == cell->size() + 2 ? kAsIs : kEscaped;
+      size += s;
+      continue;
+    }
+    if ((form == TextCellForm::kInteger || form == TextCellForm::kUnsigned) &&
+        CanonicalInteger(*cell, form == TextCellForm::kInteger)) {
+      how_[i] = kAsIs;
+      size += cell->size();
+      continue;
+    }
+    Result<Value> v = ValueFromText(table_->columns[i], cell);
+    if (!v.ok()) return v.status().WithContext(table_->QualifiedName());
+    values_[i] = std::move(v).value();
+    const size_t s = JsonValueSize(values_[i]);
+    if (s == kNotUtf8) return AppendConverted(cells, out);
+    how_[i] = kValue;
+    size += s;
+  }
+  const size_t old = out->size();
+  out->resize(old + size);
+  char* w = out->data() + old;
+  w = WriteLiteral(kReadHead, w);
+  size_t from = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) *w++ = ',';
+    w = WriteLiteral(std::string_view(names_).substr(from, name_end_[i] - from), w);
+    from = name_end_[i];
+    switch (how_[i]) {
+      case kNull: w = WriteLiteral("null", w); break;
+      case kAsIs:
+        if (static_cast<TextCellForm>(form_[i]) == TextCellForm::kText) {
+          w = WriteString(*cells[i], /*clean=*/true, w);
+        } else {
+          w = WriteLiteral(*cells[i], w);
+        }
+        break;
+      case kEscaped: w = WriteJsonString(*cells[i], w); break;
+      default:
+        w = values_[i].kind == Value::Kind::kText ? WriteJsonString(values_[i].s, w) : WriteJsonValue(values_[i], w);
+    }
+  }
+  w = WriteLiteral(tail_, w);
+  out->resize(static_cast<size_t>(w - out->data()));
+  return Status::Ok();
 }
 
 }  // namespace sluice

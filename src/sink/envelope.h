@@ -84,6 +84,41 @@ class RowsEventLinesCache {
                                                          const TableSchemaPtr& table, const SourceInfo& source,
                                                          int64_t ts_ms, RowsEventLinesCache* cache,
                                                          std::string* out);
+// Snapshot chunks straight from the text cells of the snapshot SELECT (schema/text_value.h:
+// SnapshotSelectExpr of every column, in column order; nullopt is SQL NULL): per row, byte
+// for byte the line AppendReadLines writes for the Row that ValueFromText makes of the cells,
+// but integer and character cells (TextCellFormOf) go into the line as they are, checked and
+// escaped, without becoming Values (no parse, no string per cell). Other cells, and integers
+// not in canonical form (ZEROFILL), go through ValueFromText.
+// Use: Begin(source, ts_ms) at the start of each chunk (the shared parts depend on them),
+// then Append(cells, out) per row.
+// Errors: a cell ValueFromText rejects: its error with the table as context (as
+// Snapshot::ReadRange reports it); kInternal when the cell count is not the column count;
+// otherwise AppendReadLines' errors for that row. On error *out may hold a partial line.
+// Thread safety: one thread at a time.
+class ReadLineWriter {
+ public:
+  explicit ReadLineWriter(TableSchemaPtr table);
+  void Begin(const SourceInfo& source, int64_t ts_ms);
+  [[nodiscard]] Status Append(const std::vector<std::optional<std::string_view>>& cells, std::string* out);
+
+ private:
+  // The line of one row the general way: Values, then AppendReadLines.
+  Status AppendConverted(const std::vector<std::optional<std::string_view>>& cells, std::string* out);
+
+  TableSchemaPtr table_;
+  std::vector<uint8_t> form_;   // TextCellForm per column
+  SourceInfo source_;
+  int64_t ts_ms_ = 0;
+  bool shared_ = false;         // names_/tail_ hold the shared parts (else every row converts)
+  std::string names_;           // "name": per column, escaped
+  std::vector<size_t> name_end_;
+  std::string tail_;            // "},"op":...}}\n
+  size_t fixed_ = 0;            // bytes of a line besides its values
+  std::vector<Value> values_;   // this row's converted cells (kOther, or not canonical)
+  std::vector<uint8_t> how_;    // per cell of this row: 0 null, 1 as is, 2 escaped, 3 values_[i]
+  std::vector<Row> one_;        // AppendConverted's row
+};
 
 // Building blocks, exposed for tests and other JSON writers.
 // Appends `s` as a quoted JSON string; false (with *out partly written) if `s` is not valid

@@ -331,3 +331,113 @@ TEST(AppendReadLinesTest, RefusesWhatAppendEnvelopeRefusesWithItsMessage) {
 
 }  // namespace
 }  // namespace sluice
+
+#include "schema/text_value.h"
+
+namespace sluice {
+namespace {
+
+ColumnDesc Typed(const std::string& name, const std::string& type, bool is_unsigned = false,
+                 const std::string& charset = "") {
+  ColumnDesc c{name};
+  c.SetType(type);
+  c.is_unsigned = is_unsigned;
+  c.charset = charset;
+  return c;
+}
+
+// ReadLineWriter (snapshot rows straight from text cells) must give, per row, byte for byte
+// AppendReadLines of the Row ValueFromText makes of the cells, for every shortcut and every
+// cell it must not shortcut, and the same errors.
+TEST(ReadLineWriterTest, SameBytesAsConvertingTheCellsFirst) {
+  auto t = std::make_shared<TableSchema>();
+  t->db = "shop";
+  t->table = "it\"ems";
+  t->columns = {Typed("id", "bigint"),        Typed("u", "bigint", true),     Typed("tiny", "tinyint"),
+                Typed("c", "char", false, "utf8mb4"), Typed("v", "varchar", false, "latin1"),
+                Typed("bin", "varbinary", false, "binary"), Typed("cbin", "char", false, "binary"),
+                Typed("d", "decimal"),       Typed("f", "float"),            Typed("dbl", "double"),
+                Typed("dt", "datetime"),     Typed("y", "year"),             Typed("bits", "bit"),
+                Typed("e", "enum"),          Typed("j", "json"),             Typed("na\"me", "int")};
+  t->primary_key = {0};
+  SourceInfo src = Source();
+  src.snapshot = true;
+  src.file = "bin\\log.000001";
+  using Cells = std::vector<std::optional<std::string_view>>;
+  const std::string nul("a\0b", 3);
+  std::vector<Cells> rows = {
+      {"1", "18446744073709551615", "-128", "plain", "caf\xc3\xa9", "\x01\xff", "ab", "-1.50", "1.5", "0.1",
+       "2024-01-02 03:04:05.123456", "2024", "5", "red", "{\"a\":1}", "0"},
+      // Not canonical integers (ZEROFILL, a sign, 19+ digits), escapes, NULLs, empty text.
+      {"-9223372036854775808", "007", "-05", "q\"uo\\te\n\x01", nul, std::nullopt, "", "0", "-0", "1e300",
+       "0000-00-00 00:00:00", "0000", "0", "", "[]", "-0"},
+      {"0", "0", "0", std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+       std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt},
+      {"123456789012345678", "1234567890123456789", "00", "", "\t", "", "x", "3", "3.4028234663852886e38",
+       "-2.5", "1970-01-01", "1901", "18446744073709551615", "b", "null", "-2147483648"},
+  };
+  std::string want = "earlier\n";
+  std::vector<Row> converted;
+  for (const Cells& cells : rows) {
+    Row row;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      Result<Value> v = ValueFromText(t->columns[i], cells[i]);
+      ASSERT_TRUE(v.ok()) << "row " << converted.size() << " column " << t->columns[i].name << ": "
+                          << v.status().ToString();
+      row.push_back(std::move(v).value());
+    }
+    converted.push_back(std::move(row));
+  }
+  ASSERT_TRUE(AppendReadLines(t, converted, src, 42, &want).ok());
+  ReadLineWriter w(t);
+  w.Begin(src, 42);
+  std::string got = "earlier\n";
+  for (const Cells& cells : rows) {
+    Status st = w.Append(cells, &got);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  EXPECT_EQ(got, want) << "ReadLineWriter differs from ValueFromText + AppendReadLines";
+
+  // Begin again at another point and time: the shared parts follow.
+  src.file = "b.000002";
+  src.gtid.clear();
+  std::string want2;
+  ASSERT_TRUE(AppendReadLines(t, {converted[0]}, src, 43, &want2).ok());
+  w.Begin(src, 43);
+  std::string got2;
+  ASSERT_TRUE(w.Append(rows[0], &got2).ok());
+  EXPECT_EQ(got2, want2) << "after a second Begin";
+}
+
+TEST(ReadLineWriterTest, RefusesWithTheErrorsOfTheGeneralWay) {
+  auto t = std::make_shared<TableSchema>();
+  t->db = "shop";
+  t->table = "items";
+  t->columns = {Typed("id", "int"), Typed("name", "varchar", false, "utf8mb4")};
+  t->primary_key = {0};
+  SourceInfo src = Source();
+  ReadLineWriter w(t);
+  w.Begin(src, 1);
+  std::string out;
+  using Cells = std::vector<std::optional<std::string_view>>;
+
+  // Invalid UTF-8 in a character column: AppendReadLines' error for the converted row.
+  const Row bad = {Value::Int(2), Value::Text(std::string("\xff", 1))};
+  std::string scratch;
+  Status want = AppendReadLines(t, {bad}, src, 1, &scratch);
+  ASSERT_FALSE(want.ok());
+  Status st = w.Append(Cells{"2", std::string_view("\xff", 1)}, &out);
+  EXPECT_EQ(st.ToString(), want.ToString()) << "invalid UTF-8 in column name";
+
+  // An integer cell ValueFromText rejects: its error, with the table as context.
+  Status parse = ValueFromText(t->columns[0], std::string_view("12x")).status().WithContext(t->QualifiedName());
+  ASSERT_FALSE(parse.ok());
+  st = w.Append(Cells{"12x", "ok"}, &out);
+  EXPECT_EQ(st.ToString(), parse.ToString()) << "unparsable integer in column id";
+
+  st = w.Append(Cells{"1"}, &out);
+  EXPECT_EQ(st.code(), StatusCode::kInternal) << "1 cell for 2 columns: " << st.ToString();
+}
+
+}  // namespace
+}  // namespace sluice

@@ -335,6 +335,23 @@ class JsonlPreformatter : public Preformatter {
     if (batch_.buffer.capacity() > kKeepBatchBytes) batch_ = RecordBatch();
     return Status::Ok();
   }
+  std::unique_ptr<ReadTextFormatter> NewReadTextFormatter(const TableSchemaPtr& table) override {
+    // With Connect schemas every value is wrapped: Rows and the general way.
+    if (serializer_.options().schemas || table == nullptr) return nullptr;
+    class Lines : public ReadTextFormatter {
+     public:
+      Lines(const TableSchemaPtr& table, const std::function<int64_t()>& now_ms) : writer_(table), now_ms_(now_ms) {}
+      void Begin(const SourceInfo& source) override { writer_.Begin(source, now_ms_()); }
+      Status Append(const std::vector<std::optional<std::string_view>>& cells, std::string* out) override {
+        return writer_.Append(cells, out);
+      }
+
+     private:
+      ReadLineWriter writer_;
+      std::function<int64_t()> now_ms_;
+    };
+    return std::make_unique<Lines>(table, now_ms_);
+  }
   Status FormatReads(const TableSchemaPtr& table, std::vector<Row>& rows, const SourceInfo& source,
                      Transaction& txn) override {
     // With Connect schemas every value is wrapped: the general way.

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "binlog/rows_event.h"
@@ -56,9 +57,29 @@ inline const char* SchemaChangeKindName(SchemaChange::Kind k) {
 // record serialiser for both (JSON lines: record.h). Each Preformatter is used by one thread
 // at a time and shares no mutable state with its sink; its output must be byte-identical to
 // what Apply would format itself.
+// Snapshot rows formatted straight from the text cells of the snapshot SELECT, with no Row
+// built (schema/text_value.h: SnapshotSelectExpr of every column, in column order; nullopt
+// is SQL NULL). Begin starts a chunk read at `source` (the sink's clock is read there);
+// Append adds one row's output to *out: byte for byte what Preformatter::FormatReads gives
+// for the rows ValueFromText makes of the cells, with the same errors (a cell ValueFromText
+// rejects: its error with the table as context). One thread at a time.
+class ReadTextFormatter {
+ public:
+  virtual ~ReadTextFormatter() = default;
+  virtual void Begin(const SourceInfo& source) = 0;
+  [[nodiscard]] virtual Status Append(const std::vector<std::optional<std::string_view>>& cells,
+                                      std::string* out) = 0;
+};
+
 class Preformatter {
  public:
   virtual ~Preformatter() = default;
+  // A ReadTextFormatter for snapshot chunks of `table`, or null: build Rows and call
+  // FormatReads (the default).
+  virtual std::unique_ptr<ReadTextFormatter> NewReadTextFormatter(const TableSchemaPtr& table) {
+    (void)table;
+    return nullptr;
+  }
   // Sets txn.preformatted. Errors are those Apply would return for the same transaction;
   // txn is then left without preformatted output (the stream hands it on as it is, so that
   // the sink reports the error in order).

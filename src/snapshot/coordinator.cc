@@ -135,14 +135,39 @@ class ReplanRequests {
   std::map<size_t, std::string> tables_;  // table index -> why
 };
 
+// Output buffers of preformatted chunks, handed back by the coordinator thread once written
+// and taken again by the workers, so a multi-MiB buffer keeps its pages instead of being
+// allocated, faulted in and zeroed for every fetch. Holds at most kKeep buffers.
+class BufferPool {
+ public:
+  std::string Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return {};
+    std::string s = std::move(free_.back());
+    free_.pop_back();
+    return s;
+  }
+  void Give(std::string s) {
+    s.clear();
+    if (s.capacity() == 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < kKeep) free_.push_back(std::move(s));
+  }
+
+ private:
+  static constexpr size_t kKeep = 8;
+  std::mutex mu_;
+  std::vector<std::string> free_;
+};
+
 class Worker {
  public:
   Worker(const SnapshotRunOptions& options, const SnapshotOptions& snap_options,
          const std::vector<TableState>& tables, std::unique_ptr<Snapshot> snap,
          BoundedQueue<Chunk>& queue, std::atomic<bool>& abort,
-         std::unique_ptr<Preformatter> preformatter, ReplanRequests& replan)
+         std::unique_ptr<Preformatter> preformatter, ReplanRequests& replan, BufferPool& pool)
       : options_(options), snap_options_(snap_options), tables_(tables), snap_(std::move(snap)),
-        queue_(queue), abort_(abort), preformatter_(std::move(preformatter)), replan_(replan) {}
+        queue_(queue), abort_(abort), preformatter_(std::move(preformatter)), replan_(replan), pool_(pool) {}
 
   void Add(Job j) { jobs_.push_back(j); }
   bool has_jobs() const { return !jobs_.empty(); }
@@ -248,6 +273,60 @@ class Worker {
     static const KeyTexts kNone;
     const RangeProgress* r = job.range >= 0 ? &t.progress->ranges[job.range] : nullptr;
     const SnapshotPoint point = snap_->point();
+    const auto source = [&] {
+      SourceInfo src;
+      src.flavor = point.flavor;
+      src.server_id = options_.source_server_id;
+      src.file = point.position.file;
+      src.pos = point.position.pos;
+      src.gtid = point.gtid;
+      src.timestamp = static_cast<uint32_t>(std::time(nullptr));
+      src.snapshot = true;
+      return src;
+    };
+    std::unique_ptr<ReadTextFormatter> text = preformatter_ ? preformatter_->NewReadTextFormatter(t.schema) : nullptr;
+    if (text) {
+      // The sink formats rows straight from the connector's buffer (JSON lines): no Row, no
+      // Value per cell; each fetch's output goes to the coordinator in a buffer the pool
+      // recycles, so its pages stay mapped (a fresh multi-MiB buffer per fetch cost page
+      // faults and zeroing: BENCHMARKS.md).
+      std::string out = pool_.Take();
+      bool begun = false;
+      RETURN_IF_ERROR(snap_->ReadRangeCells(
+          *t.schema, r ? *after : kNone, r ? r->lower : kNone, r ? r->upper : kNone, options_.fetch_rows,
+          [&](const std::vector<TextCellView>& cells) -> Status {
+            if (!begun) {
+              text->Begin(source());
+              begun = true;
+            }
+            return text->Append(cells, &out);
+          },
+          [&](size_t rows, const std::vector<std::string>& last_key) -> Status {
+            if (Stopped()) return Status::Cancelled("stopped");
+            if (replan_.Has(job.table)) return Status::Cancelled("the table is planned again");
+            Chunk c;
+            c.table = job.table;
+            c.range = job.range;
+            c.txn.is_snapshot = true;
+            c.rows = rows;
+            const size_t bytes = 64 + out.size();
+            c.txn.preformatted = std::move(out);
+            out = pool_.Take();
+            begun = false;
+            c.last_key = last_key;
+            c.point = point;
+            if (r) *after = last_key;
+            *last_progress = Clock::now();
+            return queue_.Push(std::move(c), bytes);
+          }));
+      pool_.Give(std::move(out));
+      Chunk done;
+      done.table = job.table;
+      done.range = job.range;
+      done.point = point;
+      done.range_done = true;
+      return queue_.Push(std::move(done), 64);
+    }
     RETURN_IF_ERROR(snap_->ReadRange(
         *t.schema, r ? *after : kNone, r ? r->lower : kNone, r ? r->upper : kNone,
         options_.fetch_rows, [&](std::vector<Row> rows, const std::vector<std::string>& last_key) -> Status {
@@ -258,14 +337,7 @@ class Worker {
           c.range = job.range;
           // Records are built and formatted here, in parallel across workers, so the
           // coordinator thread only writes (it was the bottleneck: BENCHMARKS.md).
-          SourceInfo src;
-          src.flavor = point.flavor;
-          src.server_id = options_.source_server_id;
-          src.file = point.position.file;
-          src.pos = point.position.pos;
-          src.gtid = point.gtid;
-          src.timestamp = static_cast<uint32_t>(std::time(nullptr));
-          src.snapshot = true;
+          const SourceInfo src = source();
           size_t bytes = 64;
           c.txn.is_snapshot = true;
           c.rows = rows.size();
@@ -303,6 +375,7 @@ class Worker {
   std::atomic<bool>& abort_;
   std::unique_ptr<Preformatter> preformatter_;  // null: the sink formats in Apply
   ReplanRequests& replan_;
+  BufferPool& pool_;
   std::vector<Job> jobs_;
 };
 
@@ -620,13 +693,14 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
   BoundedQueue<Chunk> queue(4 * nworkers + 4, size_t{256} << 20);
   std::atomic<bool> abort{false};
   ReplanRequests replans;
+  BufferPool pool;
   std::vector<std::unique_ptr<Worker>> workers;
   {
     size_t si = 0;
     for (auto& d : dealt) {
       if (d.empty()) continue;
       auto w = std::make_unique<Worker>(options, sopts, tables, std::move(snaps[si++]), queue, abort,
-                                        sink.NewPreformatter(), replans);
+                                        sink.NewPreformatter(), replans, pool);
       for (const Job& j : d) w->Add(j);
       workers.push_back(std::move(w));
     }
@@ -730,6 +804,7 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       const Chunk& c = ready[group_chunk[g]];
       const TableState& t = tables[c.table];
       releaser.Release(std::move(group[g].changes));
+      if (group[g].preformatted) pool.Give(std::move(*group[g].preformatted));
       total_done += c.rows;
       rows_gauge[c.table]->Set(static_cast<double>(t.progress->rows));
       if (group_finishes[g]) {

@@ -46,6 +46,7 @@
 // unless it can prove otherwise).
 #include "snapshot/snapshot.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -262,35 +263,6 @@ Status Snapshot::Finish() {
   return conn_->Execute("COMMIT");
 }
 
-Status Snapshot::ReadTableNoKey(const TableSchema& schema, const std::string& select_list,
-                                size_t chunk_rows, const ChunkCallback& on_chunk) {
-  std::string sql = "SELECT " + select_list + " FROM " + QualifiedTable(schema);
-  std::vector<Row> rows;
-  static const std::vector<std::string> kNoKey;
-  RETURN_IF_ERROR(conn_->QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
-    if (cells.size() != schema.columns.size())
-      return Status::Internal(fmt::format("{}: got {} cells for {} columns",
-                                          schema.QualifiedName(), cells.size(),
-                                          schema.columns.size()));
-    Row row;
-    row.reserve(cells.size());
-    for (size_t i = 0; i < cells.size(); ++i) {
-      Result<Value> v = ValueFromText(schema.columns[i], cells[i]);
-      if (!v.ok()) return v.status().WithContext(schema.QualifiedName());
-      row.push_back(std::move(v).value());
-    }
-    rows.push_back(std::move(row));
-    if (rows.size() >= chunk_rows) {
-      std::vector<Row> out;
-      out.swap(rows);
-      return on_chunk(std::move(out), kNoKey);
-    }
-    return Status::Ok();
-  }));
-  if (!rows.empty()) return on_chunk(std::move(rows), kNoKey);
-  return Status::Ok();
-}
-
 Status Snapshot::ReadTable(const TableSchema& schema,
                            const std::optional<std::vector<std::string>>& start_after_key,
                            size_t chunk_rows, const ChunkCallback& on_chunk) {
@@ -312,6 +284,32 @@ Status Snapshot::ReadRange(const TableSchema& schema, const std::vector<std::str
                            const std::vector<std::string>& lower,
                            const std::vector<std::string>& upper, size_t fetch_rows,
                            const ChunkCallback& on_chunk) {
+  std::vector<Row> rows;
+  rows.reserve(std::min<size_t>(fetch_rows, 65536));
+  return ReadRangeCells(
+      schema, after_key, lower, upper, fetch_rows,
+      [&](const std::vector<TextCellView>& cells) -> Status {
+        Row& row = rows.emplace_back();
+        row.reserve(cells.size());
+        for (size_t i = 0; i < cells.size(); ++i) {
+          Result<Value> v = ValueFromText(schema.columns[i], cells[i]);
+          if (!v.ok()) return v.status().WithContext(schema.QualifiedName());
+          row.push_back(std::move(v).value());
+        }
+        return Status::Ok();
+      },
+      [&](size_t, const std::vector<std::string>& last_key) -> Status {
+        std::vector<Row> out;
+        out.swap(rows);
+        rows.reserve(std::min<size_t>(fetch_rows, 65536));
+        return on_chunk(std::move(out), last_key);
+      });
+}
+
+Status Snapshot::ReadRangeCells(const TableSchema& schema, const std::vector<std::string>& after_key,
+                                const std::vector<std::string>& lower,
+                                const std::vector<std::string>& upper, size_t fetch_rows,
+                                const RowCellsCallback& on_row, const FetchCallback& on_fetch) {
   if (finished_) return Status::FailedPrecondition("the snapshot transaction has ended");
   if (fetch_rows == 0) return Status::InvalidArgument("fetch_rows must be > 0");
   if (schema.columns.empty())
@@ -325,7 +323,21 @@ Status Snapshot::ReadRange(const TableSchema& schema, const std::vector<std::str
     if (!after_key.empty() || !lower.empty() || !upper.empty())
       return Status::InvalidArgument(schema.QualifiedName() +
                                      " has no primary key, so it cannot be read by key range");
-    return ReadTableNoKey(schema, select_list, fetch_rows, on_chunk);
+    // One streamed pass, handed out every fetch_rows rows with an empty last key.
+    static const std::vector<std::string> kNoKey;
+    size_t n = 0;
+    RETURN_IF_ERROR(conn_->QueryStream(
+        "SELECT " + select_list + " FROM " + QualifiedTable(schema),
+        [&](const std::vector<TextCellView>& cells) -> Status {
+          if (cells.size() != schema.columns.size())
+            return Status::Internal(fmt::format("{}: got {} cells for {} columns", schema.QualifiedName(),
+                                                cells.size(), schema.columns.size()));
+          RETURN_IF_ERROR(on_row(cells));
+          if (++n < fetch_rows) return Status::Ok();
+          n = 0;
+          return on_fetch(fetch_rows, kNoKey);
+        }));
+    return n > 0 ? on_fetch(n, kNoKey) : Status::Ok();
   }
 
   const size_t nkey = schema.primary_key.size();
@@ -372,38 +384,40 @@ Status Snapshot::ReadRange(const TableSchema& schema, const std::vector<std::str
   }
   if (!where.empty()) sql += " WHERE " + where;
   sql += " ORDER BY " + KeyColumnsList(schema);
-  std::vector<Row> rows;
-  rows.reserve(fetch_rows);
+  // The last row's key cells, kept (the connector's buffer moves on) until its fetch ends.
+  std::vector<std::string> key_cells(nkey);
+  std::vector<bool> key_null(nkey);
+  size_t n = 0;
   const auto hand_over = [&]() -> Status {
     std::vector<std::string> last_key;
     last_key.reserve(nkey);
-    for (size_t k : schema.primary_key) {
-      const Value& v = rows.back()[k];
-      if (v.is_null())
+    for (size_t j = 0; j < nkey; ++j) {
+      const ColumnDesc& col = schema.columns[schema.primary_key[j]];
+      if (key_null[j])
         return Status::Corruption(fmt::format("{}: primary key column {} is NULL",
-                                              schema.QualifiedName(), schema.columns[k].name));
-      last_key.push_back(v.ToText());
+                                              schema.QualifiedName(), col.name));
+      Result<Value> v = ValueFromText(col, std::string_view(key_cells[j]));
+      if (!v.ok()) return v.status().WithContext(schema.QualifiedName());
+      last_key.push_back(v->ToText());
     }
-    std::vector<Row> out;
-    out.swap(rows);
-    rows.reserve(fetch_rows);
-    return on_chunk(std::move(out), last_key);
+    const size_t rows = n;
+    n = 0;
+    return on_fetch(rows, last_key);
   };
   RETURN_IF_ERROR(conn_->QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
     if (cells.size() != schema.columns.size())
       return Status::Internal(fmt::format("{}: got {} cells for {} columns",
                                           schema.QualifiedName(), cells.size(),
                                           schema.columns.size()));
-    Row& row = rows.emplace_back();
-    row.reserve(cells.size());
-    for (size_t i = 0; i < cells.size(); ++i) {
-      Result<Value> v = ValueFromText(schema.columns[i], cells[i]);
-      if (!v.ok()) return v.status().WithContext(schema.QualifiedName());
-      row.push_back(std::move(v).value());
+    RETURN_IF_ERROR(on_row(cells));
+    for (size_t j = 0; j < nkey; ++j) {
+      const TextCellView& c = cells[schema.primary_key[j]];
+      key_null[j] = !c.has_value();
+      if (c) key_cells[j].assign(c->data(), c->size());
     }
-    return rows.size() >= fetch_rows ? hand_over() : Status::Ok();
+    return ++n >= fetch_rows ? hand_over() : Status::Ok();
   }));
-  return rows.empty() ? Status::Ok() : hand_over();
+  return n == 0 ? Status::Ok() : hand_over();
 }
 
 }  // namespace sluice

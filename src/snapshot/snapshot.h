@@ -117,6 +117,17 @@ class Snapshot {
                    const std::vector<std::string>& lower, const std::vector<std::string>& upper,
                    size_t fetch_rows, const ChunkCallback& on_chunk);
 
+  // ReadRange without Values: each row's cells (SnapshotSelectExpr of every column, in column
+  // order; valid only during the call) go to `on_row`; after every `fetch_rows` rows, and
+  // after the last, `on_fetch` gets that fetch's row count and the canonical texts of its
+  // last row's primary key (empty for tables without one), as ReadRange's chunks. A key cell
+  // ValueFromText rejects, or a NULL key, fails as in ReadRange; other cells are on_row's.
+  using RowCellsCallback = std::function<Status(const std::vector<TextCellView>& cells)>;
+  using FetchCallback = std::function<Status(size_t rows, const std::vector<std::string>& last_key)>;
+  Status ReadRangeCells(const TableSchema& schema, const std::vector<std::string>& after_key,
+                        const std::vector<std::string>& lower, const std::vector<std::string>& upper,
+                        size_t fetch_rows, const RowCellsCallback& on_row, const FetchCallback& on_fetch);
+
   // Ends the transaction (COMMIT). Further ReadTable calls fail.
   Status Finish();
 
@@ -126,8 +137,6 @@ class Snapshot {
 
  private:
   explicit Snapshot(std::unique_ptr<Connection> conn) : conn_(std::move(conn)) {}
-  Status ReadTableNoKey(const TableSchema& schema, const std::string& select_list,
-                        size_t chunk_rows, const ChunkCallback& on_chunk);
 
   std::unique_ptr<Connection> conn_;
   SnapshotPoint point_;
