@@ -137,7 +137,8 @@ class ReplanRequests {
 
 // Output buffers of preformatted chunks, handed back by the coordinator thread once written
 // and taken again by the workers, so a multi-MiB buffer keeps its pages instead of being
-// allocated, faulted in and zeroed for every fetch. Holds at most kKeep buffers.
+// allocated, faulted in and zeroed for every fetch. Holds at most kKeep buffers: more than
+// the queue, a group and the workers' own hold at once, so in a steady state none is freed.
 class BufferPool {
  public:
   std::string Take() {
@@ -155,7 +156,7 @@ class BufferPool {
   }
 
  private:
-  static constexpr size_t kKeep = 8;
+  static constexpr size_t kKeep = 64;
   std::mutex mu_;
   std::vector<std::string> free_;
 };
@@ -290,7 +291,13 @@ class Worker {
       // Value per cell; each fetch's output goes to the coordinator in a buffer the pool
       // recycles, so its pages stay mapped (a fresh multi-MiB buffer per fetch cost page
       // faults and zeroing: BENCHMARKS.md).
-      std::string out = pool_.Take();
+      size_t want = 0;  // the largest fetch's output so far: a buffer grown once is not grown again
+      const auto take = [&] {
+        std::string b = pool_.Take();
+        if (b.capacity() < want) b.reserve(want + want / 16);
+        return b;
+      };
+      std::string out = take();
       bool begun = false;
       RETURN_IF_ERROR(snap_->ReadRangeCells(
           *t.schema, r ? *after : kNone, r ? r->lower : kNone, r ? r->upper : kNone, options_.fetch_rows,
@@ -310,8 +317,9 @@ class Worker {
             c.txn.is_snapshot = true;
             c.rows = rows;
             const size_t bytes = 64 + out.size();
+            want = std::max(want, out.size());
             c.txn.preformatted = std::move(out);
-            out = pool_.Take();
+            out = take();
             begun = false;
             c.last_key = last_key;
             c.point = point;
