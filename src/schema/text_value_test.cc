@@ -4,6 +4,8 @@
 #include "schema/text_value.h"
 
 #include <limits>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -133,6 +135,53 @@ TEST(TextValue, VectorBytes) {
   EXPECT_EQ(*v, "[1.5,-2,0.1]");
   EXPECT_EQ(*VectorBytesToText(""), "[]");
   EXPECT_EQ(VectorBytesToText("abc").status().code(), StatusCode::kCorruption);
+}
+
+// TextCellFormOf's shortcuts must be exactly what ValueFromText gives, for every column type
+// and charset: kText is the cell as it is; kInteger/kUnsigned a canonical cell's own value.
+TEST(TextValue, CellFormsAgreeWithValueFromText) {
+  const std::vector<std::string_view> texts = {"abc", "a\"b\\c\n", "", "12", "-7", "007", "2024-01-02 03:04:05"};
+  size_t forms[4] = {0, 0, 0, 0};
+  for (int t = static_cast<int>(SqlType::kUnknown); t <= static_cast<int>(SqlType::kVector); ++t) {
+    for (const char* charset : {"", "utf8mb4", "latin1", "binary"}) {
+      for (bool is_unsigned : {false, true}) {
+        ColumnDesc col{"x"};
+        col.SetType(SqlTypeName(static_cast<SqlType>(t)));
+        col.charset = charset;
+        col.is_unsigned = is_unsigned;
+        const TextCellForm form = TextCellFormOf(col);
+        ++forms[static_cast<int>(form)];
+        const std::string what = std::string(SqlTypeName(col.type)) + " charset '" + charset + "'" +
+                                 (is_unsigned ? " unsigned" : "");
+        for (std::string_view text : texts) {
+          Result<Value> v = ValueFromText(col, text);
+          if (form == TextCellForm::kText) {
+            ASSERT_TRUE(v.ok()) << what << ": " << v.status().ToString();
+            EXPECT_EQ(v->kind, Value::Kind::kText) << what;
+            EXPECT_EQ(v->s, text) << what << ": a kText cell must be the Value's text as it is";
+          } else if (form != TextCellForm::kOther && CanonicalInteger(text, form == TextCellForm::kInteger)) {
+            ASSERT_TRUE(v.ok()) << what << " '" << text << "': " << v.status().ToString();
+            EXPECT_EQ(v->kind, form == TextCellForm::kInteger ? Value::Kind::kInt : Value::Kind::kUInt) << what;
+            EXPECT_EQ(v->ToText(), text) << what << ": a canonical integer cell must be its value's text";
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(forms[0], 0u);
+  EXPECT_GT(forms[1], 0u);
+  EXPECT_GT(forms[2], 0u);
+  EXPECT_GT(forms[3], 0u);
+  EXPECT_TRUE(CanonicalInteger("0", true));
+  EXPECT_TRUE(CanonicalInteger("-9", true));
+  EXPECT_FALSE(CanonicalInteger("-9", false));
+  EXPECT_FALSE(CanonicalInteger("-0", true));
+  EXPECT_FALSE(CanonicalInteger("01", true));
+  EXPECT_FALSE(CanonicalInteger("+1", true));
+  EXPECT_FALSE(CanonicalInteger("", true));
+  EXPECT_FALSE(CanonicalInteger("-", true));
+  EXPECT_FALSE(CanonicalInteger("1234567890123456789", false)) << "19 digits: through ValueFromText";
+  EXPECT_TRUE(CanonicalInteger("123456789012345678", false));
 }
 
 }  // namespace
