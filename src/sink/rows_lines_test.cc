@@ -250,7 +250,8 @@ TEST(RowsEventLinesTest, RandomImagesEqualTheGeneralPath) {
   size_t taken = 0, general_ok = 0;
   std::vector<uint8_t> body;
   RowsEventLinesCache cache;
-  for (int i = 0; i < 20000; ++i) {
+  // A bounded sample (about 0.3 s here; the ASan build runs it too).
+  for (int i = 0; i < 5000; ++i) {
     const size_t k = next() % tables.size();
     if (plans[k] == nullptr) continue;
     const auto& t = tables[k];
@@ -277,7 +278,7 @@ TEST(RowsEventLinesTest, RandomImagesEqualTheGeneralPath) {
                            << ": the direct path wrote lines the general path refuses: " << want.status().ToString();
     ASSERT_EQ(got, *want) << "table " << t.map.table << " input " << i;
   }
-  EXPECT_GE(taken, 50u) << "too few random events were formatted (general path formatted " << general_ok << ")";
+  EXPECT_GE(taken, 10u) << "too few random events were formatted (general path formatted " << general_ok << ")";
 }
 
 }  // namespace
