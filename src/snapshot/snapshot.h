@@ -137,6 +137,11 @@ class Snapshot {
 
  private:
   explicit Snapshot(std::unique_ptr<Connection> conn) : conn_(std::move(conn)) {}
+  // Begin; with `known` (a point of the same server) whose position equals the new
+  // transaction's, its GTID is taken instead of asking the server again.
+  static Result<std::unique_ptr<Snapshot>> BeginKnowing(const ConnectOptions& conn_options,
+                                                        const SnapshotOptions& options,
+                                                        const SnapshotPoint* known);
 
   std::unique_ptr<Connection> conn_;
   SnapshotPoint point_;

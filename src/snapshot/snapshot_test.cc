@@ -246,5 +246,23 @@ TEST_F(SnapshotLiveTest, KeyLiterals) {
   EXPECT_EQ(*KeyLiteral(*c_, t, "it's"), "'it\\'s'");
 }
 
+// Read transactions opened together at one binlog offset share one BINLOG_GTID_POS (the
+// server reads the binlog file from its start for it); every point's GTID must still be what
+// the server maps that transaction's own offset to.
+TEST_F(SnapshotLiveTest, ManyTransactionsCarryTheGtidOfTheirOwnOffset) {
+  Exec("INSERT INTO snap_test.comp VALUES (1, 'a', 1)");
+  auto snaps = Snapshot::BeginMany(opts_, 3, SnapshotOptions{});
+  ASSERT_TRUE(snaps.ok()) << snaps.status().ToString();
+  ASSERT_EQ(snaps->size(), 3u);
+  for (size_t i = 0; i < snaps->size(); ++i) {
+    const SnapshotPoint& p = (*snaps)[i]->point();
+    auto g = c_->Query(fmt::format("SELECT BINLOG_GTID_POS({}, {})", c_->Quote(p.position.file), p.position.pos));
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(p.gtid, g->rows[0][0].value_or("NULL"))
+        << "transaction " << i << " at " << p.position.ToString() << ": its GTID must map its own offset";
+    EXPECT_FALSE(p.gtid.empty()) << "transaction " << i;
+  }
+}
+
 }  // namespace
 }  // namespace sluice
