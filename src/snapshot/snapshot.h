@@ -100,6 +100,9 @@ class Snapshot {
   Snapshot& operator=(const Snapshot&) = delete;
 
   const SnapshotPoint& point() const { return point_; }
+  // Sets the point of a kNoPoint transaction found by other means (watermark.h: the end of
+  // the low watermark's transaction).
+  void SetPoint(const SnapshotPoint& point) { point_ = point; }
 
   // Reads `schema`'s table (see above). `start_after_key`, when given, must have one text per
   // primary-key column. chunk_rows must be > 0. Chunks are never empty; a table with no
