@@ -536,6 +536,12 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
     }
   }
   if (!NeedsBinlog(f, config)) RelaxBinlogLines(out);
+  if (config.snapshot.watermark)
+    for (CheckLine& l : out)
+      if (l.name == "LOCK TABLES privilege" && l.outcome != CheckOutcome::kPass)
+        // Watermarks pin each read's point instead (snapshot/watermark.h).
+        l = CheckLine{l.name, CheckOutcome::kPass, false,
+                      "not needed: snapshot.consistency = \"watermark\" (" + l.detail + ")", "", l.code};
   return out;
 }
 

@@ -192,7 +192,8 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     RETURN_IF_ERROR(CheckKeys(*snap, "snapshot",
                               {"mode", "workers", "chunk_rows", "fetch_rows", "max_ranges_per_table",
                                "exact_count_max_rows", "parallel", "consistency",
-                               "expected_rows_per_second", "allow_inconsistent_read"},
+                               "expected_rows_per_second", "allow_inconsistent_read", "watermark_table",
+                               "watermark_server_id"},
                               origin));
     std::string mode = "initial";
     RETURN_IF_ERROR(GetString(*snap, "snapshot", "mode", &mode, origin));
@@ -218,12 +219,25 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
       RETURN_IF_ERROR(ValidatePattern(p, "snapshot.allow_inconsistent_read", origin));
     std::string consistency = "exact";
     RETURN_IF_ERROR(GetString(*snap, "snapshot", "consistency", &consistency, origin));
-    if (consistency == "watermark")
-      return KeyError(origin, "snapshot.consistency",
-                      "'watermark' is not implemented yet; use \"exact\" (the default)");
-    if (consistency != "exact")
+    c.snapshot.watermark = consistency == "watermark";
+    if (consistency != "exact" && consistency != "watermark")
       return KeyError(origin, "snapshot.consistency",
                       fmt::format("'{}' is not one of: exact, watermark", consistency));
+    RETURN_IF_ERROR(GetString(*snap, "snapshot", "watermark_table", &c.snapshot.watermark_table, origin));
+    const std::string& wt = c.snapshot.watermark_table;
+    if (wt.find_first_of("*?") != std::string::npos)
+      return KeyError(origin, "snapshot.watermark_table", fmt::format("'{}' is a pattern; name one db.table", wt));
+    RETURN_IF_ERROR(ValidatePattern(wt, "snapshot.watermark_table", origin));
+    RETURN_IF_ERROR(GetInt(*snap, "snapshot", "watermark_server_id", &c.snapshot.watermark_server_id, 1,
+                           4294967295LL, origin));
+    if (c.snapshot.watermark) {
+      if (c.snapshot.watermark_server_id == 0) c.snapshot.watermark_server_id = c.source.server_id + 1;
+      if (c.snapshot.watermark_server_id == c.source.server_id)
+        return KeyError(origin, "snapshot.watermark_server_id",
+                        "must differ from source.server_id (two replicas with one id disconnect each other)");
+      // The signal table's own rows never reach the sink, whatever source.tables selects.
+      c.source.exclude.push_back(wt);
+    }
   }
 
   if (const toml::node* n = root.get("sink")) {

@@ -7,7 +7,8 @@
 //              "verify_identity"), ca, cert, key (PEM files), allow_cleartext_auth
 //              reconnect_timeout_seconds (0 = keep reconnecting; default 0)
 //   [snapshot] mode = "initial" | "never", workers, chunk_rows, fetch_rows,
-//              max_ranges_per_table, exact_count_max_rows, parallel, consistency = "exact"
+//              max_ranges_per_table, exact_count_max_rows, parallel, consistency = "exact",
+//              watermark_table, watermark_server_id
 //   [sink]     type = "sqlite" | "jsonl" | "kafka" | "nats" | "mysql" | "postgres", path, checkpoint (jsonl to
 //              stdout only), file_mode (octal string, default "0600": the most any created
 //              file gets); [sink.kafka] / [sink.nats] (cli/publish_config.h),
@@ -75,6 +76,10 @@ struct SnapshotConfig {
   // db.table globs of tables without a consistent read (MyISAM, Aria, MEMORY...) that may be
   // copied anyway (coordinator.h CheckSnapshotTable); empty: none.
   std::vector<std::string> allow_inconsistent_read;
+  // consistency = "watermark" (snapshot/watermark.h); false: "exact".
+  bool watermark = false;
+  std::string watermark_table = "sluice.watermarks";  // the signal table, "db.table"
+  uint32_t watermark_server_id = 0;  // replica id of the window reads; 0: source.server_id + 1
 };
 
 struct SinkConfig {

@@ -243,5 +243,28 @@ TEST(ConfigTest, AllowInconsistentReadIsAListOfTablePatterns) {
   ExpectError(src + "[snapshot]\nallow_inconsistent_read = true\n", "snapshot.allow_inconsistent_read");
 }
 
+TEST(ConfigTest, WatermarkConsistencyExcludesItsSignalTableAndTakesItsOwnReplicaId) {
+  const std::string src = "[source]\nserver_id = 7\ntables = [\"shop.*\", \"sluice.*\"]\n[sink]\npath = \"r.db\"\n";
+  auto exact = ParseConfig(src, "sluice.toml");
+  ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+  EXPECT_FALSE(exact->snapshot.watermark);
+  EXPECT_TRUE(exact->source.exclude.empty());
+  auto c = ParseConfig(src + "[snapshot]\nconsistency = \"watermark\"\n", "sluice.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->snapshot.watermark);
+  EXPECT_EQ(c->snapshot.watermark_table, "sluice.watermarks");
+  EXPECT_EQ(c->snapshot.watermark_server_id, 8u) << "source.server_id + 1";
+  EXPECT_EQ(c->source.exclude, std::vector<std::string>{"sluice.watermarks"}) << "never captured, even by sluice.*";
+  auto named = ParseConfig(src + "[snapshot]\nconsistency = \"watermark\"\nwatermark_table = \"ops.marks\"\n"
+                                 "watermark_server_id = 99\n", "sluice.toml");
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  EXPECT_EQ(named->snapshot.watermark_server_id, 99u);
+  EXPECT_EQ(named->source.exclude, std::vector<std::string>{"ops.marks"});
+  ExpectError(src + "[snapshot]\nconsistency = \"watermark\"\nwatermark_server_id = 7\n", "snapshot.watermark_server_id");
+  ExpectError(src + "[snapshot]\nwatermark_table = \"ops.*\"\n", "snapshot.watermark_table");
+  ExpectError(src + "[snapshot]\nwatermark_table = \"nodot\"\n", "snapshot.watermark_table");
+  ExpectError(src + "[snapshot]\nconsistency = \"dblog\"\n", "snapshot.consistency");
+}
+
 }  // namespace
 }  // namespace sluice::cli

@@ -383,6 +383,11 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   so.plan.parallel = config.snapshot.parallel;
   so.stop = options.stop;
   so.allow_inconsistent_read.include = config.snapshot.allow_inconsistent_read;
+  if (config.snapshot.watermark) {
+    const std::string& wt = config.snapshot.watermark_table;
+    so.watermark = WatermarkOptions{TableName{wt.substr(0, wt.find('.')), wt.substr(wt.find('.') + 1)},
+                                    config.snapshot.watermark_server_id};
+  }
   bool rereads = false;
   for (auto it = ckpt.tables.begin(); it != ckpt.tables.end();) {
     if (!it->second.reread || it->second.done) { ++it; continue; }

@@ -171,6 +171,13 @@ class Worker {
         queue_(queue), abort_(abort), preformatter_(std::move(preformatter)), replan_(replan), pool_(pool) {}
 
   void Add(Job j) { jobs_.push_back(j); }
+  // consistency = "watermark": read transactions come from `wm` (signal row `slot`); `window`
+  // holds the keys to leave out of what the first one reads.
+  void UseWatermarks(WatermarkReader* wm, uint32_t slot, std::shared_ptr<const WindowKeys> window) {
+    wm_ = wm;
+    slot_ = slot;
+    window_ = std::move(window);
+  }
   bool has_jobs() const { return !jobs_.empty(); }
 
   // Runs every job; the first definite error closes the queue with it.
@@ -181,6 +188,8 @@ class Worker {
       queue_.Close(st);
     }
     if (snap_) (void)snap_->Finish();
+    if (dropped_ > 0)
+      LogInfo("snapshot: {} row(s) changed inside watermark windows were left to the stream", dropped_);
   }
 
  private:
@@ -202,7 +211,7 @@ class Worker {
         if (Stopped()) return Status::Cancelled("stopped");
         Status st;
         if (!snap_) {
-          auto s = Snapshot::Begin(options_.connection, snap_options_);
+          auto s = OpenRead();
           if (s.ok()) {
             snap_ = std::move(s).value();
             LogInfo("snapshot: worker reconnected; reading at {}", snap_->point().position.ToString());
@@ -236,6 +245,11 @@ class Worker {
           st = increasing.status();
           if (st.ok()) bounds_checked = true;
         }
+        if (st.ok() && job.range < 0 && window_ && window_->Touches(t.name.QualifiedName()))
+          // Rows without a key cannot be told apart from the window's changes: read the
+          // table in a new transaction, whose window is another few milliseconds.
+          st = Status::Unavailable(fmt::format("{} has no primary key and changed inside the watermark window",
+                                               t.name.QualifiedName()));
         if (st.ok() && restart_keyless) {
           Chunk c;
           c.table = job.table;
@@ -269,6 +283,13 @@ class Worker {
   }
 
   Connection& snap_conn() { return snap_->connection(); }
+
+  Result<std::unique_ptr<Snapshot>> OpenRead() {
+    if (wm_ == nullptr) return Snapshot::Begin(options_.connection, snap_options_);
+    ASSIGN_OR_RETURN(WatermarkedRead r, wm_->Begin(slot_));
+    window_ = std::move(r.window);
+    return std::move(r.snapshot);
+  }
 
   Status ReadJob(const Job& job, const TableState& t, KeyTexts* after, Clock::time_point* last_progress) {
     static const KeyTexts kNone;
@@ -340,6 +361,7 @@ class Worker {
         options_.fetch_rows, [&](std::vector<Row> rows, const std::vector<std::string>& last_key) -> Status {
           if (Stopped()) return Status::Cancelled("stopped");
           if (replan_.Has(job.table)) return Status::Cancelled("the table is planned again");
+          if (window_) dropped_ += DropWindowRows(*window_, *t.schema, &rows);
           Chunk c;
           c.table = job.table;
           c.range = job.range;
@@ -385,6 +407,10 @@ class Worker {
   ReplanRequests& replan_;
   BufferPool& pool_;
   std::vector<Job> jobs_;
+  WatermarkReader* wm_ = nullptr;
+  uint32_t slot_ = 0;
+  std::shared_ptr<const WindowKeys> window_;
+  size_t dropped_ = 0;
 };
 
 // Frees applied chunks' rows on a thread of its own, off the coordinator thread that applies
@@ -665,7 +691,20 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
   if (sopts.lock_tables.empty()) sopts.lock_tables = names;
 
   std::vector<std::unique_ptr<Snapshot>> snaps;
-  if (active > 0) {
+  std::unique_ptr<WatermarkReader> wm;
+  std::vector<std::shared_ptr<const WindowKeys>> windows;
+  if (options.watermark) {
+    std::map<std::string, TableSchemaPtr> schemas;
+    for (const TableState& t : tables) schemas[t.name.QualifiedName()] = t.schema;
+    wm = std::make_unique<WatermarkReader>(options.connection, *options.watermark, std::move(schemas));
+    RETURN_IF_ERROR(wm->Prepare());
+    for (size_t i = 0; i < active; ++i) {
+      ASSIGN_OR_RETURN(WatermarkedRead r, wm->Begin(static_cast<uint32_t>(i)));
+      snaps.push_back(std::move(r.snapshot));
+      windows.push_back(std::move(r.window));
+    }
+    if (active > 0) PauseForTest();
+  } else if (active > 0) {
     double lock_ms = 0;
     ASSIGN_OR_RETURN(snaps, Snapshot::BeginMany(options.connection, active, sopts, &lock_ms));
     if (lock_ms > 0) LogInfo("snapshot: tables were read-locked for {:.1f} ms while {} read transactions opened", lock_ms, active);
@@ -679,7 +718,13 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       if (!first || ComparePositions(s->point().position, first->position) < 0) first = &s->point();
     if (first == nullptr) {
       // Nothing to read (no tables): start where the server is now.
-      ASSIGN_OR_RETURN(auto only, Snapshot::Begin(options.connection, sopts));
+      std::unique_ptr<Snapshot> only;
+      if (wm) {
+        ASSIGN_OR_RETURN(WatermarkedRead r, wm->Begin(0));
+        only = std::move(r.snapshot);
+      } else {
+        ASSIGN_OR_RETURN(only, Snapshot::Begin(options.connection, sopts));
+      }
       ckpt.flavor = only->point().flavor;
       ckpt.stream_start = only->point().position;
       ckpt.gtid = only->point().gtid;
@@ -710,6 +755,7 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       auto w = std::make_unique<Worker>(options, sopts, tables, std::move(snaps[si++]), queue, abort,
                                         sink.NewPreformatter(), replans, pool);
       for (const Job& j : d) w->Add(j);
+      if (wm) w->UseWatermarks(wm.get(), static_cast<uint32_t>(si - 1), windows[si - 1]);
       workers.push_back(std::move(w));
     }
   }
@@ -864,7 +910,8 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       if (!seen) before.emplace_back(&p, p);
       if (chunk.range >= 0) {
         RangeProgress& r = p.ranges[chunk.range];
-        if (n > 0) {
+        // Watermarks may leave a fetch with no rows: its keys still count as read.
+        if (n > 0 || !chunk.last_key.empty()) {
           r.rows += n;
           r.last_key = chunk.last_key;
           ExtendSegments(r, chunk.last_key, chunk.point.position);

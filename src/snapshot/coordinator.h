@@ -34,6 +34,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -42,6 +43,7 @@
 #include "mysql/schema_loader.h"
 #include "sink/sink.h"
 #include "snapshot/planner.h"
+#include "snapshot/watermark.h"
 #include "util/status.h"
 
 namespace sluice {
@@ -59,6 +61,10 @@ struct SnapshotRunOptions {
   // Tables (db.table globs) whose engine cannot give a consistent read (MyISAM, Aria,
   // MEMORY...) that may be copied anyway (config snapshot.allow_inconsistent_read).
   TableFilter allow_inconsistent_read;
+  // snapshot.consistency = "watermark" (snapshot/watermark.h): every read transaction is
+  // bracketed by two watermark writes and takes the low one's point; the rows its window
+  // changed are left to the stream. Unset: "exact".
+  std::optional<WatermarkOptions> watermark;
 };
 
 // Whether tables of `engine` (TableSchema::engine) give a consistent read inside START

@@ -3,6 +3,7 @@
 #include "snapshot/watermark.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
 
 #include "binlog/event_stream.h"
@@ -197,9 +198,15 @@ Result<WatermarkedRead> WatermarkReader::Begin(uint32_t slot) {
   }
   const std::string low = "L-" + NewToken(), high = "H-" + NewToken();
   RETURN_IF_ERROR(WriteMark(*side, slot + 1, low));
+  // Test hook (integration tests only): SLUICE_TEST_WATERMARK_WINDOW_SQL runs on the side
+  // session inside every window, before and after the read view is made, so that a test can
+  // change rows exactly where only the window's filtering keeps the copy exact.
+  const char* hook = std::getenv("SLUICE_TEST_WATERMARK_WINDOW_SQL");
+  if (hook != nullptr && *hook != '\0') RETURN_IF_ERROR(side->Execute(hook));
   SnapshotOptions so;
   so.method = SnapshotMethod::kNoPoint;
   ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snap, Snapshot::Begin(conn_, so));
+  if (hook != nullptr && *hook != '\0') RETURN_IF_ERROR(side->Execute(hook));
   RETURN_IF_ERROR(WriteMark(*side, slot + 1, high));
   side.reset();
 
