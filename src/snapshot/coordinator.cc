@@ -306,7 +306,11 @@ class Worker {
       src.snapshot = true;
       return src;
     };
-    std::unique_ptr<ReadTextFormatter> text = preformatter_ ? preformatter_->NewReadTextFormatter(t.schema) : nullptr;
+    // A table whose rows this transaction's watermark window changed is read as Rows, which
+    // DropWindowRows filters (snapshot/watermark.h).
+    const bool filtered = window_ && window_->keys() > 0 && window_->Touches(t.name.QualifiedName());
+    std::unique_ptr<ReadTextFormatter> text =
+        preformatter_ && !filtered ? preformatter_->NewReadTextFormatter(t.schema) : nullptr;
     if (text) {
       // The sink formats rows straight from the connector's buffer (JSON lines): no Row, no
       // Value per cell; each fetch's output goes to the coordinator in a buffer the pool
