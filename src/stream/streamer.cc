@@ -541,6 +541,9 @@ struct RawEvent {
   bool crc_checked = false;
 };
 
+// What a raw event holds in memory, as the reader's queue counts it.
+size_t RawEventBytes(const std::string& bytes) { return bytes.capacity(); }
+
 // After its text is made (Preformatter), a transaction keeps of each change only what the
 // sink writer counts (table, op, source timestamp: WriteGroups); the values and the rest are
 // freed. Returns the bytes it still holds.
@@ -771,9 +774,16 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
         buf = std::move(spare.back());
         spare.pop_back();
       }
+      // A recycled buffer too small for the event would grow to twice its capacity (the
+      // string's growth rule), not to the event's size: a fresh one is allocated exactly.
+      if (buf.capacity() < ev->size()) std::string().swap(buf);
       buf.assign(reinterpret_cast<const char*>(ev->data()), ev->size());
       RawEvent raw{std::move(buf), binlog::EventChecksumMatches(*ev)};
-      size_t n = raw.bytes.size();
+      // The queue's byte bound counts what the buffer holds in memory (its capacity), not the
+      // event's size: recycled buffers are larger than most events they carry, and counting
+      // sizes let the queue hold up to twice max_buffered_bytes / 4 (issue 8: SQLite at
+      // 303 MiB under a 256 MiB cap, BENCHMARKS.md).
+      const size_t n = RawEventBytes(raw.bytes);
       if (!queue.Push(std::move(raw), n).ok()) return;
     }
   });
