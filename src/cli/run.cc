@@ -135,6 +135,7 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
     o.path = config.path;
     o.busy_timeout_ms = static_cast<int>(config.busy_timeout_ms);
     o.drop_tables = config.drop_tables;
+    o.cache_bytes = SqlitePageCacheBytes(config.max_buffered_bytes);
     ASSIGN_OR_RETURN(auto s, SqliteSink::Open(o));
     return std::unique_ptr<Sink>(std::move(s));
   }
@@ -448,6 +449,10 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
       return asked;
     };
   sopts.max_buffered_bytes = config.sink.max_buffered_bytes;
+  // SQLite's page cache counts against the cap (docs/config.md): the change data gets the rest.
+  if (config.sink.type == SinkType::kSqlite && sopts.max_buffered_bytes > 0)
+    sopts.max_buffered_bytes -=
+        std::min(SqlitePageCacheBytes(sopts.max_buffered_bytes), sopts.max_buffered_bytes / 2);
   // Progress: every 10 s while streaming (on the sink writer thread), the position, the
   // rates since the last line, and the lag (source commit time of the last applied
   // transaction to now, i.e. to its sink commit).

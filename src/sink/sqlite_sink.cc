@@ -11,6 +11,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -181,7 +182,10 @@ class Checkpointer {
     sqlite3* db = nullptr;
     if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK ||
         sqlite3_exec(db, synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", nullptr,
-                     nullptr, nullptr) != SQLITE_OK) {
+                     nullptr, nullptr) != SQLITE_OK ||
+        // A checkpoint copies frames from the WAL into the database file through a buffer
+        // of its own; the page cache serves it little, so it is kept small and known.
+        sqlite3_exec(db, "PRAGMA cache_size=-1024", nullptr, nullptr, nullptr) != SQLITE_OK) {
       sqlite3_close_v2(db);
       return nullptr;
     }
@@ -275,9 +279,10 @@ class SqliteConnection : public SqlConnection {
       }
     }
     RETURN_IF_ERROR(Exec(options_.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
-    // 32 MiB of page cache instead of SQLite's 2 MB: catching up, the default re-read the
-    // tables' index pages from the OS at every group (a fifth of the run in read() calls).
-    RETURN_IF_ERROR(Exec("PRAGMA cache_size=-32768"));
+    // 32 MiB of page cache (SqlitePageCacheBytes) instead of SQLite's 2 MB: catching up, the
+    // default re-read the tables' index pages from the OS at every group (a fifth of the run
+    // in read() calls). Negative: KiB.
+    RETURN_IF_ERROR(Exec(fmt::format("PRAGMA cache_size=-{}", std::max<size_t>(options_.cache_bytes >> 10, 64))));
     if (path != ":memory:" && !path.empty()) {
       checkpointer_ = Checkpointer::Start(path, options_.synchronous_full);
       if (checkpointer_) sqlite3_wal_hook(db_, &SqliteConnection::WalHook, this);
@@ -494,6 +499,12 @@ class SqliteDialect : public SqlDialect {
 };
 
 }  // namespace
+
+size_t SqlitePageCacheBytes(size_t max_buffered_bytes) {
+  constexpr size_t kDefault = 32u << 20, kMin = 64u << 10;
+  if (max_buffered_bytes == 0) return kDefault;
+  return std::clamp(max_buffered_bytes / 8, kMin, kDefault);
+}
 
 Result<std::unique_ptr<SqliteSink>> SqliteSink::Open(SqliteSinkOptions options) {
   if (options.path.empty()) return Status::InvalidArgument("sqlite sink: database path is empty");

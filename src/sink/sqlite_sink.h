@@ -55,7 +55,17 @@ struct SqliteSinkOptions {
   // Rows per multi-row upsert/delete (SqlDialect::MaxRowsPerStatement). 1, one statement per
   // row, is the fastest in process; more is for tests of the applier's stream batching.
   size_t rows_per_statement = 1;
+  // SQLite's page cache of the applying connection, in bytes (PRAGMA cache_size). It is
+  // memory besides the change data, so sluice run takes it out of sink.max_buffered_bytes
+  // (SqlitePageCacheBytes). The checkpointing connection's cache is 1 MiB.
+  size_t cache_bytes = 32u << 20;
 };
+
+// The page cache (bytes) the SQLite sink takes under a memory cap of `max_buffered_bytes`
+// (0: none): 32 MiB (catching up, SQLite's default 2 MB re-read the tables' index pages from
+// the OS at every group), or an eighth of a smaller cap (at least 64 KiB), so that the cache
+// and the change data together stay under the cap.
+size_t SqlitePageCacheBytes(size_t max_buffered_bytes);
 
 // The SQLite table name for a source table: "<db>.<table>".
 std::string SqliteTableName(const TableSchema& table);
