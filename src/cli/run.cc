@@ -450,9 +450,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     };
   sopts.max_buffered_bytes = config.sink.max_buffered_bytes;
   // SQLite's page cache counts against the cap (docs/config.md): the change data gets the rest.
-  if (config.sink.type == SinkType::kSqlite && sopts.max_buffered_bytes > 0)
-    sopts.max_buffered_bytes -=
-        std::min(SqlitePageCacheBytes(sopts.max_buffered_bytes), sopts.max_buffered_bytes / 2);
+  if (config.sink.type == SinkType::kSqlite) sopts.max_buffered_bytes = SqliteChangeDataBytes(sopts.max_buffered_bytes);
   // Progress: every 10 s while streaming (on the sink writer thread), the position, the
   // rates since the last line, and the lag (source commit time of the last applied
   // transaction to now, i.e. to its sink commit).

@@ -506,6 +506,10 @@ size_t SqlitePageCacheBytes(size_t max_buffered_bytes) {
   return std::clamp(max_buffered_bytes / 8, kMin, kDefault);
 }
 
+size_t SqliteChangeDataBytes(size_t max_buffered_bytes) {
+  return max_buffered_bytes - std::min(SqlitePageCacheBytes(max_buffered_bytes), max_buffered_bytes / 2);
+}
+
 Result<std::unique_ptr<SqliteSink>> SqliteSink::Open(SqliteSinkOptions options) {
   if (options.path.empty()) return Status::InvalidArgument("sqlite sink: database path is empty");
   const bool drop_tables = options.drop_tables;

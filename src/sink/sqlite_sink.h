@@ -66,6 +66,9 @@ struct SqliteSinkOptions {
 // the OS at every group), or an eighth of a smaller cap (at least 64 KiB), so that the cache
 // and the change data together stay under the cap.
 size_t SqlitePageCacheBytes(size_t max_buffered_bytes);
+// What is left of `max_buffered_bytes` for change data (StreamerOptions::max_buffered_bytes)
+// once the page cache is taken out (at most half of it); 0 (no cap) stays 0.
+size_t SqliteChangeDataBytes(size_t max_buffered_bytes);
 
 // The SQLite table name for a source table: "<db>.<table>".
 std::string SqliteTableName(const TableSchema& table);

@@ -141,6 +141,27 @@ class SqliteSinkTest : public ::testing::Test {
   std::unique_ptr<SqliteSink> sink_;
 };
 
+// The page cache counts against sink.max_buffered_bytes (issue 8: a 32 MiB cache beside a
+// full cap of change data took SQLite to 303 MiB under 256 MiB): cache and change data
+// together stay within the cap, the cache is 32 MiB at most, change data keeps at least half.
+TEST(SqliteMemoryTest, PageCacheAndChangeDataShareTheCap) {
+  EXPECT_EQ(SqlitePageCacheBytes(256u << 20), 32u << 20) << "default cap: the 32 MiB cache";
+  EXPECT_EQ(SqliteChangeDataBytes(256u << 20), 224u << 20) << "default cap: change data gets the rest";
+  EXPECT_EQ(SqlitePageCacheBytes(4u << 20), 512u << 10) << "4 MiB cap: an eighth of it";
+  EXPECT_EQ(SqlitePageCacheBytes(0), 32u << 20) << "no cap";
+  EXPECT_EQ(SqliteChangeDataBytes(0), 0u) << "no cap stays no cap";
+  for (size_t cap : {size_t{1}, size_t{1000}, size_t{100} << 10, size_t{4} << 20, size_t{64} << 20,
+                     size_t{256} << 20, size_t{1} << 30, size_t{1} << 40}) {
+    const size_t cache = SqlitePageCacheBytes(cap), data = SqliteChangeDataBytes(cap);
+    EXPECT_LE(cache, size_t{32} << 20) << "cap " << cap;
+    EXPECT_GE(data, cap / 2) << "cap " << cap;
+    EXPECT_GT(data, 0u) << "cap " << cap << ": 0 would mean no cap";
+    if (cap >= (size_t{512} << 10)) {
+      EXPECT_LE(cache + data, cap) << "cap " << cap;
+    }
+  }
+}
+
 TEST(SqliteNamesTest, NamesTypesAndQuoting) {
   EXPECT_EQ(SqliteTableName(*Items()), "shop.items");
   EXPECT_EQ(SqliteQuote("a\"b"), "\"a\"\"b\"");
