@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<uint8_t> ReadFile(const fs::path& p) {
+std::vector<uint8_t> ReadFileBytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
 }
@@ -47,7 +47,7 @@ std::vector<fs::path> Inputs(const std::string& target) {
 TEST(FuzzRegressions, EventStreamInputs) {
   for (const fs::path& p : Inputs("event_stream")) {
     SCOPED_TRACE(p.string());
-    auto bytes = ReadFile(p);
+    auto bytes = ReadFileBytes(p);
     sluice::fuzz::FuzzEventStream(bytes.data(), bytes.size());
   }
 }
@@ -55,7 +55,7 @@ TEST(FuzzRegressions, EventStreamInputs) {
 TEST(FuzzRegressions, JsonBinaryInputs) {
   for (const fs::path& p : Inputs("json_binary")) {
     SCOPED_TRACE(p.string());
-    auto bytes = ReadFile(p);
+    auto bytes = ReadFileBytes(p);
     sluice::fuzz::FuzzJsonBinary(bytes.data(), bytes.size());
   }
 }
@@ -63,7 +63,7 @@ TEST(FuzzRegressions, JsonBinaryInputs) {
 TEST(FuzzRegressions, RowsInputs) {
   for (const fs::path& p : Inputs("rows")) {
     SCOPED_TRACE(p.string());
-    auto bytes = ReadFile(p);
+    auto bytes = ReadFileBytes(p);
     sluice::fuzz::FuzzRows(bytes.data(), bytes.size());
   }
 }

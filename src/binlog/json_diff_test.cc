@@ -12,7 +12,7 @@
 namespace sluice::binlog {
 namespace {
 
-std::vector<uint8_t> Bytes(std::initializer_list<int> v) {
+std::vector<uint8_t> ByteList(std::initializer_list<int> v) {
   std::vector<uint8_t> out;
   for (int b : v) out.push_back(static_cast<uint8_t>(b));
   return out;
@@ -42,7 +42,7 @@ TEST(JsonDiff, MissingTargetsAndRootPathsAreCorruption) {
 
 TEST(JsonDiff, DecodeBinaryVector) {
   // length(4) | op path_len path value_len value(binary JSON int16 26) | op(REMOVE) path
-  std::vector<uint8_t> v = Bytes({0x11, 0, 0, 0, 0x00, 5});
+  std::vector<uint8_t> v = ByteList({0x11, 0, 0, 0, 0x00, 5});
   Append(&v, "$.age");
   for (int b : {3, 0x05, 0x1a, 0x00, 0x02, 4}) v.push_back(static_cast<uint8_t>(b));
   Append(&v, "$[1]");
@@ -74,7 +74,7 @@ TableMap IdJsonMap() {
 
 TEST(DecodeRows, PartialUpdateAppliesDiffsToTheFullBeforeImage) {
   // before: id 1, j = [24] (binary JSON small array: 02 count=1 size=7 int16 24)
-  std::vector<uint8_t> body = Bytes({0x00, 1, 0, 0, 0, 8, 0, 0, 0, 0x02, 0x01, 0x00, 0x07, 0x00, 0x05, 0x18, 0x00});
+  std::vector<uint8_t> body = ByteList({0x00, 1, 0, 0, 0, 8, 0, 0, 0, 0x02, 0x01, 0x00, 0x07, 0x00, 0x05, 0x18, 0x00});
   // shared-image: value_options = PARTIAL_JSON_UPDATES, partial_bits = column j
   for (int b : {0x01, 0x01}) body.push_back(static_cast<uint8_t>(b));
   // after: id 1, j = diffs: REPLACE $[0] 25; INSERT $[5] true
@@ -97,7 +97,7 @@ TEST(DecodeRows, PartialUpdateAppliesDiffsToTheFullBeforeImage) {
   EXPECT_EQ(rows[0].after, (Row{Value::Int(1), Value::Text("[25, true]")}));
 
   // value_options = 0: the after image holds a whole document (length-prefixed).
-  std::vector<uint8_t> full = Bytes({0x00, 1, 0, 0, 0, 8, 0, 0, 0, 0x02, 0x01, 0x00, 0x07, 0x00, 0x05, 0x18, 0x00,
+  std::vector<uint8_t> full = ByteList({0x00, 1, 0, 0, 0, 8, 0, 0, 0, 0x02, 0x01, 0x00, 0x07, 0x00, 0x05, 0x18, 0x00,
                                      0x00,
                                      0x00, 2, 0, 0, 0, 8, 0, 0, 0, 0x02, 0x01, 0x00, 0x07, 0x00, 0x05, 0x1a, 0x00});
   ev.body = full;
@@ -118,7 +118,7 @@ TEST(DecodeRows, PartialUpdateWithoutBeforeDocumentFromMysqlFixture) {
   map.column_meta = {0, 4, 400, 0};
   map.collation_ids = {0, 0, 255, 0};
   map.has_charsets = true;
-  std::vector<uint8_t> body = Bytes({0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00, 0x0b, 0x00, 0x00, 0x00,
+  std::vector<uint8_t> body = ByteList({0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00, 0x0b, 0x00, 0x00, 0x00,
                                      0x00, 0x05, 0x24, 0x2e, 0x61, 0x67, 0x65, 0x03, 0x05, 0x1a, 0x00,
                                      0x03, 0x00, 0x4a, 0x6f, 0x65, 0x1a, 0x00, 0x00, 0x00});
   RowsEvent ev;

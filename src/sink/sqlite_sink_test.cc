@@ -33,7 +33,7 @@ TableSchemaPtr Table(std::string db, std::string table, std::vector<ColumnDesc> 
 }
 
 // shop.items(id INT PK, name VARCHAR, price DECIMAL, qty INT)
-TableSchemaPtr Items() {
+TableSchemaPtr ItemsTable() {
   static TableSchemaPtr t = Table(
       "shop", "items",
       {Col("id", "int"), Col("name", "varchar"), Col("price", "decimal"), Col("qty", "int")}, {0});
@@ -54,7 +54,7 @@ Row Item(int64_t id, std::string name, std::string price, int64_t qty) {
           Value::Int(qty)};
 }
 
-Transaction Txn(std::vector<RowChange> changes, std::string cp) {
+Transaction ItemTxn(std::vector<RowChange> changes, std::string cp) {
   Transaction t;
   t.changes = std::move(changes);
   t.checkpoint = std::move(cp);
@@ -85,7 +85,7 @@ class SqliteSinkTest : public ::testing::Test {
   }
 
   void ApplyOk(std::vector<RowChange> changes, std::string cp = "") {
-    Status st = sink_->Apply(Txn(std::move(changes), std::move(cp)));
+    Status st = sink_->Apply(ItemTxn(std::move(changes), std::move(cp)));
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
 
@@ -163,7 +163,7 @@ TEST(SqliteMemoryTest, PageCacheAndChangeDataShareTheCap) {
 }
 
 TEST(SqliteNamesTest, NamesTypesAndQuoting) {
-  EXPECT_EQ(SqliteTableName(*Items()), "shop.items");
+  EXPECT_EQ(SqliteTableName(*ItemsTable()), "shop.items");
   EXPECT_EQ(SqliteQuote("a\"b"), "\"a\"\"b\"");
   EXPECT_EQ(SqliteColumnType(Col("c", "tinyint", true)), "INTEGER");
   EXPECT_EQ(SqliteColumnType(Col("c", "int", true)), "INTEGER");
@@ -189,8 +189,8 @@ TEST(SqliteNamesTest, NamesTypesAndQuoting) {
 
 TEST_F(SqliteSinkTest, CreatesTableWithMappedTypes) {
   ASSERT_TRUE(sink_);
-  ASSERT_TRUE(sink_->PrepareTable(*Items()).ok());
-  ASSERT_TRUE(sink_->PrepareTable(*Items()).ok());  // idempotent
+  ASSERT_TRUE(sink_->PrepareTable(*ItemsTable()).ok());
+  ASSERT_TRUE(sink_->PrepareTable(*ItemsTable()).ok());  // idempotent
   EXPECT_EQ(Query("SELECT name, type, pk FROM pragma_table_info('shop.items') ORDER BY cid"),
             (Rows{{"t:id", "t:INTEGER", "i:1"},
                   {"t:name", "t:TEXT", "i:0"},
@@ -204,58 +204,58 @@ TEST_F(SqliteSinkTest, CreatesTableWithMappedTypes) {
 
 TEST_F(SqliteSinkTest, UpsertUpdateKeyChangeDelete) {
   ASSERT_TRUE(sink_);
-  ApplyOk({Change(Op::kRead, Items(), {}, Item(1, "pen", "1.50", 10)),
-           Change(Op::kRead, Items(), {}, Item(2, "ink", "0.99", 5))},
+  ApplyOk({Change(Op::kRead, ItemsTable(), {}, Item(1, "pen", "1.50", 10)),
+           Change(Op::kRead, ItemsTable(), {}, Item(2, "ink", "0.99", 5))},
           "cp1");
-  ApplyOk({Change(Op::kCreate, Items(), {}, Item(1, "pen", "1.75", 11))}, "cp2");  // upsert
+  ApplyOk({Change(Op::kCreate, ItemsTable(), {}, Item(1, "pen", "1.75", 11))}, "cp2");  // upsert
   EXPECT_EQ(Query("SELECT * FROM \"shop.items\" ORDER BY id"),
             (Rows{{"i:1", "t:pen", "t:1.75", "i:11"}, {"i:2", "t:ink", "t:0.99", "i:5"}}));
   // Plain update, then a primary-key change, then a delete.
-  ApplyOk({Change(Op::kUpdate, Items(), Item(2, "ink", "0.99", 5), Item(2, "ink", "1.09", 4))});
-  ApplyOk({Change(Op::kUpdate, Items(), Item(1, "pen", "1.75", 11), Item(7, "pen", "1.75", 11))});
+  ApplyOk({Change(Op::kUpdate, ItemsTable(), Item(2, "ink", "0.99", 5), Item(2, "ink", "1.09", 4))});
+  ApplyOk({Change(Op::kUpdate, ItemsTable(), Item(1, "pen", "1.75", 11), Item(7, "pen", "1.75", 11))});
   EXPECT_EQ(Query("SELECT * FROM \"shop.items\" ORDER BY id"),
             (Rows{{"i:2", "t:ink", "t:1.09", "i:4"}, {"i:7", "t:pen", "t:1.75", "i:11"}}));
-  ApplyOk({Change(Op::kDelete, Items(), Item(2, "ink", "1.09", 4), {})}, "cp3");
+  ApplyOk({Change(Op::kDelete, ItemsTable(), Item(2, "ink", "1.09", 4), {})}, "cp3");
   EXPECT_EQ(Query("SELECT * FROM \"shop.items\" ORDER BY id"),
             (Rows{{"i:7", "t:pen", "t:1.75", "i:11"}}));
   EXPECT_EQ(Checkpoint(), "cp3");
   // Deleting a missing row is not an error; updating one inserts the after image.
-  ApplyOk({Change(Op::kDelete, Items(), Item(2, "ink", "1.09", 4), {}),
-           Change(Op::kUpdate, Items(), Item(9, "cap", "2", 1), Item(9, "cap", "3", 1))});
+  ApplyOk({Change(Op::kDelete, ItemsTable(), Item(2, "ink", "1.09", 4), {}),
+           Change(Op::kUpdate, ItemsTable(), Item(9, "cap", "2", 1), Item(9, "cap", "3", 1))});
   EXPECT_EQ(Query("SELECT * FROM \"shop.items\" ORDER BY id"),
             (Rows{{"i:7", "t:pen", "t:1.75", "i:11"}, {"i:9", "t:cap", "t:3", "i:1"}}));
   // Swapping two keys inside one transaction.
-  ApplyOk({Change(Op::kUpdate, Items(), Item(7, "pen", "1.75", 11), Item(100, "pen", "1.75", 11)),
-           Change(Op::kUpdate, Items(), Item(9, "cap", "3", 1), Item(7, "cap", "3", 1)),
-           Change(Op::kUpdate, Items(), Item(100, "pen", "1.75", 11), Item(9, "pen", "1.75", 11))});
+  ApplyOk({Change(Op::kUpdate, ItemsTable(), Item(7, "pen", "1.75", 11), Item(100, "pen", "1.75", 11)),
+           Change(Op::kUpdate, ItemsTable(), Item(9, "cap", "3", 1), Item(7, "cap", "3", 1)),
+           Change(Op::kUpdate, ItemsTable(), Item(100, "pen", "1.75", 11), Item(9, "pen", "1.75", 11))});
   EXPECT_EQ(Query("SELECT id, name FROM \"shop.items\" ORDER BY id"),
             (Rows{{"i:7", "t:cap"}, {"i:9", "t:pen"}}));
 }
 
 TEST_F(SqliteSinkTest, AbsentColumnsAreUntouched) {
   ASSERT_TRUE(sink_);
-  ApplyOk({Change(Op::kCreate, Items(), {}, Item(1, "pen", "1.50", 10))});
+  ApplyOk({Change(Op::kCreate, ItemsTable(), {}, Item(1, "pen", "1.50", 10))});
   // MINIMAL image: before has the key only, after only the changed column.
   Row before = {Value::Int(1), Value::Absent(), Value::Absent(), Value::Absent()};
   Row after = {Value::Absent(), Value::Absent(), Value::Absent(), Value::Int(3)};
-  ApplyOk({Change(Op::kUpdate, Items(), before, after)});
+  ApplyOk({Change(Op::kUpdate, ItemsTable(), before, after)});
   EXPECT_EQ(Query("SELECT * FROM \"shop.items\""), (Rows{{"i:1", "t:pen", "t:1.50", "i:3"}}));
   // Key change with a minimal after image keeps the other columns.
   after = {Value::Int(5), Value::Absent(), Value::Absent(), Value::Absent()};
-  ApplyOk({Change(Op::kUpdate, Items(), before, after)});
+  ApplyOk({Change(Op::kUpdate, ItemsTable(), before, after)});
   EXPECT_EQ(Query("SELECT * FROM \"shop.items\""), (Rows{{"i:5", "t:pen", "t:1.50", "i:3"}}));
   // Insert with absent columns: they get the source DEFAULT (none here: NULL).
-  ApplyOk({Change(Op::kCreate, Items(), {},
+  ApplyOk({Change(Op::kCreate, ItemsTable(), {},
                   {Value::Int(6), Value::Text("cup"), Value::Absent(), Value::Absent()})});
   EXPECT_EQ(Query("SELECT * FROM \"shop.items\" WHERE id = 6"),
             (Rows{{"i:6", "t:cup", "null", "null"}}));
   // Upsert over an existing row leaves its absent columns alone.
-  ApplyOk({Change(Op::kCreate, Items(), {},
+  ApplyOk({Change(Op::kCreate, ItemsTable(), {},
                   {Value::Int(5), Value::Text("pencil"), Value::Absent(), Value::Absent()})});
   EXPECT_EQ(Query("SELECT * FROM \"shop.items\" WHERE id = 5"),
             (Rows{{"i:5", "t:pencil", "t:1.50", "i:3"}}));
   // Delete by a key-only before image.
-  ApplyOk({Change(Op::kDelete, Items(),
+  ApplyOk({Change(Op::kDelete, ItemsTable(),
                   {Value::Int(5), Value::Absent(), Value::Absent(), Value::Absent()}, {})});
   EXPECT_EQ(Query("SELECT id FROM \"shop.items\""), (Rows{{"i:6"}}));
 }
@@ -321,12 +321,12 @@ TEST_F(SqliteSinkTest, ValuesAreStoredLosslessly) {
 
 TEST_F(SqliteSinkTest, FailedApplyChangesNothing) {
   ASSERT_TRUE(sink_);
-  ApplyOk({Change(Op::kCreate, Items(), {}, Item(1, "pen", "1.50", 10))}, "cp1");
+  ApplyOk({Change(Op::kCreate, ItemsTable(), {}, Item(1, "pen", "1.50", 10))}, "cp1");
   Row short_row = {Value::Int(3), Value::Text("x")};
   Status st = sink_->Apply(
-      Txn({Change(Op::kCreate, Items(), {}, Item(2, "ink", "1", 1)),
-           Change(Op::kUpdate, Items(), Item(1, "pen", "1.50", 10), Item(1, "pen", "9", 9)),
-           Change(Op::kCreate, Items(), {}, short_row)},
+      ItemTxn({Change(Op::kCreate, ItemsTable(), {}, Item(2, "ink", "1", 1)),
+           Change(Op::kUpdate, ItemsTable(), Item(1, "pen", "1.50", 10), Item(1, "pen", "9", 9)),
+           Change(Op::kCreate, ItemsTable(), {}, short_row)},
           "cp2"));
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
@@ -336,7 +336,7 @@ TEST_F(SqliteSinkTest, FailedApplyChangesNothing) {
   // An unsigned value too large for an INTEGER column fails the same way, naming the column.
   auto u = Table("shop", "u", {Col("id", "int", true)}, {0});
   st = sink_->Apply(
-      Txn({Change(Op::kCreate, Items(), {}, Item(2, "ink", "1", 1)),
+      ItemTxn({Change(Op::kCreate, ItemsTable(), {}, Item(2, "ink", "1", 1)),
            Change(Op::kCreate, u, {}, {Value::UInt(std::numeric_limits<uint64_t>::max())})},
           "cp2"));
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
@@ -344,7 +344,7 @@ TEST_F(SqliteSinkTest, FailedApplyChangesNothing) {
   EXPECT_EQ(Query("SELECT count(*) FROM \"shop.items\""), (Rows{{"i:1"}}));
   EXPECT_EQ(Checkpoint(), "cp1");
   // The sink is still usable.
-  ApplyOk({Change(Op::kCreate, Items(), {}, Item(2, "ink", "1", 1))}, "cp3");
+  ApplyOk({Change(Op::kCreate, ItemsTable(), {}, Item(2, "ink", "1", 1))}, "cp3");
   EXPECT_EQ(Checkpoint(), "cp3");
 }
 
@@ -352,13 +352,13 @@ TEST_F(SqliteSinkTest, CheckpointSurvivesReopen) {
   ASSERT_TRUE(sink_);
   ASSERT_TRUE(sink_->SaveCheckpoint("{\"version\":1}").ok());
   EXPECT_EQ(Checkpoint(), "{\"version\":1}");
-  ApplyOk({Change(Op::kCreate, Items(), {}, Item(1, "pen", "1.50", 10))}, "cp-a");
-  ApplyOk({Change(Op::kCreate, Items(), {}, Item(2, "ink", "1", 1))});  // no checkpoint: kept
+  ApplyOk({Change(Op::kCreate, ItemsTable(), {}, Item(1, "pen", "1.50", 10))}, "cp-a");
+  ApplyOk({Change(Op::kCreate, ItemsTable(), {}, Item(2, "ink", "1", 1))});  // no checkpoint: kept
   ASSERT_TRUE(sink_->Flush().ok());
   sink_ = OpenSink();
   ASSERT_TRUE(sink_);
   EXPECT_EQ(Checkpoint(), "cp-a");
-  ApplyOk({Change(Op::kCreate, Items(), {}, Item(3, "cup", "2", 1))}, "cp-b");
+  ApplyOk({Change(Op::kCreate, ItemsTable(), {}, Item(3, "cup", "2", 1))}, "cp-b");
   EXPECT_EQ(Query("SELECT count(*) FROM \"shop.items\""), (Rows{{"i:3"}}));
   EXPECT_EQ(Query("SELECT state FROM _sluice_checkpoint"), (Rows{{"t:cp-b"}}));
 }
@@ -373,7 +373,7 @@ TEST_F(SqliteSinkTest, SchemaConflicts) {
   st = sink_->PrepareTable(*Table("A.B", "C", {Col("x", "int")}, {0}));
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
   // The same table with other columns, after a restart.
-  ASSERT_TRUE(sink_->PrepareTable(*Items()).ok());
+  ASSERT_TRUE(sink_->PrepareTable(*ItemsTable()).ok());
   sink_ = OpenSink();
   auto changed = Table("shop", "items",
                        {Col("id", "int"), Col("name", "varchar"), Col("price", "decimal")}, {0});
@@ -386,7 +386,7 @@ TEST_F(SqliteSinkTest, SchemaConflicts) {
   st = sink_->PrepareTable(*retyped);
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
   EXPECT_NE(st.message().find("price"), std::string::npos) << st.ToString();
-  EXPECT_TRUE(sink_->PrepareTable(*Items()).ok());
+  EXPECT_TRUE(sink_->PrepareTable(*ItemsTable()).ok());
 }
 
 TEST_F(SqliteSinkTest, AbsentColumnsOfANewRowTakeTheSourceDefault) {
@@ -419,7 +419,7 @@ TEST_F(SqliteSinkTest, WalIsCheckpointedInTheBackgroundWhileOpen) {
     std::vector<RowChange> changes;
     for (int i = 0; i < 500; ++i) {
       const int id = t * 500 + i + 1;
-      changes.push_back(Change(Op::kCreate, Items(), {}, Item(id, big, "1.00", id)));
+      changes.push_back(Change(Op::kCreate, ItemsTable(), {}, Item(id, big, "1.00", id)));
     }
     ApplyOk(std::move(changes), "cp" + std::to_string(t));
   }
@@ -436,21 +436,21 @@ TEST_F(SqliteSinkTest, WalIsCheckpointedInTheBackgroundWhileOpen) {
 }
 
 TEST_F(SqliteSinkTest, GroupIsAppliedWholeWithTheLastCheckpointOrNotAtAll) {
-  ApplyOk({Change(Op::kCreate, Items(), {}, Item(1, "a", "1.00", 1))}, "cp1");
+  ApplyOk({Change(Op::kCreate, ItemsTable(), {}, Item(1, "a", "1.00", 1))}, "cp1");
   std::vector<Transaction> bad;
-  bad.push_back(Txn({Change(Op::kCreate, Items(), {}, Item(2, "b", "2.00", 2))}, "cp2"));
-  bad.push_back(Txn({Change(Op::kCreate, Items(), {}, {Value::Int(3)})}, "cp3"));  // too few values
+  bad.push_back(ItemTxn({Change(Op::kCreate, ItemsTable(), {}, Item(2, "b", "2.00", 2))}, "cp2"));
+  bad.push_back(ItemTxn({Change(Op::kCreate, ItemsTable(), {}, {Value::Int(3)})}, "cp3"));  // too few values
   EXPECT_FALSE(sink_->ApplyGroup(bad).ok());
   EXPECT_EQ(Query("SELECT count(*) FROM \"shop.items\"")[0][0], "i:1");
   EXPECT_EQ(Checkpoint(), "cp1");
 
   std::vector<Transaction> good;
-  good.push_back(Txn({Change(Op::kCreate, Items(), {}, Item(2, "b", "2.00", 2))}, "cp2"));
-  good.push_back(Txn({}, "cp3"));  // a position-only advance
-  good.push_back(Txn({Change(Op::kUpdate, Items(), Item(2, "b", "2.00", 2), Item(2, "b", "2.50", 2)),
-                      Change(Op::kCreate, Items(), {}, Item(4, "d", "4.00", 4))},
+  good.push_back(ItemTxn({Change(Op::kCreate, ItemsTable(), {}, Item(2, "b", "2.00", 2))}, "cp2"));
+  good.push_back(ItemTxn({}, "cp3"));  // a position-only advance
+  good.push_back(ItemTxn({Change(Op::kUpdate, ItemsTable(), Item(2, "b", "2.00", 2), Item(2, "b", "2.50", 2)),
+                      Change(Op::kCreate, ItemsTable(), {}, Item(4, "d", "4.00", 4))},
                      "cp4"));
-  good.push_back(Txn({Change(Op::kDelete, Items(), Item(1, "a", "1.00", 1), {})}, ""));
+  good.push_back(ItemTxn({Change(Op::kDelete, ItemsTable(), Item(1, "a", "1.00", 1), {})}, ""));
   Status st = sink_->ApplyGroup(good);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(Query("SELECT id, price FROM \"shop.items\" ORDER BY id"),
@@ -467,30 +467,30 @@ TEST_F(SqliteSinkTest, StreamBatchingLeavesTheSameRowsAsOneStatementPerChange) {
   const Value kA = Value::Absent();
   std::vector<RowChange> initial;
   for (int64_t id = 1; id <= 6; ++id)
-    initial.push_back(Change(Op::kCreate, Items(), {}, Item(id, "n" + std::to_string(id), "1.00", id)));
+    initial.push_back(Change(Op::kCreate, ItemsTable(), {}, Item(id, "n" + std::to_string(id), "1.00", id)));
   std::vector<Transaction> group;
   // Delete then the whole row again (sysbench's pattern): one upsert.
-  group.push_back(Txn({Change(Op::kDelete, Items(), Item(2, "n2", "1.00", 2), {}),
-                       Change(Op::kCreate, Items(), {}, Item(2, "b", "2.20", 22))}, "c1"));
+  group.push_back(ItemTxn({Change(Op::kDelete, ItemsTable(), Item(2, "n2", "1.00", 2), {}),
+                       Change(Op::kCreate, ItemsTable(), {}, Item(2, "b", "2.20", 22))}, "c1"));
   // Delete then a row with absent columns: those take the DEFAULT (NULL), not the old values.
-  group.push_back(Txn({Change(Op::kDelete, Items(), Item(3, "n3", "1.00", 3), {}),
-                       Change(Op::kCreate, Items(), {}, {Value::Int(3), Value::Text("c"), kA, kA})}, "c2"));
-  group.push_back(Txn({Change(Op::kUpdate, Items(), Item(1, "n1", "1.00", 1), Item(1, "a", "1.10", 11))}, "c3"));
+  group.push_back(ItemTxn({Change(Op::kDelete, ItemsTable(), Item(3, "n3", "1.00", 3), {}),
+                       Change(Op::kCreate, ItemsTable(), {}, {Value::Int(3), Value::Text("c"), kA, kA})}, "c2"));
+  group.push_back(ItemTxn({Change(Op::kUpdate, ItemsTable(), Item(1, "n1", "1.00", 1), Item(1, "a", "1.10", 11))}, "c3"));
   // Delete, insert, delete: gone.
-  group.push_back(Txn({Change(Op::kDelete, Items(), Item(4, "n4", "1.00", 4), {}),
-                       Change(Op::kCreate, Items(), {}, Item(4, "d", "4.40", 44)),
-                       Change(Op::kDelete, Items(), Item(4, "d", "4.40", 44), {})}, "c4"));
+  group.push_back(ItemTxn({Change(Op::kDelete, ItemsTable(), Item(4, "n4", "1.00", 4), {}),
+                       Change(Op::kCreate, ItemsTable(), {}, Item(4, "d", "4.40", 44)),
+                       Change(Op::kDelete, ItemsTable(), Item(4, "d", "4.40", 44), {})}, "c4"));
   // The same key deleted and written again twice in one group.
-  group.push_back(Txn({Change(Op::kDelete, Items(), Item(2, "b", "2.20", 22), {}),
-                       Change(Op::kCreate, Items(), {}, Item(2, "bb", "2.30", 23))}, "c5"));
+  group.push_back(ItemTxn({Change(Op::kDelete, ItemsTable(), Item(2, "b", "2.20", 22), {}),
+                       Change(Op::kCreate, ItemsTable(), {}, Item(2, "bb", "2.30", 23))}, "c5"));
   // A delete that stays, an update after a delete (inserts the after image), a key change.
-  group.push_back(Txn({Change(Op::kDelete, Items(), Item(6, "n6", "1.00", 6), {}),
-                       Change(Op::kDelete, Items(), Item(5, "n5", "1.00", 5), {}),
-                       Change(Op::kUpdate, Items(), Item(5, "n5", "1.00", 5), Item(5, "e", "5.50", 55)),
-                       Change(Op::kUpdate, Items(), Item(1, "a", "1.10", 11), Item(7, "a", "1.10", 11))}, "c6"));
+  group.push_back(ItemTxn({Change(Op::kDelete, ItemsTable(), Item(6, "n6", "1.00", 6), {}),
+                       Change(Op::kDelete, ItemsTable(), Item(5, "n5", "1.00", 5), {}),
+                       Change(Op::kUpdate, ItemsTable(), Item(5, "n5", "1.00", 5), Item(5, "e", "5.50", 55)),
+                       Change(Op::kUpdate, ItemsTable(), Item(1, "a", "1.10", 11), Item(7, "a", "1.10", 11))}, "c6"));
   // One key upserted three times: the last row stays.
-  group.push_back(Txn({Change(Op::kUpdate, Items(), Item(5, "e", "5.50", 55), Item(5, "f", "5.60", 56)),
-                       Change(Op::kUpdate, Items(), Item(5, "f", "5.60", 56), Item(5, "g", "5.70", 57))}, "c7"));
+  group.push_back(ItemTxn({Change(Op::kUpdate, ItemsTable(), Item(5, "e", "5.50", 55), Item(5, "f", "5.60", 56)),
+                       Change(Op::kUpdate, ItemsTable(), Item(5, "f", "5.60", 56), Item(5, "g", "5.70", 57))}, "c7"));
   const Rows want{{"i:2", "t:bb", "t:2.30", "i:23"},
                   {"i:3", "t:c", "null", "null"},
                   {"i:5", "t:g", "t:5.70", "i:57"},
@@ -514,9 +514,9 @@ TEST_F(SqliteSinkTest, StreamBatchingLeavesTheSameRowsAsOneStatementPerChange) {
 namespace sluice {
 namespace {
 
-std::shared_ptr<const SchemaHistory> HistoryWith(const std::string& column) {
+std::shared_ptr<const SchemaHistory> ItemsHistoryWith(const std::string& column) {
   auto h = std::make_shared<SchemaHistory>();
-  auto t = std::make_shared<TableSchema>(*Items());
+  auto t = std::make_shared<TableSchema>(*ItemsTable());
   t->columns[1].name = column;
   EXPECT_TRUE(h->Add("shop", "items", {{"binlog.000001", 4}, t, ""}).ok());
   return h;
@@ -527,11 +527,11 @@ std::shared_ptr<const SchemaHistory> HistoryWith(const std::string& column) {
 TEST_F(SqliteSinkTest, SchemaHistoryIsStoredOncePerChangeBesideTheCheckpoint) {
   ::sluice::Checkpoint cp;
   cp.stream_start = {"binlog.000001", 100};
-  cp.schemas = HistoryWith("name");
+  cp.schemas = ItemsHistoryWith("name");
   auto h1 = SchemaHistoryTextOf(*cp.schemas);
   auto txn = [&](int id, uint64_t pos, const std::shared_ptr<const SchemaHistoryText>& h) {
     cp.stream_start.pos = pos;
-    Transaction t = Txn({Change(Op::kCreate, Items(), {}, Item(id, "x", "1.00", 1))}, cp.ToJsonWithRef(h.get()));
+    Transaction t = ItemTxn({Change(Op::kCreate, ItemsTable(), {}, Item(id, "x", "1.00", 1))}, cp.ToJsonWithRef(h.get()));
     t.schemas = h;
     return t;
   };
@@ -550,9 +550,9 @@ TEST_F(SqliteSinkTest, SchemaHistoryIsStoredOncePerChangeBesideTheCheckpoint) {
   EXPECT_EQ(Checkpoint(), cp.ToJson());
 
   // A failed group with a new history leaves the old one; the next good group writes it.
-  cp.schemas = HistoryWith("label");
+  cp.schemas = ItemsHistoryWith("label");
   auto h2 = SchemaHistoryTextOf(*cp.schemas);
-  group = {txn(4, 500, h2), Txn({Change(Op::kCreate, Items(), {}, {Value::Int(9)})}, "")};
+  group = {txn(4, 500, h2), ItemTxn({Change(Op::kCreate, ItemsTable(), {}, {Value::Int(9)})}, "")};
   EXPECT_FALSE(sink_->ApplyGroup(group).ok());
   EXPECT_EQ(Query("SELECT ref FROM _sluice_schemas"), (Rows{{"t:" + h1->ref}}));
   group = {txn(4, 500, h2)};
@@ -564,7 +564,7 @@ TEST_F(SqliteSinkTest, SchemaHistoryIsStoredOncePerChangeBesideTheCheckpoint) {
   sink_ = OpenSink();
   ASSERT_TRUE(sink_);
   EXPECT_EQ(Checkpoint(), whole);
-  cp.schemas = HistoryWith("title");
+  cp.schemas = ItemsHistoryWith("title");
   ASSERT_TRUE(sink_->SaveCheckpoint(cp.ToJson()).ok());
   EXPECT_EQ(Checkpoint(), cp.ToJson());
   EXPECT_EQ(Query("SELECT count(*) FROM _sluice_schemas"), (Rows{{"i:1"}}));

@@ -33,7 +33,6 @@ struct ExtraServer {
 
 ExtraServer g_wrong, g_nobinlog;
 
-std::string Script() { return std::string(SLUICE_SOURCE_DIR) + "/scripts/mariadb-test-server.sh"; }
 
 void ReadEnv(ExtraServer* s) {
   std::ifstream in(s->dir + "/env");
@@ -66,11 +65,11 @@ class CheckWrong : public ::testing::Test {
     g_nobinlog.dir = mkdtemp(b);
     // Each install gets its own TMPDIR: two bootstraps sharing /tmp collided once on a
     // temporary table name ("Could not remove temporary table '/tmp/#sql-temptable-...'").
-    std::string start_wrong = "TMPDIR=" + g_wrong.dir + "/tmp " + Script() + " start " + g_wrong.dir +
+    std::string start_wrong = "TMPDIR=" + g_wrong.dir + "/tmp " + TestServerScript() + " start " + g_wrong.dir +
                               " --binlog-format=STATEMENT --binlog-row-image=MINIMAL --binlog-row-metadata=NO_LOG"
                               " --max-allowed-packet=65536 --binlog-expire-logs-seconds=60 >/dev/null";
     std::string start_nobin =
-        "TMPDIR=" + g_nobinlog.dir + "/tmp " + Script() + " start " + g_nobinlog.dir + " --skip-log-bin >/dev/null";
+        "TMPDIR=" + g_nobinlog.dir + "/tmp " + TestServerScript() + " start " + g_nobinlog.dir + " --skip-log-bin >/dev/null";
     std::thread t([&] { (void)std::system(start_nobin.c_str()); });
     (void)std::system(start_wrong.c_str());
     t.join();
@@ -90,7 +89,7 @@ class CheckWrong : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     for (ExtraServer* s : {&g_wrong, &g_nobinlog}) {
-      (void)std::system((Script() + " stop " + s->dir).c_str());
+      (void)std::system((TestServerScript() + " stop " + s->dir).c_str());
       std::error_code ec;
       std::filesystem::remove_all(s->dir, ec);
     }

@@ -21,15 +21,7 @@
 namespace sluice::testing {
 namespace {
 
-class RowMetadata {
- public:
-  explicit RowMetadata(const std::string& mode) {
-    EXPECT_EQ(RunSqlText("SET GLOBAL binlog_row_metadata = '" + mode + "';"), 0);
-  }
-  ~RowMetadata() { (void)RunSqlText("SET GLOBAL binlog_row_metadata = 'FULL';"); }
-};
-
-void CreateSource() {
+void CreateMatrixSource() {
   ASSERT_EQ(RunSqlText(
                 "DROP DATABASE IF EXISTS it_mx; DROP DATABASE IF EXISTS it_mx_out; CREATE DATABASE it_mx;"
                 "CREATE DATABASE it_mx_out;"
@@ -51,7 +43,7 @@ void CreateSource() {
 
 // The script: every DDL kind at the top of issue 7, rows between the statements. `n` is
 // created by it (while sluice is stopped, in the catch-up mode).
-std::vector<std::string> Script() {
+std::vector<std::string> MatrixScript() {
   auto a_row = [](int id) {
     return "INSERT INTO it_mx.a (id, a, p, w, s, dt, e, u, txt) VALUES (" + std::to_string(id) + ", " +
            std::to_string(id * 100) + ", " + std::to_string(id) + ".75, " + std::to_string(id) + ".25, 'row" +
@@ -232,7 +224,7 @@ TEST_P(DdlMatrix, ReplicaEqualsSourceAndJsonHoldsTheChangesInOrder) {
   const std::string what = std::string(streaming ? "applied while streaming" : "applied while stopped") +
                            ", binlog_row_metadata=" + metadata;
   SCOPED_TRACE(what);
-  CreateSource();
+  CreateMatrixSource();
   const std::vector<std::string> tables = {"it_mx.*"};
   TempDir dir, jdir;
   SluiceConfigSpec spec;
@@ -256,7 +248,7 @@ TEST_P(DdlMatrix, ReplicaEqualsSourceAndJsonHoldsTheChangesInOrder) {
 
   RowMetadata mode(metadata);
   std::string script;
-  for (const std::string& step : Script()) script += step + "\n";
+  for (const std::string& step : MatrixScript()) script += step + "\n";
   if (streaming) {
     pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
     pid_t jpid = StartSluice({"run", "--config", jconfig}, jdir.File("log"));

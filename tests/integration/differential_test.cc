@@ -577,7 +577,7 @@ std::string InsertRow(Rng& rng, const Table& t, int64_t id, bool may_omit) {
 
 const char* kSession = "SET SESSION sql_mode = ''; SET SESSION time_zone = '+00:00';\n";
 
-uint64_t Seed() {
+uint64_t DifferentialSeed() {
   const char* s = std::getenv("SLUICE_TEST_SEED");
   // CI runs must not depend on luck: there (CI set) the seed is fixed; elsewhere it is new
   // every run, so local runs keep exploring.
@@ -715,7 +715,7 @@ void RunOne(Rng& rng, int round, const Mode& mode) {
 }
 
 TEST(Differential, RandomTablesThroughSnapshotAndEveryRowImageEqualSelect) {
-  const uint64_t seed = Seed();
+  const uint64_t seed = DifferentialSeed();
   Rng rng(seed);
   int iterations = 1;
   if (const char* s = std::getenv("SLUICE_DIFF_ITERATIONS")) iterations = std::max(1, std::atoi(s));

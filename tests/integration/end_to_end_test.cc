@@ -13,11 +13,10 @@ namespace {
 
 using std::chrono::seconds;
 
-const std::string kFixtures = std::string(SLUICE_SOURCE_DIR) + "/../shared/fixtures";
 
 TEST(EndToEnd, SakilaSnapshotThenMixedLoadMatchesSourceExactly) {
-  const std::string schema = kFixtures + "/sakila/sakila-schema.sql";
-  const std::string data = kFixtures + "/sakila/sakila-data.sql";
+  const std::string schema = FixturesDir() + "/sakila/sakila-schema.sql";
+  const std::string data = FixturesDir() + "/sakila/sakila-data.sql";
   ASSERT_TRUE(std::filesystem::exists(schema)) << schema << " is missing: the Sakila fixture is required";
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS sakila"), 0);
   ASSERT_EQ(RunSqlFile(schema), 0);

@@ -13,6 +13,8 @@
 #include <sqlite3.h>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -143,6 +145,27 @@ std::string ReadFile(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+size_t CountOccurrences(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string FixturesDir() { return std::string(SLUICE_SOURCE_DIR) + "/../shared/fixtures"; }
+std::string TestServerScript() { return std::string(SLUICE_SOURCE_DIR) + "/scripts/mariadb-test-server.sh"; }
+
+uint32_t TestSeed() {
+  uint32_t seed = std::random_device{}();
+  if (const char* s = std::getenv("SLUICE_TEST_SEED")) seed = static_cast<uint32_t>(std::stoul(s));
+  std::cout << "[ seed ] SLUICE_TEST_SEED=" << seed << "\n";
+  return seed;
+}
+
+RowMetadata::RowMetadata(const std::string& mode) {
+  EXPECT_EQ(RunSqlText("SET GLOBAL binlog_row_metadata = '" + mode + "';"), 0);
+}
+RowMetadata::~RowMetadata() { (void)RunSqlText("SET GLOBAL binlog_row_metadata = 'FULL';"); }
 
 int WaitChild(pid_t pid, std::chrono::seconds timeout, long* max_rss_kib) {
   auto deadline = std::chrono::steady_clock::now() + timeout;

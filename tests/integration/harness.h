@@ -74,6 +74,26 @@ pid_t StartSluice(const std::vector<std::string>& args, const std::string& log_p
 // *max_rss_kib (when given) gets its peak resident set size.
 int WaitChild(pid_t pid, std::chrono::seconds timeout = std::chrono::seconds(120), long* max_rss_kib = nullptr);
 std::string ReadFile(const std::string& path);
+// How many times `needle` occurs in `haystack` (overlapping occurrences count).
+size_t CountOccurrences(const std::string& haystack, const std::string& needle);
+
+// ../shared/fixtures beside the source tree (binlogs/, sakila/).
+std::string FixturesDir();
+// scripts/mariadb-test-server.sh of the source tree.
+std::string TestServerScript();
+// A random seed for a test's choices, or SLUICE_TEST_SEED when set; printed, so that a
+// failing run can be repeated.
+uint32_t TestSeed();
+
+// Sets the server's binlog_row_metadata for a test and puts FULL (the test server's
+// setting) back when it goes out of scope.
+class RowMetadata {
+ public:
+  explicit RowMetadata(const std::string& mode);
+  ~RowMetadata();
+  RowMetadata(const RowMetadata&) = delete;
+  RowMetadata& operator=(const RowMetadata&) = delete;
+};
 
 // The checkpoint JSON stored in an SQLite replica ("" when there is none yet).
 std::string ReadSqliteCheckpoint(const std::string& sqlite_path);

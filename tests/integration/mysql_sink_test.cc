@@ -36,7 +36,6 @@
 namespace sluice::testing {
 namespace {
 
-std::string Script() { return std::string(SLUICE_SOURCE_DIR) + "/scripts/mariadb-test-server.sh"; }
 
 struct DestServer {
   std::string dir;
@@ -51,7 +50,7 @@ class MysqlDest : public ::testing::Test {
   static void SetUpTestSuite() {
     char d[] = "/tmp/sluice-it-dest.XXXXXX";
     g_dest.dir = mkdtemp(d);
-    std::string cmd = "TMPDIR=" + g_dest.dir + "/tmp " + Script() + " start " + g_dest.dir + " >/dev/null";
+    std::string cmd = "TMPDIR=" + g_dest.dir + "/tmp " + TestServerScript() + " start " + g_dest.dir + " >/dev/null";
     std::filesystem::create_directories(g_dest.dir + "/tmp");
     (void)std::system(cmd.c_str());
     std::ifstream in(g_dest.dir + "/env");
@@ -67,7 +66,7 @@ class MysqlDest : public ::testing::Test {
     setenv("SLUICE_TEST_DEST_PASSWORD", g_dest.password.c_str(), 1);
   }
   static void TearDownTestSuite() {
-    (void)std::system((Script() + " stop " + g_dest.dir).c_str());
+    (void)std::system((TestServerScript() + " stop " + g_dest.dir).c_str());
     std::error_code ec;
     std::filesystem::remove_all(g_dest.dir, ec);
   }
@@ -357,7 +356,7 @@ TEST_F(MysqlDest, KillAndRestart) {
     }
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  int rc = std::system((Script() + " restart " + g_dest.dir).c_str());
+  int rc = std::system((TestServerScript() + " restart " + g_dest.dir).c_str());
   writer.join();
   EXPECT_EQ(rc, 0) << "restart of the destination MariaDB";
   bool equal = WaitEqual({"it_fault.*"}, std::chrono::seconds(60), &last);
@@ -405,7 +404,7 @@ TEST_F(MysqlDest, DestinationRestartDuringTheSnapshotIsWaitedOut) {
     if (!copying) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   ASSERT_TRUE(copying) << "the snapshot's first chunks reached the destination: " << ReadFile(dir.File("log"));
-  int rc = std::system((Script() + " restart " + g_dest.dir).c_str());
+  int rc = std::system((TestServerScript() + " restart " + g_dest.dir).c_str());
   EXPECT_EQ(rc, 0) << "restart of the destination MariaDB";
   std::string last;
   bool equal = WaitEqual({"it_snapfault.*"}, std::chrono::seconds(90), &last);

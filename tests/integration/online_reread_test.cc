@@ -23,15 +23,6 @@
 namespace sluice::testing {
 namespace {
 
-// Sets binlog_row_metadata for the test and puts FULL (the test server's setting) back.
-class RowMetadata {
- public:
-  explicit RowMetadata(const std::string& mode) {
-    EXPECT_EQ(RunSqlText("SET GLOBAL binlog_row_metadata = '" + mode + "';"), 0);
-  }
-  ~RowMetadata() { (void)RunSqlText("SET GLOBAL binlog_row_metadata = 'FULL';"); }
-};
-
 // One value of an SQLite replica ("<null>", "<error>" when it cannot be read).
 std::string ReplicaValue(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
@@ -56,13 +47,7 @@ int ReplicaExec(const std::string& path, const std::string& sql) {
   return rc;
 }
 
-size_t Count(const std::string& haystack, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
-  return n;
-}
-
-void CreateSource() {
+void CreateRereadSource() {
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_or; CREATE DATABASE it_or;"
                        "CREATE TABLE it_or.t (id INT PRIMARY KEY, a INT, p DECIMAL(6,2), s VARCHAR(10), "
                        "u INT UNSIGNED) DEFAULT CHARSET=utf8mb4;"
@@ -98,7 +83,7 @@ class OnlineRereadCatchUp : public ::testing::TestWithParam<const char*> {};
 // re-reads t at the server's position (later DDL on t up to there is already in the copy),
 // and streams the rest; `other` streams throughout.
 TEST_P(OnlineRereadCatchUp, RewritingDdlReReadsTheTable) {
-  CreateSource();
+  CreateRereadSource();
   TempDir dir;
   SluiceConfigSpec spec;
   spec.tables = {"it_or.*"};
@@ -145,7 +130,7 @@ TEST_P(OnlineRereadCatchUp, RewritingDdlReReadsTheTable) {
   ASSERT_NE(after_copy, std::string::npos) << out;
   EXPECT_LT(before, reset);
   EXPECT_LT(reset, after_copy);
-  EXPECT_EQ(Count(out, "-- sluice: re-read of it_or.t"), 1u) << "one re-read covers every DDL before its point";
+  EXPECT_EQ(CountOccurrences(out, "-- sluice: re-read of it_or.t"), 1u) << "one re-read covers every DDL before its point";
 }
 
 INSTANTIATE_TEST_SUITE_P(Metadata, OnlineRereadCatchUp, ::testing::Values("FULL", "NO_LOG"));
@@ -154,7 +139,7 @@ class OnlineRereadStreaming : public ::testing::TestWithParam<const char*> {};
 
 // Applied while sluice streams: each rewriting DDL re-reads t at once.
 TEST_P(OnlineRereadStreaming, RewritingDdlReReadsTheTable) {
-  CreateSource();
+  CreateRereadSource();
   TempDir dir;
   SluiceConfigSpec spec;
   spec.tables = {"it_or.*"};

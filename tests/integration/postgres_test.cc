@@ -25,7 +25,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const std::string kFixtures = std::string(SLUICE_SOURCE_DIR) + "/../shared/fixtures";
 
 // The PostgreSQL server of this test binary.
 class PgServer {
@@ -191,8 +190,8 @@ TEST(Postgres, SakilaSnapshotMixedLoadAndSchemaChangesCompareEqual) {
   REQUIRE_PG();
   const std::string pgdb = PgServer::Get().NewDatabase("it_pg_sakila");
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS sakila"), 0);
-  ASSERT_EQ(RunSqlFile(kFixtures + "/sakila/sakila-schema.sql"), 0);
-  ASSERT_EQ(RunSqlFile(kFixtures + "/sakila/sakila-data.sql"), 0);
+  ASSERT_EQ(RunSqlFile(FixturesDir() + "/sakila/sakila-schema.sql"), 0);
+  ASSERT_EQ(RunSqlFile(FixturesDir() + "/sakila/sakila-data.sql"), 0);
   TempDir dir;
   SluiceConfigSpec spec;
   spec.tables = {"sakila.*"};

@@ -35,7 +35,6 @@ using Json = nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const std::string kFixtures = std::string(SLUICE_SOURCE_DIR) + "/../shared/fixtures";
 
 int Kills() {
   const char* s = std::getenv("SLUICE_PUBLISH_KILLS");
@@ -383,11 +382,11 @@ class Reference {
 };
 
 void LoadSakila() {
-  const std::string schema = kFixtures + "/sakila/sakila-schema.sql";
+  const std::string schema = FixturesDir() + "/sakila/sakila-schema.sql";
   ASSERT_TRUE(std::filesystem::exists(schema)) << schema << " is missing: the Sakila fixture is required";
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS sakila"), 0);
   ASSERT_EQ(RunSqlFile(schema), 0);
-  ASSERT_EQ(RunSqlFile(kFixtures + "/sakila/sakila-data.sql"), 0);
+  ASSERT_EQ(RunSqlFile(FixturesDir() + "/sakila/sakila-data.sql"), 0);
 }
 
 void MixedLoad(const std::string& db, int rounds, uint32_t seed) {

@@ -16,15 +16,6 @@
 namespace sluice::testing {
 namespace {
 
-// Sets binlog_row_metadata for the test and puts FULL (the test server's setting) back.
-class RowMetadata {
- public:
-  explicit RowMetadata(const std::string& mode) {
-    EXPECT_EQ(RunSqlText("SET GLOBAL binlog_row_metadata = '" + mode + "';"), 0);
-  }
-  ~RowMetadata() { (void)RunSqlText("SET GLOBAL binlog_row_metadata = 'FULL';"); }
-};
-
 // Rows of one table in an SQLite replica (-1 when it cannot be read).
 int ReplicaRows(const std::string& path, const std::string& table) {
   sqlite3* db = nullptr;
@@ -37,12 +28,6 @@ int ReplicaRows(const std::string& path, const std::string& table) {
     sqlite3_finalize(s);
   }
   sqlite3_close_v2(db);
-  return n;
-}
-
-size_t Count(const std::string& haystack, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
   return n;
 }
 
@@ -68,7 +53,7 @@ const char* kFollowed =
     "DROP TABLE it_sc.gone; CREATE TABLE it_sc.gone (id INT PRIMARY KEY, w INT); INSERT INTO it_sc.gone VALUES (5, 5);"
     "TRUNCATE it_sc.trunc; INSERT INTO it_sc.trunc VALUES (9);";
 
-void CreateSource() {
+void CreateSchemaChangeSource() {
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_sc; CREATE DATABASE it_sc;"
                        "CREATE TABLE it_sc.t (id INT PRIMARY KEY, e ENUM('a','b','c'), u INT UNSIGNED, s VARCHAR(10));"
                        "INSERT INTO it_sc.t VALUES (1, 'a', 1, 'one');"
@@ -81,7 +66,7 @@ class SchemaChangeCatchUp : public ::testing::TestWithParam<const char*> {};
 
 // Applied while sluice is stopped: the next run catches up through every statement.
 TEST_P(SchemaChangeCatchUp, RowsBeforeAndAfterEachDdlDecodeWithTheirVersion) {
-  CreateSource();
+  CreateSchemaChangeSource();
   TempDir dir;
   SluiceConfigSpec spec;
   spec.tables = {"it_sc.*"};
@@ -130,14 +115,14 @@ TEST_P(SchemaChangeCatchUp, RowsBeforeAndAfterEachDdlDecodeWithTheirVersion) {
   EXPECT_LT(rename, renamed_row);
   EXPECT_NE(out.find("\"columns\":[{\"name\":\"id\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"type\":\"DROP\",\"id\":\"it_sc.gone\""), std::string::npos) << out;
-  EXPECT_EQ(Count(out, "\"tableChanges\""), 9u) << out;  // 4 ALTER t, CREATE born, RENAME, CREATE+DROP+CREATE gone
+  EXPECT_EQ(CountOccurrences(out, "\"tableChanges\""), 9u) << out;  // 4 ALTER t, CREATE born, RENAME, CREATE+DROP+CREATE gone
 }
 
 INSTANTIATE_TEST_SUITE_P(Metadata, SchemaChangeCatchUp, ::testing::Values("FULL", "MINIMAL", "NO_LOG"));
 
 // Applied while sluice streams.
 TEST(SchemaChange, FollowedWhileStreaming) {
-  CreateSource();
+  CreateSchemaChangeSource();
   TempDir dir;
   SluiceConfigSpec spec;
   spec.tables = {"it_sc.*"};

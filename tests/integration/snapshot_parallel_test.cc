@@ -171,20 +171,13 @@ class KeyWriter {
   std::string error_;
 };
 
-uint32_t Seed() {
-  uint32_t seed = std::random_device{}();
-  if (const char* s = std::getenv("SLUICE_TEST_SEED")) seed = static_cast<uint32_t>(std::stoul(s));
-  std::cout << "[ seed ] SLUICE_TEST_SEED=" << seed << "\n";
-  return seed;
-}
-
 // A parallel snapshot of every key type under KeyWriter's load into SQLite and JSON lines, both
 // run to --until-caught-up: the replica equals the source, and the JSON stream holds each key's
 // changes once, in source order, never going back. `snapshot_extra`: more [snapshot] lines.
 void CheckEveryKeyTypeUnderWriteLoad(const std::string& db, int rows, const std::string& snapshot_extra,
                                      int jsonl_server_id, std::string* sqlite_log) {
   CreateKeyTables(db, rows);
-  uint32_t seed = Seed();
+  uint32_t seed = TestSeed();
   TempDir dir;
   SluiceConfigSpec spec;
   spec.tables = {db + ".*"};
@@ -427,7 +420,7 @@ TEST(SnapshotParallel, SigkillDuringParallelSnapshotConverges) {
                 "INSERT INTO {0}.big SELECT seq, REPEAT('q', seq % 90) FROM seq_1_to_120000;",
                 db)),
             0);
-  uint32_t seed = Seed();
+  uint32_t seed = TestSeed();
   std::mt19937 rng(seed);
   int kills = 3;
   if (const char* k = std::getenv("SLUICE_SNAPSHOT_KILLS")) kills = std::atoi(k);
