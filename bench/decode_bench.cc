@@ -147,9 +147,12 @@ void BM_ReadDecimal(benchmark::State& state) {
   std::vector<uint8_t> bin(DecimalBinarySize(precision, scale));
   // integer part 14 digits: 5 leading digits (3 bytes) + 9 (4 bytes); fraction 6 digits (3 bytes).
   const uint32_t lead = 0, mid = 1234567, frac = 100;
-  bin[0] = lead >> 16; bin[1] = lead >> 8; bin[2] = lead;
-  bin[3] = mid >> 24; bin[4] = mid >> 16; bin[5] = mid >> 8; bin[6] = mid;
-  bin[7] = frac >> 16; bin[8] = frac >> 8; bin[9] = frac;
+  auto put = [&bin](size_t at, uint32_t v, int bytes) {  // big-endian, `bytes` low bytes of v
+    for (int i = 0; i < bytes; ++i) bin.at(at + i) = static_cast<uint8_t>(v >> (8 * (bytes - 1 - i)));
+  };
+  put(0, lead, 3);
+  put(3, mid, 4);
+  put(7, frac, 3);
   for (auto& b : bin) b = static_cast<uint8_t>(~b);  // negative: every byte inverted
   bin[0] ^= 0x80;                                     // then the sign bit flipped
   for (auto _ : state) {
@@ -168,7 +171,7 @@ void BM_ReadDatetime2(benchmark::State& state) {
   std::vector<uint8_t> bin;
   for (int i = 4; i >= 0; --i) bin.push_back(static_cast<uint8_t>(packed >> (8 * i)));
   const uint32_t frac = 123456;
-  bin.push_back(frac >> 16); bin.push_back(frac >> 8); bin.push_back(frac);
+  for (int i = 2; i >= 0; --i) bin.push_back(static_cast<uint8_t>(frac >> (8 * i)));
   for (auto _ : state) {
     ByteReader r(bin);
     auto s = ReadDatetime2(r, static_cast<int>(state.range(0)));
