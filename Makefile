@@ -22,8 +22,7 @@ build-asan: setup
 
 # The whole suite (docs/testing.md): the unit tests under ASan+UBSan; the integration tests
 # against the ASan+UBSan sluice binary in SLUICE_TEST_SHARDS (2) shards side by side, each with
-# its own throwaway MariaDB; the long and timing-sensitive ones plus the end-to-end suite
-# against the optimised binary, with 90 s of fuzzing beside them at nice 19.
+# its own throwaway MariaDB; the long and timing-sensitive ones against the optimised binary, with 90 s of fuzzing beside them at nice 19.
 # Everything is compiled once: the ASan build holds every test binary and the fuzz targets;
 # the optimised build compiles only sluice, at nice 19 while the ASan tests run.
 test: setup build-asan

@@ -5,8 +5,8 @@
 #      every sluice process the tests start), split into SLUICE_TEST_SHARDS shards that run
 #      side by side, each against its own throwaway MariaDB (tests change server globals);
 #   3. the same integration_tests against REL_BUILD's optimised sluice binary, for the tests
-#      named in SLUICE_RELEASE_TESTS: the long and timing-sensitive ones left out of step 2,
-#      and the end-to-end suite as a smoke test of the optimised binary; in shards too;
+#      named in SLUICE_RELEASE_TESTS: the long and timing-sensitive ones left out of step 2
+#      (they also serve as the optimised binary's smoke test); in shards too;
 #   4. with FUZZ_SECONDS, scripts/fuzz.sh on ASAN_BUILD's fuzz targets, beside step 3.
 # With REL_PREBUILD=1, REL_BUILD's sluice is built at nice 19 while steps 1-2 run (they wait
 # on servers and processes much of the time), and step 3 waits for it; with FUZZ_PREBUILD=1
@@ -27,7 +27,7 @@ shards=${SLUICE_TEST_SHARDS:-2}
 # checked only there (ASan's quarantine keeps freed memory).
 long=${SLUICE_LONG_TESTS:-Observe.ProgressDisplayInATerminal:SnapshotParallel.EveryKeyTypeUnderWriteLoadMatchesAndEachKeyMovesForward:Publish.NatsClusterNodeKilledAndSluiceKilledExactlyOnce:OnlineReread.CatchingUpOverTransactionsAndDdlEqualsTheSource:Verify.MillionRowsEqualAndOneChangedValueNamedIdleAndUnderLoad:Incremental.UpsertRunsUnderConcurrentWriterAndLateCommit:Incremental.SigkillDuringBackfillAndPagingResumes:ModesAndMetadata/DdlMatrix.*/Stopped_*:ModesAndMetadata/DdlMatrix.*/Streaming_MINIMAL:ModesAndMetadata/DdlMatrix.*/Streaming_NO_LOG:BigTransaction.SqliteAppliesItInPartsUnderTheCap}
 asan_filter=${SLUICE_ASAN_GTEST_FILTER:--$long}
-release_filter=${SLUICE_RELEASE_TESTS:-$long:EndToEnd.*}
+release_filter=${SLUICE_RELEASE_TESTS:-$long}
 
 if [ ! -d ../shared/fixtures/binlogs ] || [ ! -d ../shared/fixtures/sakila ]; then
   echo "run-tests: ../shared/fixtures is missing (binlogs/ and sakila/ are needed by the tests)" >&2
