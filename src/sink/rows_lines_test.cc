@@ -17,12 +17,11 @@ namespace {
 
 using binlog::ColumnType;
 using binlog::RowsKind;
-using T = binlog::ColumnType;
-using fuzz::internal::Col;
+using CT = binlog::ColumnType;
 
 constexpr int64_t kTs = 1764633600123;
 
-SourceInfo Source() {
+SourceInfo RowsSource() {
   SourceInfo s;
   s.flavor = Flavor::kMariaDB;
   s.server_id = 7;
@@ -56,7 +55,7 @@ struct Fixture {
   std::shared_ptr<const binlog::RowPlans> plans;
 };
 
-Fixture Make(const std::vector<Col>& cols) {
+Fixture Make(const std::vector<fuzz::internal::Col>& cols) {
   Fixture f{fuzz::internal::Make("t", cols), nullptr, nullptr};
   f.table = std::make_shared<TableSchema>(f.t.schema);
   auto plans = binlog::BuildRowPlans(f.t.map, f.table.get(), {});
@@ -82,10 +81,10 @@ binlog::RowsEvent Event(RowsKind kind, size_t n, const std::vector<uint8_t>& bod
 void ExpectSame(const Fixture& f, RowsKind kind, const std::vector<uint8_t>& body, bool taken, const char* what) {
   SCOPED_TRACE(what);
   const binlog::RowsEvent ev = Event(kind, f.t.map.column_count(), body);
-  auto want = ValuePath(ev, f.t.map, *f.plans, f.table, Source());
+  auto want = ValuePath(ev, f.t.map, *f.plans, f.table, RowsSource());
   RowsEventLinesCache cache;
   std::string got = "kept|";
-  auto n = AppendRowsEventLines(ev, f.t.map, *f.plans, f.table, Source(), kTs, &cache, &got);
+  auto n = AppendRowsEventLines(ev, f.t.map, *f.plans, f.table, RowsSource(), kTs, &cache, &got);
   if (!taken) {
     EXPECT_FALSE(n.has_value()) << what << ": the direct path should leave this event to the general one";
     EXPECT_EQ(got, "kept|") << what << ": *out changed although the event was left";
@@ -96,7 +95,7 @@ void ExpectSame(const Fixture& f, RowsKind kind, const std::vector<uint8_t>& bod
   EXPECT_EQ(got, "kept|" + *want) << what;
   // A second event through the same cache (the shared parts cached) gives the same again.
   std::string again;
-  ASSERT_TRUE(AppendRowsEventLines(ev, f.t.map, *f.plans, f.table, Source(), kTs, &cache, &again).has_value());
+  ASSERT_TRUE(AppendRowsEventLines(ev, f.t.map, *f.plans, f.table, RowsSource(), kTs, &cache, &again).has_value());
   EXPECT_EQ(again, *want) << what << " (cached parts)";
 }
 
@@ -113,9 +112,9 @@ std::vector<uint8_t> Str(uint8_t len_bytes, std::string_view s) {
 }
 
 TEST(RowsEventLinesTest, IntegersSignedAndUnsigned) {
-  Fixture f = Make({{T::MYSQL_TYPE_TINY, 0}, {T::MYSQL_TYPE_TINY, 0, true}, {T::MYSQL_TYPE_SHORT, 0},
-                    {T::MYSQL_TYPE_INT24, 0}, {T::MYSQL_TYPE_INT24, 0, true}, {T::MYSQL_TYPE_LONG, 0},
-                    {T::MYSQL_TYPE_LONG, 0, true}, {T::MYSQL_TYPE_LONGLONG, 0}, {T::MYSQL_TYPE_LONGLONG, 0, true}});
+  Fixture f = Make({{CT::MYSQL_TYPE_TINY, 0}, {CT::MYSQL_TYPE_TINY, 0, true}, {CT::MYSQL_TYPE_SHORT, 0},
+                    {CT::MYSQL_TYPE_INT24, 0}, {CT::MYSQL_TYPE_INT24, 0, true}, {CT::MYSQL_TYPE_LONG, 0},
+                    {CT::MYSQL_TYPE_LONG, 0, true}, {CT::MYSQL_TYPE_LONGLONG, 0}, {CT::MYSQL_TYPE_LONGLONG, 0, true}});
   const std::vector<uint8_t> image = {0x00, 0x00,  // null bitmap (9 columns)
                                       0x80, 0xff, 0x00, 0x80, 0x00, 0x00, 0x80, 0xff, 0xff, 0xff,
                                       0xff, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff,
@@ -130,10 +129,10 @@ TEST(RowsEventLinesTest, IntegersSignedAndUnsigned) {
 }
 
 TEST(RowsEventLinesTest, Utf8StringsCharVarcharText) {
-  Fixture f = Make({{T::MYSQL_TYPE_VARCHAR, 1000, false, 45},   // VARCHAR(250) utf8mb4: 2-byte length
-                    {T::MYSQL_TYPE_VARCHAR, 40, false, 33},     // VARCHAR(10) utf8mb3
-                    {T::MYSQL_TYPE_STRING, 0xFE78, false, 45},  // CHAR(30) utf8mb4 (120 bytes)
-                    {T::MYSQL_TYPE_BLOB, 2, false, 45}});       // TEXT utf8mb4
+  Fixture f = Make({{CT::MYSQL_TYPE_VARCHAR, 1000, false, 45},   // VARCHAR(250) utf8mb4: 2-byte length
+                    {CT::MYSQL_TYPE_VARCHAR, 40, false, 33},     // VARCHAR(10) utf8mb3
+                    {CT::MYSQL_TYPE_STRING, 0xFE78, false, 45},  // CHAR(30) utf8mb4 (120 bytes)
+                    {CT::MYSQL_TYPE_BLOB, 2, false, 45}});       // TEXT utf8mb4
   const std::string escapes = "quote \" backslash \\ newline \n tab \t ctl \x01 end";
   ExpectSame(f, RowsKind::kWrite,
              Cat({{0x00}, Str(2, "plain"), Str(1, "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"),
@@ -149,12 +148,12 @@ TEST(RowsEventLinesTest, Utf8StringsCharVarcharText) {
 }
 
 TEST(RowsEventLinesTest, Latin1AndBinaryStrings) {
-  Fixture f = Make({{T::MYSQL_TYPE_VARCHAR, 30, false, 8},     // VARCHAR latin1 (general)
-                    {T::MYSQL_TYPE_STRING, 0xFE0A, false, 8},  // CHAR(10) latin1 (general)
-                    {T::MYSQL_TYPE_VARCHAR, 100, false, 63},   // VARBINARY: base64
-                    {T::MYSQL_TYPE_STRING, 0xFE10, false, 63},  // BINARY(16): re-padded (general)
-                    {T::MYSQL_TYPE_BLOB, 2, false, 63},         // BLOB: base64
-                    {T::MYSQL_TYPE_VARCHAR, 100, false, 0}});   // unknown charset: base64
+  Fixture f = Make({{CT::MYSQL_TYPE_VARCHAR, 30, false, 8},     // VARCHAR latin1 (general)
+                    {CT::MYSQL_TYPE_STRING, 0xFE0A, false, 8},  // CHAR(10) latin1 (general)
+                    {CT::MYSQL_TYPE_VARCHAR, 100, false, 63},   // VARBINARY: base64
+                    {CT::MYSQL_TYPE_STRING, 0xFE10, false, 63},  // BINARY(16): re-padded (general)
+                    {CT::MYSQL_TYPE_BLOB, 2, false, 63},         // BLOB: base64
+                    {CT::MYSQL_TYPE_VARCHAR, 100, false, 0}});   // unknown charset: base64
   ExpectSame(f, RowsKind::kWrite,
              Cat({{0x00}, Str(1, "caf\xe9 \x80"), Str(1, "pad\xe9   "), Str(1, std::string("\x00\xff\x10", 3)),
                   Str(1, "abc"), Str(2, std::string("\x00\x01\x02\x03\x04", 5)), Str(1, "xy")}),
@@ -162,9 +161,9 @@ TEST(RowsEventLinesTest, Latin1AndBinaryStrings) {
 }
 
 TEST(RowsEventLinesTest, TemporalDecimalAndOtherTypesTakeTheGeneralConversion) {
-  Fixture f = Make({{T::MYSQL_TYPE_DATETIME2, 0}, {T::MYSQL_TYPE_TIMESTAMP2, 3}, {T::MYSQL_TYPE_NEWDECIMAL, 10 << 8 | 2},
-                    {T::MYSQL_TYPE_DATE, 0}, {T::MYSQL_TYPE_DOUBLE, 8}, {T::MYSQL_TYPE_YEAR, 0},
-                    {T::MYSQL_TYPE_STRING, static_cast<uint16_t>(T::MYSQL_TYPE_ENUM) << 8 | 1, false, 45, {"a", "b"}}});
+  Fixture f = Make({{CT::MYSQL_TYPE_DATETIME2, 0}, {CT::MYSQL_TYPE_TIMESTAMP2, 3}, {CT::MYSQL_TYPE_NEWDECIMAL, 10 << 8 | 2},
+                    {CT::MYSQL_TYPE_DATE, 0}, {CT::MYSQL_TYPE_DOUBLE, 8}, {CT::MYSQL_TYPE_YEAR, 0},
+                    {CT::MYSQL_TYPE_STRING, static_cast<uint16_t>(CT::MYSQL_TYPE_ENUM) << 8 | 1, false, 45, {"a", "b"}}});
   // DATETIME2(0) 2024-05-06 07:08:09; TIMESTAMP2(3) 1700000000.123; DECIMAL(10,2) -12.34;
   // DATE 2024-05-06; DOUBLE 1.5; YEAR 2024; ENUM 'b'.
   const std::vector<uint8_t> row = {0x00,
@@ -180,7 +179,7 @@ TEST(RowsEventLinesTest, TemporalDecimalAndOtherTypesTakeTheGeneralConversion) {
 }
 
 TEST(RowsEventLinesTest, LeavesWhatItDoesNotTake) {
-  Fixture f = Make({{T::MYSQL_TYPE_LONG, 0}, {T::MYSQL_TYPE_VARCHAR, 40, false, 45}});
+  Fixture f = Make({{CT::MYSQL_TYPE_LONG, 0}, {CT::MYSQL_TYPE_VARCHAR, 40, false, 45}});
   const std::vector<uint8_t> row = Cat({{0x00}, {1, 0, 0, 0}, Str(1, "x")});
   ExpectSame(f, RowsKind::kWrite, {0x00, 1, 0, 0}, false, "a truncated image");
   ExpectSame(f, RowsKind::kWrite, Cat({row, {0x00}}), false, "trailing bytes after the last whole row");
@@ -189,22 +188,22 @@ TEST(RowsEventLinesTest, LeavesWhatItDoesNotTake) {
   ev.present_before = {true, false};
   RowsEventLinesCache cache;
   std::string out;
-  EXPECT_FALSE(AppendRowsEventLines(ev, f.t.map, *f.plans, f.table, Source(), kTs, &cache, &out).has_value())
+  EXPECT_FALSE(AppendRowsEventLines(ev, f.t.map, *f.plans, f.table, RowsSource(), kTs, &cache, &out).has_value())
       << "an image without every column must be left to the general path";
   ev = Event(RowsKind::kPartialUpdate, 2, row);
-  EXPECT_FALSE(AppendRowsEventLines(ev, f.t.map, *f.plans, f.table, Source(), kTs, &cache, &out).has_value())
+  EXPECT_FALSE(AppendRowsEventLines(ev, f.t.map, *f.plans, f.table, RowsSource(), kTs, &cache, &out).has_value())
       << "a partial JSON update must be left to the general path";
   // A table definition with more columns than the TABLE_MAP (columns added since).
   auto wider = std::make_shared<TableSchema>(*f.table);
   wider->columns.push_back(ColumnDesc{"added"});
   ev = Event(RowsKind::kWrite, 2, row);
-  EXPECT_FALSE(AppendRowsEventLines(ev, f.t.map, *f.plans, wider, Source(), kTs, &cache, &out).has_value())
+  EXPECT_FALSE(AppendRowsEventLines(ev, f.t.map, *f.plans, wider, RowsSource(), kTs, &cache, &out).has_value())
       << "a definition wider than the row image must be left to the general path";
   EXPECT_TRUE(out.empty()) << out;
 }
 
 TEST(RowsEventLinesTest, SourceVariantsAndEscapedNames) {
-  Fixture f = Make({{T::MYSQL_TYPE_LONG, 0}, {T::MYSQL_TYPE_VARCHAR, 40, false, 45}});
+  Fixture f = Make({{CT::MYSQL_TYPE_LONG, 0}, {CT::MYSQL_TYPE_VARCHAR, 40, false, 45}});
   auto t = std::make_shared<TableSchema>(*f.table);
   t->db = "d\"b";
   t->table = "t\\able";
@@ -212,7 +211,7 @@ TEST(RowsEventLinesTest, SourceVariantsAndEscapedNames) {
   t->columns[1].name = "\xc3\xa9t\xc3\xa9";
   const std::vector<uint8_t> body = Cat({{0x00}, {1, 0, 0, 0}, Str(1, "x")});
   for (int variant = 0; variant < 3; ++variant) {
-    SourceInfo src = Source();
+    SourceInfo src = RowsSource();
     if (variant == 1) src.gtid.clear();                  // no GTID: null
     if (variant == 2) src.flavor = Flavor::kMySQL, src.file = "bin\"log.1";
     const binlog::RowsEvent ev = Event(RowsKind::kWrite, 2, body);
@@ -261,9 +260,9 @@ TEST(RowsEventLinesTest, RandomImagesEqualTheGeneralPath) {
     const int kind = static_cast<int>(next() % 3);
     const binlog::RowsEvent ev =
         Event(kind == 0 ? RowsKind::kWrite : kind == 1 ? RowsKind::kUpdate : RowsKind::kDelete, n, body);
-    auto want = ValuePath(ev, t.map, *plans[k], schemas[k], Source());
+    auto want = ValuePath(ev, t.map, *plans[k], schemas[k], RowsSource());
     std::string got;
-    auto rows = AppendRowsEventLines(ev, t.map, *plans[k], schemas[k], Source(), kTs, &cache, &got);
+    auto rows = AppendRowsEventLines(ev, t.map, *plans[k], schemas[k], RowsSource(), kTs, &cache, &got);
     if (want.ok()) ++general_ok;
     if (!rows) {
       ASSERT_TRUE(got.empty()) << "table " << t.map.table << " input " << i << ": *out changed on a left event";
