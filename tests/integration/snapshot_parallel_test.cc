@@ -247,8 +247,9 @@ void CheckEveryKeyTypeUnderWriteLoad(const std::string& db, int rows, const std:
     // the stream so far (a change also in the copy, or one missing, breaks the chain).
     if (!rec["before"].is_null()) {
       auto prev = replayed.find(key_of(rec["before"]));
-      if (prev != replayed.end())
+      if (prev != replayed.end()) {
         EXPECT_EQ(prev->second, rec["before"]["v"].dump()) << "a change whose before image is not its key's last image: " << line;
+      }
     }
     // The replica the JSON stream describes: each key's last image.
     if (!rec["after"].is_null()) {
