@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <sqlite3.h>
@@ -167,11 +168,33 @@ RowMetadata::RowMetadata(const std::string& mode) {
 }
 RowMetadata::~RowMetadata() { (void)RunSqlText("SET GLOBAL binlog_row_metadata = 'FULL';"); }
 
+namespace {
+
+// The peak RSS (VmHWM, KiB) of process `pid` once it runs another program than this one, or
+// 0 (not yet exec'd, gone, unreadable). VmHWM belongs to the process's address space, which
+// exec replaces: unlike wait4's ru_maxrss it does not include the forked copy of this test
+// process (hundreds of MiB for the ASan test binary, whatever malloc_trim does).
+long ExecdPeakRssKib(pid_t pid) {
+  static const std::string self = ReadFile("/proc/self/comm");
+  std::string comm = ReadFile("/proc/" + std::to_string(pid) + "/comm");
+  if (comm.empty() || comm == self) return 0;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  }
+  return 0;
+}
+
+}  // namespace
+
 int WaitChild(pid_t pid, std::chrono::seconds timeout, long* max_rss_kib) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
   struct rusage ru {};
+  long hwm_kib = 0;  // VmHWM only grows, so the last sample before exit is within 20 ms of the peak
   while (true) {
+    if (max_rss_kib != nullptr) hwm_kib = std::max(hwm_kib, ExecdPeakRssKib(pid));
     pid_t r = wait4(pid, &status, WNOHANG, &ru);
     if (r == pid) break;
     if (std::chrono::steady_clock::now() > deadline) {
@@ -182,7 +205,9 @@ int WaitChild(pid_t pid, std::chrono::seconds timeout, long* max_rss_kib) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (max_rss_kib != nullptr) *max_rss_kib = ru.ru_maxrss;
+  // ru_maxrss (which counts the forked copy of this process) only for a child too short-lived
+  // to be sampled.
+  if (max_rss_kib != nullptr) *max_rss_kib = hwm_kib > 0 ? hwm_kib : ru.ru_maxrss;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return -WTERMSIG(status);
   return -1000;

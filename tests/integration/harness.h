@@ -63,7 +63,7 @@ bool SluiceSanitized();
 struct ProcessResult {
   int exit_code = -1;  // -signal when killed
   std::string output;  // stdout + stderr
-  long max_rss_kib = 0;  // peak resident set size of the process (getrusage ru_maxrss)
+  long max_rss_kib = 0;  // peak resident set size of the program run (VmHWM after its exec)
 };
 // Runs `sluice args...` to completion (killed after `timeout`).
 ProcessResult RunSluice(const std::vector<std::string>& args,
@@ -71,7 +71,8 @@ ProcessResult RunSluice(const std::vector<std::string>& args,
 // Starts `sluice args...` in the background; output goes to `log_path`.
 pid_t StartSluice(const std::vector<std::string>& args, const std::string& log_path);
 // Waits for a child; returns its exit code (or -signal).
-// *max_rss_kib (when given) gets its peak resident set size.
+// *max_rss_kib (when given) gets its peak resident set size, sampled from /proc every 20 ms
+// (VmHWM, which excludes the forked copy of the test process that wait4 would count).
 int WaitChild(pid_t pid, std::chrono::seconds timeout = std::chrono::seconds(120), long* max_rss_kib = nullptr);
 std::string ReadFile(const std::string& path);
 // How many times `needle` occurs in `haystack` (overlapping occurrences count).
