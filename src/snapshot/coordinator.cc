@@ -306,6 +306,15 @@ class Worker {
       src.snapshot = true;
       return src;
     };
+    // The marker that follows a range's last chunk.
+    const auto push_range_done = [&] {
+      Chunk done;
+      done.table = job.table;
+      done.range = job.range;
+      done.point = point;
+      done.range_done = true;
+      return queue_.Push(std::move(done), 64);
+    };
     // A table whose rows this transaction's watermark window changed is read as Rows, which
     // DropWindowRows filters (snapshot/watermark.h).
     const bool filtered = window_ && window_->keys() > 0 && window_->Touches(t.name.QualifiedName());
@@ -353,12 +362,7 @@ class Worker {
             return queue_.Push(std::move(c), bytes);
           }));
       pool_.Give(std::move(out));
-      Chunk done;
-      done.table = job.table;
-      done.range = job.range;
-      done.point = point;
-      done.range_done = true;
-      return queue_.Push(std::move(done), 64);
+      return push_range_done();
     }
     RETURN_IF_ERROR(snap_->ReadRange(
         *t.schema, r ? *after : kNone, r ? r->lower : kNone, r ? r->upper : kNone,
@@ -393,12 +397,7 @@ class Worker {
           *last_progress = Clock::now();
           return queue_.Push(std::move(c), bytes);
         }));
-    Chunk done;
-    done.table = job.table;
-    done.range = job.range;
-    done.point = point;
-    done.range_done = true;
-    return queue_.Push(std::move(done), 64);
+    return push_range_done();
   }
 
   const SnapshotRunOptions& options_;
