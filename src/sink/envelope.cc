@@ -878,21 +878,17 @@ std::optional<size_t> AppendRowsEventLines(const binlog::RowsEvent& event, const
   size_t rows = 0;
   while (!r.empty()) {
     const size_t row_start = r.position();
-    out->append("{\"before\":");
-    if (!has_before) {
-      out->append("null");
-    } else if (!image(r)) {
-      out->resize(old);
-      return std::nullopt;
-    }
-    out->append(",\"after\":");
-    if (!has_after) {
-      out->append("null");
-    } else if (!image(r)) {
-      out->resize(old);
-      return std::nullopt;
-    }
-    if (r.position() == row_start) {  // DecodeRows' error: images that read no bytes
+    // One side of the envelope: the event's image of it, or null when the event has none.
+    const auto side = [&](const char* name, bool present) {
+      out->append(name);
+      if (!present) {
+        out->append("null");
+        return true;
+      }
+      return image(r);
+    };
+    // The last test is DecodeRows' error: images that read no bytes.
+    if (!side("{\"before\":", has_before) || !side(",\"after\":", has_after) || r.position() == row_start) {
       out->resize(old);
       return std::nullopt;
     }
