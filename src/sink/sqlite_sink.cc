@@ -166,15 +166,15 @@ constexpr uint8_t kAffBlob = 'B';
 // checkpoint runs in the COMMIT that crosses 1000 WAL pages: with synchronous=FULL two more
 // fsyncs there, most of a snapshot's wall time into SQLite: BENCHMARKS.md). The applying
 // connection's WAL hook, which replaces the automatic checkpoint, wakes it once the WAL holds
-// kWakeFrames frames; PASSIVE checkpoints never wait for the writer or block it. A checkpoint
+// kWakeBytes of frames; PASSIVE checkpoints never wait for the writer or block it. A checkpoint
 // is an ordinary SQLite operation: SIGKILL or power loss at any moment leaves the database as
 // at any other moment (committed transactions are in the WAL, synced per `synchronous`).
-// Should it fall far behind (kInlineFrames), the applying thread checkpoints itself, as SQLite
-// would.
+// Should it fall far behind (kInlineBytes), the applying thread checkpoints itself, as SQLite
+// would. Both are bytes, so they hold whatever the database's page size.
 class Checkpointer {
  public:
-  static constexpr int kWakeFrames = 1000;     // SQLite's own wal_autocheckpoint
-  static constexpr int kInlineFrames = 64000;  // about 256 MB of WAL at 4 KiB pages
+  static constexpr int64_t kWakeBytes = 1000 * 4096;       // SQLite's own wal_autocheckpoint at 4 KiB
+  static constexpr int64_t kInlineBytes = int64_t{256} << 20;  // WAL size the writer checkpoints itself at
 
   // Null when the second connection cannot be opened (the caller keeps SQLite's automatic
   // checkpoint).
@@ -268,6 +268,9 @@ class SqliteConnection : public SqlConnection {
     if (rc != SQLITE_OK) return SqlError("open", rc);
     sqlite3_extended_result_codes(db_, 1);
     sqlite3_busy_timeout(db_, options_.busy_timeout_ms);
+    // Takes effect only while the file holds no page yet (a new database); must come before
+    // WAL mode, which fixes the page size. SQLite ignores a size that is not a power of two.
+    RETURN_IF_ERROR(Exec(fmt::format("PRAGMA page_size={}", options_.page_size)));
     // journal_mode answers with the mode in force; anything but WAL means no WAL here.
     {
       ASSIGN_OR_RETURN(SqlStatement * s, Prepare("PRAGMA journal_mode=WAL"));
@@ -279,6 +282,11 @@ class SqliteConnection : public SqlConnection {
       }
     }
     RETURN_IF_ERROR(Exec(options_.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+    {
+      ASSIGN_OR_RETURN(SqlStatement * s, Prepare("PRAGMA page_size"));
+      ASSIGN_OR_RETURN(auto rows, s->Query());
+      if (!rows.empty() && !rows[0].empty() && rows[0][0]) page_size_ = std::max<int64_t>(std::strtoll(rows[0][0]->c_str(), nullptr, 10), 512);
+    }
     // 32 MiB of page cache (SqlitePageCacheBytes) instead of SQLite's 2 MB: catching up, the
     // default re-read the tables' index pages from the OS at every group (a fifth of the run
     // in read() calls). Negative: KiB.
@@ -338,15 +346,18 @@ class SqliteConnection : public SqlConnection {
  private:
   // After each commit, with the WAL's frame count (Checkpointer above).
   static int WalHook(void* self, sqlite3* db, const char* name, int frames) {
-    if (frames >= Checkpointer::kInlineFrames)
+    auto* conn = static_cast<SqliteConnection*>(self);
+    const int64_t bytes = int64_t{frames} * conn->page_size_;
+    if (bytes >= Checkpointer::kInlineBytes)
       (void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-    else if (frames >= Checkpointer::kWakeFrames)
-      static_cast<SqliteConnection*>(self)->checkpointer_->Wake();
+    else if (bytes >= Checkpointer::kWakeBytes)
+      conn->checkpointer_->Wake();
     return SQLITE_OK;
   }
 
   SqliteSinkOptions options_;
   sqlite3* db_ = nullptr;
+  int64_t page_size_ = 4096;  // the database's, read once it is open
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unordered_map<std::string, std::unique_ptr<SqliteStatement>> prepared_;
   SqlStatement* begin_ = nullptr;

@@ -435,6 +435,41 @@ TEST_F(SqliteSinkTest, WalIsCheckpointedInTheBackgroundWhileOpen) {
   EXPECT_EQ(Query("SELECT count(*) FROM \"shop.items\"")[0][0], "i:3000");
 }
 
+// A database the sink creates gets options.page_size; one that already holds pages keeps its
+// own (SQLite fixes the size once WAL mode is on), and the sink still applies and checkpoints.
+TEST_F(SqliteSinkTest, NewDatabaseTakesThePageSizeAnExistingOneKeepsItsOwn) {
+  ApplyOk({Change(Op::kCreate, ItemsTable(), {}, Item(1, "a", "1.00", 1))}, "cp1");
+  EXPECT_EQ(Query("PRAGMA page_size"), (std::vector<std::vector<std::string>>{{"i:16384"}}))
+      << "a new database made by the sink with the default options";
+  sink_.reset();
+
+  const std::string old_path = dir_ + "/old.db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(old_path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA page_size=4096; PRAGMA journal_mode=WAL; CREATE TABLE other (x)", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  path_ = old_path;
+  sink_ = OpenSink();
+  ASSERT_TRUE(sink_);
+  const std::string big(2000, 'x');
+  std::vector<RowChange> changes;
+  for (int id = 1; id <= 3000; ++id) changes.push_back(Change(Op::kCreate, ItemsTable(), {}, Item(id, big, "1.00", id)));
+  ApplyOk(std::move(changes), "cp2");
+  EXPECT_EQ(Query("PRAGMA page_size"), (std::vector<std::vector<std::string>>{{"i:4096"}}))
+      << "a database that existed with 4 KiB pages before the sink opened it";
+  EXPECT_EQ(Query("SELECT count(*) FROM \"shop.items\"")[0][0], "i:3000");
+  // 6 MB of rows at 4 KiB pages: the WAL passed the checkpointer's 4 MB, counted in bytes.
+  struct stat st {};
+  bool landed = false;
+  for (int i = 0; i < 500 && !landed; ++i) {
+    landed = ::stat(path_.c_str(), &st) == 0 && st.st_size >= 5'000'000;
+    if (!landed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(landed) << "the 4 KiB-page database file holds " << st.st_size << " bytes after 5 s: not checkpointed";
+}
+
 TEST_F(SqliteSinkTest, GroupIsAppliedWholeWithTheLastCheckpointOrNotAtAll) {
   ApplyOk({Change(Op::kCreate, ItemsTable(), {}, Item(1, "a", "1.00", 1))}, "cp1");
   std::vector<Transaction> bad;
