@@ -5,11 +5,15 @@
 #   mariadb --quick -e 'SELECT * FROM sbtest1'      (one plain SELECT through the client)
 #   sluice run, snapshot.workers = 2, to JSON lines
 #   sluice run, snapshot.workers = 2, into SQLite
+#   mydumper -t 2 -r 500000, then `sync` of its files (durable, as sluice's output is: sluice
+#                                                     syncs before each checkpoint)
 # Prints each time and the ratios to mydumper's best time.
 #
 #   bench/snapshot-bench.sh [BUILD_DIR] [RUNS]     # default build, 3
 # Environment: ROWS (default 2000000), WORKERS (default 2), KEEP_SERVER=1 to keep
-# /tmp/sluice-snapbench running between invocations (its data is reused when present).
+# /tmp/sluice-snapbench running between invocations (its data is reused when present),
+# OUT_DIR: where every tool writes (default: a directory under /tmp; OUT_DIR=/dev/shm takes
+# the disk out: what is left is each client's own work and the server's).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
@@ -21,11 +25,12 @@ SETUP_EXTRA=mydumper bash "$root/scripts/setup.sh"
 
 srv=/tmp/sluice-snapbench
 work=$(mktemp -d /tmp/sluice-snapbench-run.XXXXXX)
+out=$(mktemp -d "${OUT_DIR:-/tmp}/sluice-snapbench-out.XXXXXX")
 if [ ! -f "$srv/env" ] || ! mariadb-admin --no-defaults --socket="$srv/mysqld.sock" -uroot ping >/dev/null 2>&1; then
   "$root/scripts/mariadb-test-server.sh" start "$srv" --innodb-buffer-pool-size=2G >/dev/null
 fi
 cleanup() {
-  rm -rf "$work"
+  rm -rf "$work" "$out"
   [ "${KEEP_SERVER:-0}" = 1 ] || "$root/scripts/mariadb-test-server.sh" stop "$srv" >/dev/null || true
 }
 trap cleanup EXIT
@@ -92,27 +97,32 @@ measure() {  # $1 name, rest: command (run after a per-run reset)
     "$name" "$s" "$(echo "$u + $sy" | bc)" "$u" "$sy" "$(echo "$c1 - $c0" | bc)" "$(cut -d' ' -f1 /proc/loadavg)"
   if [ -z "${best[$name]:-}" ] || (( $(echo "$s < ${best[$name]}" | bc) )); then best[$name]=$s; fi
 }
-run_mydumper() { rm -rf "$work/dump"; mydumper -h "$host" -P "$port" -u "$user" -p "$MYSQL_PWD" \
-  -B sbtest -t 2 -r 500000 -o "$work/dump" >/dev/null 2>&1
+run_mydumper() { rm -rf "$out/dump"; sync; mydumper -h "$host" -P "$port" -u "$user" -p "$MYSQL_PWD" \
+  -B sbtest -t 2 -r 500000 -o "$out/dump" >/dev/null 2>&1
   # mydumper 0.10 ignores "-T sbtest1" without complaint and dumps nothing: check the data.
-  ls "$work"/dump/sbtest.sbtest1.*sql | grep -qv schema || { echo "mydumper wrote no data" >&2; exit 1; }; }
-run_client() { mariadb --no-defaults -h "$host" -P "$port" -u "$user" --quick -N \
-  -e 'SELECT * FROM sbtest.sbtest1' > "$work/select.tsv"; }
-run_sluice_jsonl() { rm -f "$work"/out.jsonl*; config jsonl "$work/out.jsonl"
+  ls "$out"/dump/sbtest.sbtest1.*sql | grep -qv schema || { echo "mydumper wrote no data" >&2; exit 1; }; }
+# mydumper never syncs what it wrote; sluice makes its output durable before each checkpoint.
+# This is mydumper on the same terms: its files synced (fsync each) before the clock stops.
+run_mydumper_sync() { run_mydumper; sync "$out"/dump/*; }
+run_client() { rm -f "$out/select.tsv"; sync; mariadb --no-defaults -h "$host" -P "$port" -u "$user" --quick -N \
+  -e 'SELECT * FROM sbtest.sbtest1' > "$out/select.tsv"; }
+run_sluice_jsonl() { rm -f "$out"/out.jsonl*; sync; config jsonl "$out/out.jsonl"
   SLUICE_TEST_MYSQL_PASSWORD=$MYSQL_PWD "$build/sluice" run --config "$work/sluice.toml" --until-caught-up 2>"$work/sluice.log"; }
-run_sluice_sqlite() { rm -f "$work"/replica.db*; config sqlite "$work/replica.db"
+run_sluice_sqlite() { rm -f "$out"/replica.db*; sync; config sqlite "$out/replica.db"
   SLUICE_TEST_MYSQL_PASSWORD=$MYSQL_PWD "$build/sluice" run --config "$work/sluice.toml" --until-caught-up 2>"$work/sluice.log"; }
 
 echo "sbtest1: $rows rows; $(nproc) cores; sluice workers = $workers; $runs runs each"
 for i in $(seq "$runs"); do
   measure "mydumper -t 2" run_mydumper
+  measure "mydumper -t 2 + sync" run_mydumper_sync
   measure "mariadb --quick" run_client
   measure "sluice -> jsonl" run_sluice_jsonl
   measure "sluice -> sqlite" run_sluice_sqlite
 done
-jl=$(wc -l < "$work/out.jsonl")
+jl=$(wc -l < "$out/out.jsonl")
 [ "$jl" -ge "$rows" ] || { echo "sluice wrote $jl JSON lines, expected $rows" >&2; exit 1; }
 echo "best times; ratio = mydumper time / tool time (> 1: faster than mydumper)"
-for n in "mydumper -t 2" "mariadb --quick" "sluice -> jsonl" "sluice -> sqlite"; do
+echo "output: mydumper $(du -sm "$out/dump" | cut -f1) MB, sluice JSON lines $(du -sm "$out/out.jsonl" | cut -f1) MB, SQLite $(du -cm "$out"/replica.db* | tail -1 | cut -f1) MB, in $out ($(df --output=fstype "$out" | tail -1))"
+for n in "mydumper -t 2" "mydumper -t 2 + sync" "mariadb --quick" "sluice -> jsonl" "sluice -> sqlite"; do
   printf '%-22s %6.2f s   %.2fx\n' "$n" "${best[$n]}" "$(echo "${best["mydumper -t 2"]} / ${best[$n]}" | bc -l)"
 done
