@@ -118,6 +118,24 @@ Result<bool> WindowScan::Feed(const CommittedTransaction& txn) {
   return false;
 }
 
+Status CheckWatermarkSettings(const std::string& row_image, const std::optional<std::string>& order_commits) {
+  if (row_image != "FULL")
+    return Status::FailedPrecondition(fmt::format(
+        "snapshot.consistency = \"watermark\" needs binlog_row_image=FULL (the server has {}): a row "
+        "changed while a read transaction opened is left out of the copy and rebuilt from its next "
+        "change in the binlog, which must carry the whole row. Set binlog_row_image=FULL or use "
+        "consistency = \"exact\"",
+        row_image.empty() ? "none" : row_image));
+  if (order_commits && *order_commits != "1" && *order_commits != "ON")
+    return Status::FailedPrecondition(fmt::format(
+        "snapshot.consistency = \"watermark\" needs binlog_order_commits=ON (the server has {}): with it "
+        "off, a transaction written to the binlog before the low watermark can commit after the read "
+        "transaction opened, and be neither in the copy nor in the window. Set binlog_order_commits=ON "
+        "or use consistency = \"exact\"",
+        order_commits->empty() ? "none" : *order_commits));
+  return Status::Ok();
+}
+
 Status WatermarkReader::Prepare() {
   std::lock_guard<std::mutex> lock(mu_);
   if (signal_) return Status::Ok();
@@ -127,13 +145,12 @@ Status WatermarkReader::Prepare() {
   flavor_ = version.flavor;
   ASSIGN_OR_RETURN(QueryResult img, c->Query("SELECT @@global.binlog_row_image"));
   const std::string image = img.rows.empty() || !img.rows[0][0] ? "" : *img.rows[0][0];
-  if (image != "FULL")
-    return Status::FailedPrecondition(fmt::format(
-        "snapshot.consistency = \"watermark\" needs binlog_row_image=FULL (the server has {}): a row "
-        "changed while a read transaction opened is left out of the copy and rebuilt from its next "
-        "change in the binlog, which must carry the whole row. Set binlog_row_image=FULL or use "
-        "consistency = \"exact\"",
-        image.empty() ? "none" : image));
+  std::optional<std::string> order_commits;
+  if (flavor_ != Flavor::kMariaDB) {
+    ASSIGN_OR_RETURN(QueryResult oc, c->Query("SELECT @@global.binlog_order_commits"));
+    order_commits = oc.rows.empty() || !oc.rows[0][0] ? "" : *oc.rows[0][0];
+  }
+  RETURN_IF_ERROR(CheckWatermarkSettings(image, order_commits));
   const TableName& t = options_.table;
   const std::string qualified = QuoteIdentifier(t.db) + "." + QuoteIdentifier(t.table);
   const std::string ddl = fmt::format(

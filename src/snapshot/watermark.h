@@ -120,6 +120,18 @@ class WindowScan {
   size_t transactions_ = 0;  // in the window
 };
 
+// The server settings watermark consistency needs, judged from their values (pure):
+// `row_image` is @@global.binlog_row_image; `order_commits` is MySQL's
+// @@global.binlog_order_commits (nullopt where the server has none: MariaDB commits in binlog
+// order within a group commit). FULL images: a row left out of a read is rebuilt from its next
+// change. Commits in binlog order (MySQL: binlog_order_commits=ON, its default): a
+// transaction written to the binlog before L is committed in InnoDB before L's commit
+// returns, so the read view opened after it sees it, and one written after H is not seen by
+// it (MySQL manual, binlog_order_commits: "transactions may be committed in parallel ... in
+// a different order than written to the binary log"). kFailedPrecondition naming the
+// setting otherwise.
+Status CheckWatermarkSettings(const std::string& row_image, const std::optional<std::string>& order_commits);
+
 struct WatermarkOptions {
   TableName table{"sluice", "watermarks"};  // the signal table
   uint32_t server_id = 0;                   // replica id of the window's binlog dump
@@ -138,7 +150,7 @@ class WatermarkReader {
   WatermarkReader(ConnectOptions conn, WatermarkOptions options, std::map<std::string, TableSchemaPtr> tables)
       : conn_(std::move(conn)), options_(std::move(options)), tables_(std::move(tables)) {}
 
-  // Checks binlog_row_image, creates the signal table when it is missing and loads its
+  // Checks the server's settings (CheckWatermarkSettings), creates the signal table when it is missing and loads its
   // definition. Called once before Begin (Begin calls it when it was not).
   Status Prepare();
   // Opens one watermarked read transaction (steps 1-5 above); `slot` tells the signal row

@@ -76,6 +76,24 @@ TEST(WindowKeys, RefusesAPartialAfterImage) {
   EXPECT_TRUE(del.ok()) << del.ToString();
 }
 
+TEST(WatermarkSettings, NeedFullImagesAndCommitsInBinlogOrder) {
+  EXPECT_TRUE(CheckWatermarkSettings("FULL", std::nullopt).ok()) << "MariaDB: no binlog_order_commits";
+  EXPECT_TRUE(CheckWatermarkSettings("FULL", "1").ok()) << "MySQL, binlog_order_commits=ON";
+  EXPECT_TRUE(CheckWatermarkSettings("FULL", "ON").ok());
+  for (const char* image : {"MINIMAL", "NOBLOB", ""}) {
+    Status st = CheckWatermarkSettings(image, std::nullopt);
+    EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << image;
+    EXPECT_NE(st.message().find("binlog_row_image=FULL"), std::string::npos) << st.message();
+  }
+  for (const char* off : {"0", "OFF", ""}) {
+    Status st = CheckWatermarkSettings("FULL", std::string(off));
+    EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << "binlog_order_commits=" << off;
+    EXPECT_NE(st.message().find("binlog_order_commits=ON"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("(the server has " + std::string(*off ? off : "none") + ")"), std::string::npos)
+        << st.message();
+  }
+}
+
 TEST(WindowKeys, KeylessTablesAreTouchedButHaveNoKeys) {
   auto t = Table("shop", "log", {"k", "v"}, {});
   WindowKeys w;
