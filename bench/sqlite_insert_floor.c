@@ -2,9 +2,10 @@
 // shaped like sysbench's sbtest1 (id INTEGER PRIMARY KEY, k INTEGER, c 119 chars, pad 59
 // chars), bound and stepped through one prepared upsert, as the SQLite sink does
 // (ON CONFLICT(id) DO UPDATE SET ...), WAL, synchronous=FULL, cache_size=-32768, a commit
-// every 160,000 rows (16 fetches of 10,000: the snapshot's group commit).
+// every 160,000 rows (16 fetches of 10,000: the snapshot's group commit), 16 KiB pages (the
+// sink's SqliteSinkOptions::page_size for a new database).
 //   cc -O2 -o /tmp/sqlite_floor bench/sqlite_insert_floor.c -lsqlite3
-//   /tmp/sqlite_floor DB [ROWS] [SYNC]     # SYNC: FULL (default), NORMAL, OFF
+//   /tmp/sqlite_floor DB [ROWS] [SYNC] [PAGE_SIZE]   # SYNC: FULL (default), NORMAL, OFF
 // Prints wall and CPU seconds (user + sys) of the process.
 #include <sqlite3.h>
 #include <stdio.h>
@@ -30,9 +31,12 @@ int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const long rows = argc > 2 ? atol(argv[2]) : 2000000;
   const char* sync = argc > 3 ? argv[3] : "FULL";
+  const long page_size = argc > 4 ? atol(argv[4]) : 16384;
   char sql[256];
   sqlite3* db;
   check(sqlite3_open(argv[1], &db), db, "open");
+  snprintf(sql, sizeof sql, "PRAGMA page_size=%ld", page_size);  // before WAL fixes it
+  check(sqlite3_exec(db, sql, 0, 0, 0), db, "page_size");
   check(sqlite3_exec(db, "PRAGMA journal_mode=WAL", 0, 0, 0), db, "wal");
   snprintf(sql, sizeof sql, "PRAGMA synchronous=%s", sync);
   check(sqlite3_exec(db, sql, 0, 0, 0), db, "sync");
@@ -65,7 +69,7 @@ int main(int argc, char** argv) {
   const double t1 = now();
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  printf("%ld rows, synchronous=%s: %.2f s wall, %.2f s user + %.2f s sys\n", rows, sync, t1 - t0,
+  printf("%ld rows, synchronous=%s, page_size=%ld: %.2f s wall, %.2f s user + %.2f s sys\n", rows, sync, page_size, t1 - t0,
          ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
   return 0;
 }
