@@ -260,9 +260,15 @@ TEST(Incremental, AppendRecordsOncePerRunWindowInJsonLines) {
   for (int run = 0; run < 5; ++run) {  // 120 rows at 45 per run: 3 backfill runs, then paging
     ProcessResult r = RunSluice({"run", "--config", config});
     ASSERT_EQ(r.exit_code, 0) << "run " << run << " with the writer running: " << r.output;
-    if (run == 0)
-      held_back_in_backfill = r.output.find("backfill up to high watermark") != std::string::npos &&
-                              r.output.find("are left for the next run") != std::string::npos;
+    // Any backfill run will do: in one, the writer's current second may happen to be settled
+    // (a second boundary, or a writer starved on a loaded machine: 1 run in 5 under load).
+    held_back_in_backfill = held_back_in_backfill ||
+                            (r.output.find("backfill up to high watermark") != std::string::npos &&
+                             r.output.find("are left for the next run") != std::string::npos);
+    // Time for the writer between runs: against the optimised sluice on a quiet machine the
+    // five runs took 0.4 s, in which the writer committed fewer than the 30 changes this
+    // test needs for its paging runs to have something to read.
+    std::this_thread::sleep_for(milliseconds(100));
   }
   writer.Stop();
   ASSERT_EQ(writer.error(), "");
