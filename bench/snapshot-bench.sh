@@ -85,6 +85,16 @@ measure() {  # $1 name, rest: command (run after a per-run reset)
   local name=$1; shift
   local t0 t1 s c0 c1 u sy
   local u0 s0
+  # Before the clock starts: this tool's last output deleted (an ext4 delete of 1 GB with
+  # `discard` costs the next writer), and what the previous tool left unsynced (mydumper, the
+  # client) written back now, not during this tool's run.
+  case $name in
+    mydumper*) rm -rf "$out/dump" ;;
+    "mariadb --quick") rm -f "$out/select.tsv" ;;
+    "sluice -> jsonl") rm -f "$out"/out.jsonl* ;;
+    "sluice -> sqlite") rm -f "$out"/replica.db* ;;
+  esac
+  sync
   child_cpu > "$work/cpu0"; read -r u0 s0 < "$work/cpu0"
   c0=$(server_cpu); t0=$(now)
   "$@"
@@ -97,18 +107,18 @@ measure() {  # $1 name, rest: command (run after a per-run reset)
     "$name" "$s" "$(echo "$u + $sy" | bc)" "$u" "$sy" "$(echo "$c1 - $c0" | bc)" "$(cut -d' ' -f1 /proc/loadavg)"
   if [ -z "${best[$name]:-}" ] || (( $(echo "$s < ${best[$name]}" | bc) )); then best[$name]=$s; fi
 }
-run_mydumper() { rm -rf "$out/dump"; sync; mydumper -h "$host" -P "$port" -u "$user" -p "$MYSQL_PWD" \
+run_mydumper() { rm -rf "$out/dump"; mydumper -h "$host" -P "$port" -u "$user" -p "$MYSQL_PWD" \
   -B sbtest -t 2 -r 500000 -o "$out/dump" >/dev/null 2>&1
   # mydumper 0.10 ignores "-T sbtest1" without complaint and dumps nothing: check the data.
   ls "$out"/dump/sbtest.sbtest1.*sql | grep -qv schema || { echo "mydumper wrote no data" >&2; exit 1; }; }
 # mydumper never syncs what it wrote; sluice makes its output durable before each checkpoint.
 # This is mydumper on the same terms: its files synced (fsync each) before the clock stops.
 run_mydumper_sync() { run_mydumper; sync "$out"/dump/*; }
-run_client() { rm -f "$out/select.tsv"; sync; mariadb --no-defaults -h "$host" -P "$port" -u "$user" --quick -N \
+run_client() { rm -f "$out/select.tsv"; mariadb --no-defaults -h "$host" -P "$port" -u "$user" --quick -N \
   -e 'SELECT * FROM sbtest.sbtest1' > "$out/select.tsv"; }
-run_sluice_jsonl() { rm -f "$out"/out.jsonl*; sync; config jsonl "$out/out.jsonl"
+run_sluice_jsonl() { rm -f "$out"/out.jsonl*; config jsonl "$out/out.jsonl"
   SLUICE_TEST_MYSQL_PASSWORD=$MYSQL_PWD "$build/sluice" run --config "$work/sluice.toml" --until-caught-up 2>"$work/sluice.log"; }
-run_sluice_sqlite() { rm -f "$out"/replica.db*; sync; config sqlite "$out/replica.db"
+run_sluice_sqlite() { rm -f "$out"/replica.db*; config sqlite "$out/replica.db"
   SLUICE_TEST_MYSQL_PASSWORD=$MYSQL_PWD "$build/sluice" run --config "$work/sluice.toml" --until-caught-up 2>"$work/sluice.log"; }
 
 echo "sbtest1: $rows rows; $(nproc) cores; sluice workers = $workers; $runs runs each"
