@@ -329,6 +329,57 @@ void RunScenario(size_t group_max_bytes, size_t part_bytes, const std::string& w
   EXPECT_EQ(streamer.checkpoint().stream_start, s.boundaries.back()) << what;
 }
 
+// A dump by GTID (MariaDB) starts at the head of the file that holds the start GTID: the fake
+// ROTATE names it at position 4, then come its FORMAT_DESCRIPTION, GTID_LIST and
+// BINLOG_CHECKPOINT events at their real (early) positions, and the transactions already
+// applied are skipped by the server. The resume position stays where the stream started
+// (an idle stop saved file:344 and `--until-caught-up` then never returned), and moves on
+// with the next transaction; a rotation to the next file still moves it.
+TEST(GroupCommitTest, DumpByGtidDoesNotMoveTheResumePositionBack) {
+  TableSchemaPtr schema = std::make_shared<TableSchema>();
+  TransactionAssembler a(
+      Flavor::kMariaDB, [&](const binlog::TableMap&) -> Result<TableSchemaPtr> { return schema; },
+      StreamPoint{{"bin.000004", 10070}, "0-1-1296"});
+  auto event = [](auto body, uint64_t pos, uint64_t end, uint16_t flags = 0) {
+    Event e;
+    e.file = "bin.000004";
+    e.pos = pos;
+    e.end_pos = end;
+    e.header.flags = flags;
+    e.body = std::move(body);
+    return e;
+  };
+  binlog::RotateEvent fake;
+  fake.next_file = "bin.000004";
+  fake.position = 4;
+  std::vector<Event> head;
+  head.push_back(event(fake, 0, 0, binlog::kFlagArtificial));
+  head.push_back(event(binlog::FormatDescriptionEvent{}, 4, 256));
+  head.push_back(event(binlog::MariadbGtidListEvent{}, 256, 299));
+  head.push_back(event(binlog::BinlogCheckpointEvent{"bin.000004"}, 299, 344));
+  for (const Event& e : head) {
+    auto r = a.Feed(e);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(a.boundary().position.ToString(), "bin.000004:10070") << "after the event at " << e.pos;
+    EXPECT_EQ(a.boundary().gtid, "0-1-1296");
+  }
+  binlog::MariadbGtidEvent g;
+  g.seq_no = 1297;
+  g.server_id = 1;
+  g.flags = binlog::MariadbGtidEvent::kFlStandalone;
+  ASSERT_TRUE(a.Feed(event(g, 10070, 10112)).ok());
+  binlog::QueryEvent q;
+  q.schema = "shop";
+  q.query = "FLUSH TABLES";  // a standalone statement of no captured table
+  ASSERT_TRUE(a.Feed(event(q, 10112, 10200)).ok());
+  EXPECT_EQ(a.boundary().position.ToString(), "bin.000004:10200") << "the next event moves it on";
+  binlog::RotateEvent next;
+  next.next_file = "bin.000005";
+  next.position = 4;
+  ASSERT_TRUE(a.Feed(event(next, 10200, 0)).ok());
+  EXPECT_EQ(a.boundary().position.ToString(), "bin.000005:4") << "a rotation moves it to the next file";
+}
+
 TEST(GroupCommitTest, EachItemItsOwnGroup) { RunScenario(1, 0, "one transaction per group"); }
 TEST(GroupCommitTest, EverythingReadyInOneGroup) { RunScenario(1u << 30, 0, "groups as large as possible"); }
 TEST(GroupCommitTest, LargeTransactionsInPartsOneTransactionPerGroup) {
