@@ -10,12 +10,14 @@
 
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
@@ -257,17 +259,28 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bo
     return logs.status();
   }
 
-  if (auto hosts = conn.Query("SHOW SLAVE HOSTS"); hosts.ok()) {
+  // A replica that has just disconnected (sluice's own last run, stopped a moment ago) stays
+  // listed until its dump thread notices, about a second: only an id still listed after 3 s
+  // is in use.
+  for (int attempt = 0;; ++attempt) {
+    auto hosts = conn.Query("SHOW SLAVE HOSTS");
+    if (hosts.status().code() == StatusCode::kUnavailable) return hosts.status();
+    if (!hosts.ok()) {
+      f.replica_hosts_error = hosts.status().message();
+      break;
+    }
     f.replica_hosts_known = true;
+    f.replica_hosts.clear();
+    bool ours = false;
     int id = hosts->ColumnIndex("Server_id"), host = hosts->ColumnIndex("Host");
     for (const TextRow& row : hosts->rows)
-      if (id >= 0 && row[id])
+      if (id >= 0 && row[id]) {
         f.replica_hosts.emplace_back(static_cast<uint32_t>(ToU64(row[id])),
                                      host >= 0 && row[host] ? *row[host] : "");
-  } else if (hosts.status().code() == StatusCode::kUnavailable) {
-    return hosts.status();
-  } else {
-    f.replica_hosts_error = hosts.status().message();
+        ours |= f.replica_hosts.back().first == config.source.server_id;
+      }
+    if (!ours || config.source.server_id == 0 || attempt == 12) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 
   // Tables: engines, row counts, and the largest row from the declared column sizes.
