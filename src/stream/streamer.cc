@@ -62,6 +62,14 @@ std::string Shorten(std::string_view q) {
   return out;
 }
 
+// The tables a stopped statement leaves behind, for the `sluice resnapshot` hint: a rename's
+// new names (the old ones are gone), else the table the stop is about.
+std::string ResnapshotTargets(const ddl::Statement& st, const std::string& table) {
+  std::string out;
+  for (const auto& [from, to] : st.renames) out += (out.empty() ? "" : " ") + to.ToString();
+  return out.empty() ? table : out;
+}
+
 // The schema registry of a run: the definition each row event of a captured table was
 // written under (the checkpoint's SchemaHistory, extended by every table-shaping DDL read
 // from the binlog), and the schema changes the sink must follow.
@@ -214,9 +222,11 @@ class SchemaRegistry {
     auto stop = [&](const std::string& table, const std::string& why) {
       return Status::FailedPrecondition(fmt::format(
           "{}: the statement \"{}\" on captured table {}: {}; sluice stops rather than write a "
-          "value it cannot vouch for: re-snapshot the table into a new replica, or exclude it "
-          "from source.tables before the statement (docs/schema-changes.md)",
-          where, Shorten(txn.ddl_query), table, why));
+          "value it cannot vouch for: copy the table(s) the statement leaves again with `sluice "
+          "resnapshot --config FILE {}` (this replica; run it, then run sluice again), re-snapshot "
+          "into a new replica, or exclude the table from source.tables before the statement "
+          "(docs/schema-changes.md)",
+          where, Shorten(txn.ddl_query), table, why, ResnapshotTargets(st, table)));
     };
     if (!st.understood) return stop(first, "sluice does not understand " + st.not_understood);
 
