@@ -232,7 +232,8 @@ void RelaxBinlogLines(std::vector<CheckLine>& lines) {
 
 }  // namespace
 
-Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bool exact_counts) {
+Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bool exact_counts,
+                                      bool settle_replica_ids) {
   SourceFacts f;
   f.endpoint = fmt::format("{}:{}", config.source.host, config.source.port);
   ASSIGN_OR_RETURN(f.info, ProbeServer(conn));
@@ -260,8 +261,8 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bo
   }
 
   // A replica that has just disconnected (sluice's own last run, stopped a moment ago) stays
-  // listed until its dump thread notices, about a second: only an id still listed after 3 s
-  // is in use.
+  // listed until its dump thread notices, 1-2 s: only an id still listed after 3 s is in use
+  // (settle_replica_ids).
   for (int attempt = 0;; ++attempt) {
     auto hosts = conn.Query("SHOW SLAVE HOSTS");
     if (hosts.status().code() == StatusCode::kUnavailable) return hosts.status();
@@ -279,7 +280,7 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bo
                                      host >= 0 && row[host] ? *row[host] : "");
         ours |= f.replica_hosts.back().first == config.source.server_id;
       }
-    if (!ours || config.source.server_id == 0 || attempt == 12) break;
+    if (!ours || !settle_replica_ids || config.source.server_id == 0 || attempt == 12) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 

@@ -73,7 +73,11 @@ struct SourceFacts {
 // starts this way on every restart: the counts read every such table in full, 0.1 s per
 // 100,000 rows, for a snapshot-time estimate that only warns, and the snapshot's planner counts
 // what it copies).
-Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bool exact_counts = true);
+// settle_replica_ids: when SHOW SLAVE HOSTS lists source.server_id, ask again for up to 3 s (a
+// run stopped a moment ago stays listed for 1-2 s; `sluice check`). `sluice run` does not wait:
+// it only warns, and a restart must not take 3 s longer (or reach the sink lock later).
+Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bool exact_counts = true,
+                                      bool settle_replica_ids = true);
 
 // The server lines: flavor/version, log_bin, binlog_format, binlog_row_image,
 // binlog_row_metadata, GTID, privileges (one line each), table engines, server_id, TCP, TLS,

@@ -199,7 +199,8 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   // "matches no table". Fatal lines stop the run here; the rest are logged as warnings. The
   // retention lines need the checkpoint and come after the sink is opened. Row counts are the
   // optimizer's estimates (see GatherSourceFacts).
-  ASSIGN_OR_RETURN(SourceFacts facts, GatherSourceFacts(*meta, config, /*exact_counts=*/false));
+  ASSIGN_OR_RETURN(SourceFacts facts, GatherSourceFacts(*meta, config, /*exact_counts=*/false,
+                                                                 /*settle_replica_ids=*/false));
   const ServerInfo& info = facts.info;
   {
     std::vector<CheckLine> lines = EvaluateServer(facts, config);
