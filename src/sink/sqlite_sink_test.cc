@@ -89,6 +89,18 @@ class SqliteSinkTest : public ::testing::Test {
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
 
+  // Whether the database file (not its WAL) grows to `bytes` within 5 s: the background
+  // checkpointer copied the WAL into it. *size gets the last size seen.
+  bool DatabaseFileReaches(off_t bytes, off_t* size) {
+    struct stat st {};
+    for (int i = 0; i < 500; ++i) {
+      if (::stat(path_.c_str(), &st) == 0 && st.st_size >= bytes) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    *size = st.st_size;
+    return st.st_size >= bytes;
+  }
+
   // Rows of `sql` through a separate connection, each value as "<type>:<text>".
   std::vector<std::vector<std::string>> Query(const std::string& sql) {
     sqlite3* db = nullptr;
@@ -424,14 +436,9 @@ TEST_F(SqliteSinkTest, WalIsCheckpointedInTheBackgroundWhileOpen) {
     ApplyOk(std::move(changes), "cp" + std::to_string(t));
   }
   // 3000 rows of 2 KB: about 1500 WAL frames, past the 1000 that wake the checkpointer.
-  struct stat st {};
-  bool landed = false;
-  for (int i = 0; i < 500 && !landed; ++i) {
-    landed = ::stat(path_.c_str(), &st) == 0 && st.st_size >= 5'000'000;
-    if (!landed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(landed) << "after 3000 rows of 2 KB and 5 s the database file holds " << st.st_size
-                      << " bytes: the WAL was not checkpointed";
+  off_t size = 0;
+  EXPECT_TRUE(DatabaseFileReaches(5'000'000, &size))
+      << "after 3000 rows of 2 KB and 5 s the database file holds " << size << " bytes: the WAL was not checkpointed";
   EXPECT_EQ(Query("SELECT count(*) FROM \"shop.items\"")[0][0], "i:3000");
 }
 
@@ -461,13 +468,9 @@ TEST_F(SqliteSinkTest, NewDatabaseTakesThePageSizeAnExistingOneKeepsItsOwn) {
       << "a database that existed with 4 KiB pages before the sink opened it";
   EXPECT_EQ(Query("SELECT count(*) FROM \"shop.items\"")[0][0], "i:3000");
   // 6 MB of rows at 4 KiB pages: the WAL passed the checkpointer's 4 MB, counted in bytes.
-  struct stat st {};
-  bool landed = false;
-  for (int i = 0; i < 500 && !landed; ++i) {
-    landed = ::stat(path_.c_str(), &st) == 0 && st.st_size >= 5'000'000;
-    if (!landed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(landed) << "the 4 KiB-page database file holds " << st.st_size << " bytes after 5 s: not checkpointed";
+  off_t size = 0;
+  EXPECT_TRUE(DatabaseFileReaches(5'000'000, &size))
+      << "the 4 KiB-page database file holds " << size << " bytes after 5 s: not checkpointed";
 }
 
 TEST_F(SqliteSinkTest, GroupIsAppliedWholeWithTheLastCheckpointOrNotAtAll) {
