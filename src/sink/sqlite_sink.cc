@@ -285,7 +285,8 @@ class SqliteConnection : public SqlConnection {
     {
       ASSIGN_OR_RETURN(SqlStatement * s, Prepare("PRAGMA page_size"));
       ASSIGN_OR_RETURN(auto rows, s->Query());
-      if (!rows.empty() && !rows[0].empty() && rows[0][0]) page_size_ = std::max<int64_t>(std::strtoll(rows[0][0]->c_str(), nullptr, 10), 512);
+      if (!rows.empty() && !rows[0].empty() && rows[0][0])
+        page_size_ = std::max<int64_t>(std::strtoll(rows[0][0]->c_str(), nullptr, 10), 512);
     }
     // 32 MiB of page cache (SqlitePageCacheBytes) instead of SQLite's 2 MB: catching up, the
     // default re-read the tables' index pages from the OS at every group (a fifth of the run
