@@ -81,10 +81,20 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
       p.copied_at = now;
       ckpt.tables[name] = std::move(p);
       // The history is keyed by (db, table); a name with dots in it is split where the
-      // history knows the table.
+      // history knows the table. A table renamed into the patterns has no version before
+      // its copy: it gets one at `now` too (split at its first dot, as the stream names
+      // tables), or a restart that reads its RENAME again would mark it again, and a later
+      // RENAME of it would find no definition to move instead of re-reading its new name.
+      bool known = false;
+      for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1))
+        known = known || h.Latest(name.substr(0, dot), name.substr(dot + 1)) != nullptr;
       for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
         const std::string db = name.substr(0, dot), table = name.substr(dot + 1);
         const TableVersion* latest = h.Latest(db, table);
+        if (!latest && !known) {
+          RETURN_IF_ERROR(h.Add(db, table, TableVersion{now, nullptr, ""}));
+          break;
+        }
         if (!latest) continue;
         if (latest->schema) {
           SchemaChange c;
