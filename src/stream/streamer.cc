@@ -18,6 +18,7 @@
 #include "sink/sink_retry.h"
 #include "schema/ddl.h"
 #include "schema/ddl_apply.h"
+#include "stream/reconnect_backoff.h"
 #include "stream/schema_check.h"
 #include "stream/transaction_assembler.h"
 #include "util/log.h"
@@ -682,18 +683,24 @@ Status Streamer::CallSink(const char* what, const std::function<Status()>& call)
 
 Status Streamer::Run(const Checkpoint& start, Sink& sink) {
   checkpoint_ = start;
-  auto last_success = Clock::now();
-  auto backoff = std::chrono::milliseconds(250);
-  for (int attempt = 1;; ++attempt) {
-    bool progress = false, again = false;
+  auto last_connected = Clock::now();
+  ReconnectBackoff backoff(std::chrono::milliseconds(250),
+                           std::chrono::milliseconds(options_.reconnect_max_backoff_ms));
+  while (true) {
+    bool again = false;
     Status st;
+    // Progress is a sink commit that moved the resume position, not a connection
+    // (reconnect_backoff.h): a sink failing the same large transaction each time reconnects
+    // at a growing pace.
+    const BinlogPosition position_before = checkpoint_.stream_start;
+    const std::string gtid_before = checkpoint_.gtid;
+    std::optional<Clock::time_point> connected_at;
     if (checkpoint_.snapshot_done) blocking_reread_ = false;
     const bool reread = options_.reread && !checkpoint_.snapshot_done && blocking_reread_;
     if (reread) {
       // A DDL met on a table while it was copied beside the stream: the copy (started over
       // with the new definition) runs with the stream stopped before that statement.
       st = options_.reread(checkpoint_, sink, options_.stop);
-      progress = st.ok();
       if (st.ok()) blocking_reread_ = false;
       if (st.ok() && Stopping(options_.stop)) return st;
       again = st.ok();
@@ -704,22 +711,25 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
       checkpoint_.rereading.clear();
       return CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(checkpoint_.ToJson()); });
     } else {
-      st = RunOnce(sink, &progress, &again);
+      st = RunOnce(sink, &connected_at, &again);
     }
     if (st.code() == StatusCode::kCancelled && Stopping(options_.stop)) return Status::Ok();
     if (st.ok() && Stopping(options_.stop)) return st;
     if (st.ok() && again) continue;
     if (st.ok()) return st;
     // Only source errors are kUnavailable here: CallSink retries transient sink errors in
-    // place and turns the others into definite ones.
+    // place and turns the others into definite ones (a large transaction's parts, which
+    // cannot be retried in place, are read again from the source: kUnavailable too).
     if (st.code() != StatusCode::kUnavailable) return st;
-    if (progress) {
-      last_success = Clock::now();
-      backoff = std::chrono::milliseconds(250);
-      attempt = 1;
-    }
+    const bool moved = ComparePositions(checkpoint_.stream_start, position_before) != 0 ||
+                       checkpoint_.gtid != gtid_before;
+    const auto now = Clock::now();
+    if (connected_at) last_connected = now;
+    const auto wait = backoff.AfterFailure(
+        moved, connected_at ? std::chrono::duration_cast<std::chrono::milliseconds>(now - *connected_at)
+                            : std::chrono::milliseconds(0));
     if (Stopping(options_.stop)) return Status::Ok();  // checkpoint_ is what the sink holds
-    auto down_for = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - last_success);
+    auto down_for = std::chrono::duration_cast<std::chrono::seconds>(now - last_connected);
     if (options_.reconnect_give_up_seconds > 0 &&
         down_for.count() >= options_.reconnect_give_up_seconds) {
       return st.WithContext(fmt::format("gave up reconnecting after {} s (source.reconnect_timeout_seconds)",
@@ -730,15 +740,15 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
                  {{"component", "stream"}})
         .Add(1);
     LogWarning("{}; reconnecting from {} in {} ms (attempt {}, down for {} s)", st.ToString(),
-               checkpoint_.stream_start.ToString(), backoff.count(), attempt, down_for.count());
-    auto until = Clock::now() + backoff;
+               checkpoint_.stream_start.ToString(), wait.count(), backoff.attempt(), down_for.count());
+    auto until = Clock::now() + wait;
     while (Clock::now() < until && !Stopping(options_.stop))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(options_.reconnect_max_backoff_ms));
   }
 }
 
-Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
+Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::time_point>* connected_at,
+                         bool* again) {
   ASSIGN_OR_RETURN(auto meta_conn, Connection::Connect(options_.connection));
   ReplicationOptions ropts;
   ropts.server_id = options_.replica_server_id;
@@ -746,7 +756,7 @@ Status Streamer::RunOnce(Sink& sink, bool* made_progress, bool* again) {
   if (options_.resume_by_gtid && !checkpoint_.gtid.empty()) ropts.gtid = checkpoint_.gtid;
   ropts.heartbeat_period_s = options_.heartbeat_seconds;
   ASSIGN_OR_RETURN(auto session, ReplicationSession::Start(options_.connection, ropts));
-  *made_progress = true;  // connected
+  *connected_at = Clock::now();
   if (reconnecting_)
     LogInfo("reconnected; streaming from {}",
             ropts.gtid.empty() ? checkpoint_.stream_start.ToString() : "GTID " + ropts.gtid);

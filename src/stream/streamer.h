@@ -14,8 +14,9 @@
 // Run(); checkpoint() and the counters may be read from another thread only after Run.
 // Errors, by what Run does next:
 //   - source, transient (kUnavailable: lost connection, server restart): reconnect from the
-//     last checkpoint the sink committed, with capped backoff, each attempt logged with its
-//     reason; give up after reconnect_give_up_seconds without a connection (0: never).
+//     last checkpoint the sink committed, with capped backoff (reconnect_backoff.h: it grows
+//     until a sink commit moves the resume position), each attempt logged with its reason;
+//     give up after reconnect_give_up_seconds without a connection (0: never).
 //   - sink, transient (kUnavailable from a Sink call: busy/locked, disk full): wait and call
 //     the sink again with the SAME transaction, in place (no reconnect), until it succeeds
 //     or *stop is set.
@@ -28,6 +29,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -58,7 +60,8 @@ struct StreamerOptions {
   bool resume_by_gtid = false;
   // Give up reconnecting after this long without a successful connection; 0: keep trying.
   uint32_t reconnect_give_up_seconds = 0;
-  // Reconnect backoff: 250 ms, doubling up to this.
+  // Reconnect backoff: 250 ms, doubling up to this while no sink commit moves the resume
+  // position (stream/reconnect_backoff.h).
   uint32_t reconnect_max_backoff_ms = 10000;
   // Group commit: transactions ready behind the first one go into the same sink transaction
   // until this many bytes (estimated in-memory size of their changes) or this many ms have
@@ -141,7 +144,8 @@ class Streamer {
   };
   // `again`: OK and Run should call it again (a copy beside the stream ended: its table's
   // binlog since the mark is replayed; or a DDL on a table being copied: blocking_reread_).
-  Status RunOnce(Sink& sink, bool* made_progress, bool* again);
+  // `connected_at`: when its replication session started (unset when it did not connect).
+  Status RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::time_point>* connected_at, bool* again);
   // The sink writer thread's loop: applies items in groups until the queue is closed and
   // drained (OK) or a sink call fails definitely.
   Status WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue);

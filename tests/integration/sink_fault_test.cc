@@ -190,6 +190,48 @@ TEST(SinkFault, SqliteLockedLongerThanBusyTimeoutIsWaitedOut) {
   ExpectReplicaEqualsSource({db + ".t"}, replica);
 }
 
+// A large transaction goes to SQLite in parts inside one open sink transaction; when the
+// sink fails it with a transient error (here: locked by another process longer than the busy
+// timeout; in the new-user test: disk full), the parts are taken back and the transaction is
+// read again from the source. Connecting again is not progress: the wait before each new
+// attempt grows while nothing commits (it stayed at the first step, 250 ms, forever).
+TEST(SinkFault, LargeTransactionFailingInPartsReconnectsWithAGrowingWait) {
+  const std::string db = "it_fault_parts";
+  CreateTable(db);
+  TempDir dir;
+  const std::string replica = dir.File("replica.db");
+  const std::string config =
+      Config(dir, db, "sqlite", replica, "busy_timeout_ms = 100\nmax_buffered_bytes = 1048576\n");
+  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string log = dir.File("sluice.log");
+  pid_t pid = StartSluice({"run", "--config", config}, log);
+  std::this_thread::sleep_for(milliseconds(800));
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(replica.c_str(), &other), SQLITE_OK);
+  sqlite3_busy_timeout(other, 5000);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  // About 1.5 MB of rows in one transaction: parts of 128 KiB under a 1 MiB cap.
+  ASSERT_EQ(RunSqlText(fmt::format("INSERT INTO {0}.t SELECT seq, REPEAT('x', 250) FROM {0}.seq_1_to_5000", db)), 0);
+  // The lock is held until the third attempt has been announced (or five attempts, or 30 s).
+  auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  for (std::string text; std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(milliseconds(100))) {
+    text = ReadFile(log);
+    if (text.find("(attempt 3,") != std::string::npos || CountOccurrences(text, "reconnecting from") >= 5) break;
+  }
+  ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  EXPECT_TRUE(WaitForReplicaToMatch({db + ".t"}, replica, 1, seconds(20))) << ReadFile(log);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, seconds(30)), 0) << ReadFile(log);
+  const std::string out = ReadFile(log);
+  EXPECT_NE(out.find("of a large transaction failed"), std::string::npos) << "the parts never failed:\n" << out;
+  EXPECT_NE(out.find("in 500 ms (attempt 2,"), std::string::npos) << "the second wait did not grow:\n" << out;
+  EXPECT_NE(out.find("in 1000 ms (attempt 3,"), std::string::npos) << "the third wait did not grow:\n" << out;
+  EXPECT_EQ(CountSqliteRows(replica, db + ".t"), 5000);
+}
+
 void DiskFullAndFreed(const std::string& type) {
   const std::string db = "it_fault_full_" + type;
   CreateTable(db);
