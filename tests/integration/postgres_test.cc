@@ -500,7 +500,10 @@ TEST(Postgres, BinaryCopyKeepsEdgeValues) {
 // PostgreSQL restarted while the snapshot streams a COPY: the restart rolls the open
 // transaction back, the coordinator applies the same group again, and the copy ends equal to
 // the source (the keyless table would show a fetch applied twice, or lost, as extra or
-// missing rows).
+// missing rows). The COPY is held open on purpose: the test inserts the last key in a
+// transaction it keeps open, so the COPY reaching that key waits on it. Waiting for a COPY by
+// polling alone raced: the snapshot's transactions are short and all of them can end between
+// two polls (CI, under ASan).
 TEST(Postgres, RestartDuringSnapshotCopyIsWaitedOut) {
   REQUIRE_PG();
   const std::string pgdb = PgServer::Get().NewDatabase("it_pg_snaprestart");
@@ -522,14 +525,31 @@ TEST(Postgres, RestartDuringSnapshotCopyIsWaitedOut) {
   spec.snapshot_extra = "workers = 2\nfetch_rows = 100\n";
   const std::string config = WritePgConfig(dir, spec, pgdb);
   const std::string log = dir.File("sluice.log");
+  // The table as sluice creates it (an existing table of the same shape is used as it is),
+  // and the last key inserted by a transaction left open.
+  PGconn* blocker = PgServer::Get().Connect(pgdb);
+  for (const char* sql : {"CREATE SCHEMA \"it_pg_snaprestart\"",
+                          "CREATE TABLE \"it_pg_snaprestart\".\"t\" (id integer PRIMARY KEY, v text)", "BEGIN"}) {
+    PGresult* res = PQexec(blocker, sql);
+    ASSERT_EQ(PQresultStatus(res), PGRES_COMMAND_OK) << sql << ": " << PQresultErrorMessage(res);
+    PQclear(res);
+  }
+  {
+    const std::string insert = fmt::format("INSERT INTO \"it_pg_snaprestart\".\"t\" VALUES ({}, 'held')", rows);
+    PGresult* res = PQexec(blocker, insert.c_str());
+    ASSERT_EQ(PQresultStatus(res), PGRES_COMMAND_OK) << insert << ": " << PQresultErrorMessage(res);
+    PQclear(res);
+  }
   pid_t pid = StartSluice({"run", "--config", config}, log);
-  // Restart once a COPY runs: fetches are in the open transaction.
+  // Restart once the COPY waits on the open insert: fetches are in its open transaction.
   EXPECT_TRUE(WaitForPgValue(pgdb,
                              "SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'sluice' "
-                             "AND state = 'active' AND query LIKE 'COPY \"it_pg_snaprestart\".%'",
+                             "AND state = 'active' AND wait_event_type = 'Lock' "
+                             "AND query LIKE 'COPY \"it_pg_snaprestart\".%'",
                              "t", seconds(60)))
       << ReadFile(log);
   ASSERT_TRUE(PgServer::Get().Restart()) << "could not restart PostgreSQL";
+  PQfinish(blocker);  // its transaction ended with the restart
   const bool equal = WaitForPgToMatch({"it_pg_snaprestart.*"}, pgdb, seconds(90));
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitChild(pid, seconds(60)), 0) << ReadFile(log);
