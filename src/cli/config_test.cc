@@ -208,7 +208,12 @@ write = "upsert"
   ExpectError(with("mode = \"incremental\"\nlookback = -1\n"), "table.\"shop.t\".lookback");
   ExpectError(with("mode = \"incremental\"\nmax_rows = -5\n"), "table.\"shop.t\".max_rows");
   ExpectError(with("mode = \"incremental\"\ncursor = \"\"\n"), "table.\"shop.t\".cursor: must not be empty");
-  ExpectError(with("cursor = \"u\"\n"), "table.\"shop.t\".cursor: applies to modes incremental");
+  // The same key gets the same text whichever mode it is wrong for.
+  ExpectError(with("cursor = \"u\"\n"), "table.\"shop.t\".cursor: applies to mode incremental only, not cdc");
+  ExpectError(with("mode = \"full\"\ncursor = \"u\"\n"),
+              "table.\"shop.t\".cursor: applies to mode incremental only, not full");
+  ExpectError(with("write = \"append\"\n"),
+              "table.\"shop.t\".write: applies to modes incremental, full and snapshot_only, not cdc");
   ExpectError(with("mode = \"full\"\nlookback = 5\n"), "table.\"shop.t\".lookback: applies to mode incremental only");
   ExpectError(std::string(kGood) + "[table.\"nodot\"]\nmode = \"full\"\n", "table.\"nodot\": not a db.table pattern");
   auto n = ParseConfig(with("mode = \"incremental\"\nlookback = 90\n"), "sluice.toml");

@@ -467,11 +467,10 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     if (secs < 10 || streamer_ptr == nullptr) return;
     uint64_t txns = streamer_ptr->applied_transactions(), rows = streamer_ptr->applied_rows(),
              groups = streamer_ptr->applied_groups();
-    long lag = static_cast<long>(std::time(nullptr)) - static_cast<long>(streamer_ptr->last_source_timestamp());
-    LogStatus("progress: at {}: {:.0f} transactions/s, {:.0f} row changes/s, {:.1f} transactions per commit, lag {} s",
+    LogStatus("progress: at {}: {:.0f} transactions/s, {:.0f} row changes/s, {:.1f} transactions per commit, lag {:.0f} s",
             cp.stream_start.ToString(), (txns - progress->txns) / secs, (rows - progress->rows) / secs,
             groups > progress->groups ? double(txns - progress->txns) / double(groups - progress->groups) : 0.0,
-            std::max(0L, lag));
+            LagSeconds().value_or(0));
     progress->last = now;
     progress->txns = txns;
     progress->rows = rows;
@@ -491,14 +490,13 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   Status flushed = sink->Flush();
   RETURN_IF_ERROR(st);
   RETURN_IF_ERROR(flushed);
-  const long lag = streamer.last_source_timestamp() == 0
-                       ? 0
-                       : static_cast<long>(std::time(nullptr)) - static_cast<long>(streamer.last_source_timestamp());
+  // Lag as the metrics define it (cli/observe.h): 0 when everything read is applied, so an
+  // idle, caught-up stream does not report the time since the source's last write.
   LogInfo("stopped at {}: streamed {} transactions, {} row changes in {:.2f} s ({:.0f} row changes/s, {} sink "
-          "commits, lag {} s)",
+          "commits, lag {:.0f} s)",
           streamer.checkpoint().stream_start.ToString(), streamer.applied_transactions(), streamer.applied_rows(),
           stream_secs, stream_secs > 0 ? streamer.applied_rows() / stream_secs : 0.0, streamer.applied_groups(),
-          std::max(0L, lag));
+          LagSeconds().value_or(0));
   return Status::Ok();
 }
 

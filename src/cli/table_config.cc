@@ -95,18 +95,21 @@ Status ParseTableSections(const toml::table& root, std::string_view origin, Conf
         return KeyError(origin, key + ".max_rows", "expected an integer >= 0 (0: no limit)");
       s.max_rows = static_cast<uint64_t>(n->as_integer()->get());
     }
-    // Keys that mean nothing for the mode are mistakes, not silently ignored settings.
-    if (s.mode == TableMode::kCdc)
-      for (const char* name : {"write", "cursor", "lookback", "max_rows"})
-        if (t->get(name))
-          return KeyError(origin, fmt::format("{}.{}", key, name),
-                          "applies to modes incremental, full and snapshot_only, not cdc (the binlog carries "
-                          "every change)");
-    if (s.mode != TableMode::kIncremental && s.mode != TableMode::kCdc)
-      for (const char* name : {"cursor", "lookback"})
-        if (t->get(name))
-          return KeyError(origin, fmt::format("{}.{}", key, name),
-                          fmt::format("applies to mode incremental only, not {}", mode));
+    // Keys that mean nothing for the mode are mistakes, not silently ignored settings. Each
+    // message names the modes the key applies to, the same whichever mode it was found in.
+    struct ModeKey {
+      const char* name;
+      bool incremental_only;
+    };
+    for (const ModeKey k : {ModeKey{"write", false}, ModeKey{"max_rows", false}, ModeKey{"cursor", true},
+                            ModeKey{"lookback", true}}) {
+      const bool applies = k.incremental_only ? s.mode == TableMode::kIncremental : s.mode != TableMode::kCdc;
+      if (applies || !t->get(k.name)) continue;
+      return KeyError(origin, fmt::format("{}.{}", key, k.name),
+                      fmt::format("applies to {}, not {}{}",
+                                  k.incremental_only ? "mode incremental only" : "modes incremental, full and snapshot_only",
+                                  mode, s.mode == TableMode::kCdc ? " (the binlog carries every change)" : ""));
+    }
     config->tables.push_back(std::move(s));
   }
   return Status::Ok();
