@@ -738,9 +738,22 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       ckpt.gtid = first->gtid;
     }
   }
-  for (const auto& s : snaps)
-    LogInfo("snapshot at {}{}{}", s->point().position.ToString(), s->point().gtid.empty() ? "" : " gtid ",
-            s->point().gtid);
+  {
+    // One line: the read transactions usually share one point (MariaDB's consistent snapshot,
+    // MySQL's lock); otherwise each point, in worker order.
+    std::vector<std::string> points;
+    for (const auto& s : snaps) {
+      std::string p = s->point().position.ToString();
+      if (!s->point().gtid.empty()) p += " gtid " + s->point().gtid;
+      if (std::find(points.begin(), points.end(), p) == points.end()) points.push_back(std::move(p));
+    }
+    std::string all;
+    for (const std::string& p : points) all += (all.empty() ? "" : "; ") + p;
+    if (points.size() == 1)
+      LogInfo("snapshot at {} ({} read transaction(s))", all, snaps.size());
+    else if (!points.empty())
+      LogInfo("snapshot: {} read transactions at {} points: {}", snaps.size(), points.size(), all);
+  }
   if (resumed)
     LogInfo("continuing the snapshot (it was interrupted, or tables were added); streaming will "
             "start at {}", ckpt.stream_start.ToString());
