@@ -732,6 +732,30 @@ std::vector<CheckLine> EvaluateIncremental(Connection& conn, const SourceFacts& 
   return out;
 }
 
+std::optional<CheckLine> EvaluateSqliteTables(Connection& conn, const SourceFacts& f, const Config& config,
+                                              const SinkFacts& sink) {
+  // A replica sluice has written (a checkpoint) has its tables in the stream's hands; a file
+  // without one (new, or another tool's) meets the snapshot's PrepareTable for each table.
+  const SinkConfig& k = config.sink;
+  std::error_code ec;
+  if (k.type != SinkType::kSqlite || sink.checkpoint || sink.line.outcome != CheckOutcome::kPass ||
+      !std::filesystem::exists(k.path, ec))
+    return std::nullopt;
+  std::vector<std::pair<std::string, std::string>> tables;
+  for (const TableFacts& t : f.tables) tables.emplace_back(t.name.db, t.name.table);
+  const char* name = "sink: existing tables";
+  auto existing = CheckSqliteTables(k.path, tables, [&conn](const std::string& db, const std::string& table) {
+    return LoadTableSchema(conn, db, table);
+  });
+  if (!existing.ok()) {
+    return Line(name, CheckOutcome::kFail, existing.status().message(),
+                "drop or rename that table in the SQLite file, or point sink.path at another file", true);
+  }
+  if (*existing == 0) return std::nullopt;
+  return Line(name, CheckOutcome::kPass,
+              fmt::format("{} captured table(s) already in {} have the source's columns", *existing, k.path));
+}
+
 SinkFacts CheckSink(const Config& config) {
   SinkFacts s;
   const SinkConfig& k = config.sink;
@@ -798,6 +822,17 @@ SinkFacts CheckSink(const Config& config) {
     s.line = Line(name, CheckOutcome::kFail, stored.status().message(), "check the destination file", true);
     return s;
   }
+  if (k.type == SinkType::kJsonl && k.path != "-") {
+    // What the run's sink refuses when it opens the output (an output cut short), found
+    // without opening it for writing.
+    Status output = CheckJsonlOutput(k.path, k.checkpoint);
+    if (!output.ok()) {
+      s.line = Line(name, CheckOutcome::kFail, output.message(),
+                    "put back the output file as sluice wrote it, or remove it and its checkpoint to start over",
+                    true);
+      return s;
+    }
+  }
   if (*stored) {
     auto cp = Checkpoint::FromJson(**stored);
     if (!cp.ok()) {
@@ -850,6 +885,7 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
       for (auto& l : EvaluateRetention(*facts, config, sink.checkpoint, sink.checkpoint_age_seconds))
         lines.push_back(std::move(l));
       for (auto& l : EvaluateIncremental(**conn, *facts, config)) lines.push_back(std::move(l));
+      if (auto l = EvaluateSqliteTables(**conn, *facts, config, sink)) lines.push_back(std::move(*l));
     }
   }
   lines.push_back(sink.line);

@@ -105,6 +105,11 @@ struct SinkFacts {
   std::optional<double> checkpoint_age_seconds;
 };
 SinkFacts CheckSink(const Config& config);
+// An SQLite file without a checkpoint that already holds captured tables: FAIL when one's
+// columns differ from the source's (the run's PrepareTable would refuse it, same text), PASS
+// when they all match; nothing otherwise.
+std::optional<CheckLine> EvaluateSqliteTables(Connection& conn, const SourceFacts& f, const Config& config,
+                                              const SinkFacts& sink);
 
 // `sluice check`: all lines, printed to `out` as they are, one per requirement. Returns the
 // exit code (0 all pass, 1 otherwise).

@@ -3,6 +3,12 @@
 #include "cli/check.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "sink/jsonl_sink.h"
 
 namespace sluice::cli {
 namespace {
@@ -142,6 +148,40 @@ TEST(Check, PacketAgainstUpdateEventOfLargestRow) {
   const CheckLine* l = Find(EvaluateServer(f, GoodConfig()), "max_allowed_packet");
   EXPECT_EQ(l->outcome, CheckOutcome::kFail);
   EXPECT_NE(l->fix.find("max_allowed_packet = 33554432"), std::string::npos) << l->fix;
+}
+
+// A JSON lines output cut short (its last line incomplete) behind sluice's back: the check
+// fails with the words the run's sink refuses it with (the new-user test: check passed).
+TEST(Check, JsonlOutputCutShortFailsAsTheRunDoes) {
+  char tmpl[] = "/tmp/sluice-check-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  Config c = GoodConfig();
+  c.sink.type = SinkType::kJsonl;
+  c.sink.path = dir + "/out.jsonl";
+  c.sink.checkpoint = c.sink.path + ".checkpoint";
+  std::ofstream(c.sink.path) << "{\"a\":1}\n{\"a\":2}\n";
+  {
+    JsonlSinkOptions o;
+    o.path = c.sink.path;
+    o.checkpoint_path = c.sink.checkpoint;
+    auto s = JsonlSink::Open(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE((*s)->SaveCheckpoint(Checkpoint().ToJson()).ok());
+  }
+  SinkFacts whole = CheckSink(c);
+  EXPECT_EQ(whole.line.outcome, CheckOutcome::kPass) << whole.line.detail;
+  ASSERT_EQ(::truncate(c.sink.path.c_str(), 12), 0);  // 16 bytes written: the second line cut
+  SinkFacts cut = CheckSink(c);
+  JsonlSinkOptions o;
+  o.path = c.sink.path;
+  o.checkpoint_path = c.sink.checkpoint;
+  auto run = JsonlSink::Open(o);
+  ASSERT_FALSE(run.ok()) << "the run's sink refuses the output cut short";
+  EXPECT_EQ(cut.line.outcome, CheckOutcome::kFail) << cut.line.detail;
+  EXPECT_TRUE(cut.line.fatal);
+  EXPECT_EQ(cut.line.detail, run.status().message());
+  (void)std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace

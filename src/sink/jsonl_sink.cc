@@ -125,6 +125,14 @@ void RemoveOtherSchemasFiles(const std::string& state_path, std::string_view kee
   }
 }
 
+// An output shorter than its state file records: lines sluice confirmed are gone.
+Status OutputShorter(const std::string& path, uint64_t size, const std::string& state_path, uint64_t recorded) {
+  return Status::DataLoss(fmt::format(
+      "jsonl sink: {} has {} bytes but its checkpoint {} records {}; the output was "
+      "truncated or replaced. Remove both files to start over.",
+      path, size, state_path, recorded));
+}
+
 }  // namespace
 
 Result<std::optional<std::string>> ReadJsonlCheckpoint(const std::string& state_path) {
@@ -135,6 +143,23 @@ Result<std::optional<std::string>> ReadJsonlCheckpoint(const std::string& state_
   ASSIGN_OR_RETURN(auto history, ReadSchemasFile(state_path, *state.checkpoint));
   if (!history) return state.checkpoint;
   return std::optional<std::string>(JoinCheckpoint(*state.checkpoint, history->json));
+}
+
+Status CheckJsonlOutput(const std::string& path, const std::string& state_path) {
+  ASSIGN_OR_RETURN(std::optional<std::string> text, ReadSmallFile(state_path));
+  if (!text) return Status::Ok();
+  ASSIGN_OR_RETURN(State state, ParseState(state_path, *text));
+  if (state.checkpoint) RETURN_IF_ERROR(ReadSchemasFile(state_path, *state.checkpoint).status());
+  if (!state.output_bytes) return Status::Ok();
+  struct stat sb;
+  uint64_t size = 0;  // a missing output is created empty by Open
+  if (::stat(path.c_str(), &sb) == 0) {
+    size = static_cast<uint64_t>(sb.st_size);
+  } else if (errno != ENOENT) {
+    return IoError("stat", path, errno);
+  }
+  if (size < *state.output_bytes) return OutputShorter(path, size, state_path, *state.output_bytes);
+  return Status::Ok();
 }
 
 JsonlSink::Stored JsonlSink::ToStored(const std::string& text,
@@ -195,12 +220,7 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
   const uint64_t size = static_cast<uint64_t>(sb.st_size);
   if (text && state.output_bytes) {
     const uint64_t recorded = *state.output_bytes;
-    if (size < recorded) {
-      return Status::DataLoss(fmt::format(
-          "jsonl sink: {} has {} bytes but its checkpoint {} records {}; the output was "
-          "truncated or replaced. Remove both files to start over.",
-          o.path, size, sink->state_path_, recorded));
-    }
+    if (size < recorded) return OutputShorter(o.path, size, sink->state_path_, recorded);
     if (size > recorded) {
       // Lines written after the last checkpoint: they will be emitted again.
       if (::ftruncate(sink->fd_, static_cast<off_t>(recorded)) != 0) {

@@ -81,6 +81,10 @@ struct JsonlSinkOptions {
 // The whole checkpoint recorded in the state file `state_path` (joined with its schema history
 // file), or nullopt when the file does not exist or records none. Errors as Open's.
 Result<std::optional<std::string>> ReadJsonlCheckpoint(const std::string& state_path);
+// What Open would refuse, found without writing anything (`sluice check`): an unreadable
+// state file or schema history file (kCorruption), or an output shorter than the length the
+// state file records (Open's kDataLoss, same text). OK when there is no state file yet.
+Status CheckJsonlOutput(const std::string& path, const std::string& state_path);
 
 class JsonlSink : public Sink {
  public:

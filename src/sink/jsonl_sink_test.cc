@@ -217,12 +217,24 @@ TEST_F(JsonlSinkTest, ShorterOutputIsDataLoss) {
   ASSERT_TRUE(s);
   ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
   s.reset();
+  EXPECT_TRUE(CheckJsonlOutput(path_, path_ + ".checkpoint").ok()) << "as sluice wrote it";
+  // The last line cut short (the new-user test: `sluice check` passed, `run` refused).
+  struct stat sb {};
+  ASSERT_EQ(::stat(path_.c_str(), &sb), 0);
+  ASSERT_EQ(truncate(path_.c_str(), sb.st_size - 5), 0);
+  Status checked = CheckJsonlOutput(path_, path_ + ".checkpoint");
   ASSERT_EQ(truncate(path_.c_str(), 3), 0);
+  Status checked3 = CheckJsonlOutput(path_, path_ + ".checkpoint");
   JsonlSinkOptions o;
   o.path = path_;
   Result<std::unique_ptr<JsonlSink>> r = JsonlSink::Open(o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(checked.code(), StatusCode::kDataLoss) << checked.ToString();
+  EXPECT_EQ(checked3.ToString(), r.status().ToString()) << "CheckJsonlOutput says what Open says";
+  // A missing output is an empty one to Open.
+  ASSERT_EQ(::unlink(path_.c_str()), 0);
+  EXPECT_EQ(CheckJsonlOutput(path_, path_ + ".checkpoint").code(), StatusCode::kDataLoss);
 }
 
 TEST_F(JsonlSinkTest, CorruptStateFile) {
@@ -232,6 +244,7 @@ TEST_F(JsonlSinkTest, CorruptStateFile) {
   Result<std::unique_ptr<JsonlSink>> r = JsonlSink::Open(o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(CheckJsonlOutput(path_, path_ + ".checkpoint").ToString(), r.status().ToString());
 }
 
 TEST_F(JsonlSinkTest, FailedApplyWritesNothing) {

@@ -386,27 +386,7 @@ Status SqlApplier::PrepareTable(const TableSchema& schema) {
       }
     }
     // The table may have existed: its columns must be the ones the schema describes.
-    for (size_t i = 0; i < have->size(); ++i) {
-      const SqlExistingColumn& e = (*have)[i];
-      if (i >= schema.columns.size()) {
-        return Status::FailedPrecondition(
-            fmt::format("table {}: {} table has extra column {}", name.display, dialect_->name(), e.name));
-      }
-      int want_pk = 0;
-      for (size_t j = 0; j < schema.primary_key.size(); ++j)
-        if (schema.primary_key[j] == i) want_pk = static_cast<int>(j) + 1;
-      const SqlColumn& c = t->columns[i];
-      if (e.name != c.source->name || !dialect_->SameType(c.type, e.type) || e.pk != want_pk) {
-        return Status::FailedPrecondition(fmt::format(
-            "table {}: existing {} column {} ({} {}, pk {}) does not match source column {} ({}, pk {})",
-            name.display, dialect_->name(), i + 1, e.name, e.type, e.pk, c.source->name, c.type, want_pk));
-      }
-    }
-    if (have->size() != schema.columns.size()) {
-      return Status::FailedPrecondition(fmt::format("table {}: {} table has {} columns, source has {}",
-                                                    name.display, dialect_->name(), have->size(),
-                                                    schema.columns.size()));
-    }
+    RETURN_IF_ERROR(MatchExistingTable(*dialect_, schema, *have).WithContext(conn_->Describe()));
     {
       ASSIGN_OR_RETURN(SqlStatement * s, Meta(SqlMeta::kStoreTable));
       const Value v1 = Value::Text(name.key), v2 = Value::Text(schema.db), v3 = Value::Text(schema.table),
@@ -1166,6 +1146,42 @@ Status SqlApplier::ApplyPart(const Transaction& part) {
 void SqlApplier::AbortParts() {
   if (part_open_) Rollback();
   part_open_ = false;
+}
+
+Status MatchExistingTable(const SqlDialect& dialect, const TableSchema& schema, std::vector<SqlExistingColumn> have) {
+  const std::string display = dialect.TableName(schema).display;
+  auto want_pk = [&](size_t i) {
+    for (size_t j = 0; j < schema.primary_key.size(); ++j)
+      if (schema.primary_key[j] == i) return static_cast<int>(j) + 1;
+    return 0;
+  };
+  // Columns appended at the end since the table was made, which PrepareTable adds (up to a
+  // key column: a key change is reported below).
+  bool prefix = have.size() < schema.columns.size();
+  for (size_t i = 0; prefix && i < have.size(); ++i) prefix = have[i].name == schema.columns[i].name;
+  for (size_t i = prefix ? have.size() : schema.columns.size(); i < schema.columns.size(); ++i) {
+    if (want_pk(i) != 0) break;
+    ASSIGN_OR_RETURN(std::string type, dialect.ColumnType(schema.columns[i]));
+    have.push_back(SqlExistingColumn{schema.columns[i].name, type, 0});
+  }
+  for (size_t i = 0; i < have.size(); ++i) {
+    const SqlExistingColumn& e = have[i];
+    if (i >= schema.columns.size()) {
+      return Status::FailedPrecondition(
+          fmt::format("table {}: {} table has extra column {}", display, dialect.name(), e.name));
+    }
+    ASSIGN_OR_RETURN(std::string type, dialect.ColumnType(schema.columns[i]));
+    if (e.name != schema.columns[i].name || !dialect.SameType(type, e.type) || e.pk != want_pk(i)) {
+      return Status::FailedPrecondition(fmt::format(
+          "table {}: existing {} column {} ({} {}, pk {}) does not match source column {} ({}, pk {})", display,
+          dialect.name(), i + 1, e.name, e.type, e.pk, schema.columns[i].name, type, want_pk(i)));
+    }
+  }
+  if (have.size() != schema.columns.size()) {
+    return Status::FailedPrecondition(fmt::format("table {}: {} table has {} columns, source has {}", display,
+                                                  dialect.name(), have.size(), schema.columns.size()));
+  }
+  return Status::Ok();
 }
 
 Result<std::optional<std::vector<SqlExistingColumn>>> DescribeByQuery(SqlConnection& conn, const std::string& sql,

@@ -58,6 +58,13 @@
 
 namespace sluice {
 
+// Whether PrepareTable can use the existing destination table `have` (as
+// SqlDialect::DescribeTable reports it) for `schema`: OK, or the kFailedPrecondition
+// PrepareTable gives, naming the table and column (PrepareTable adds the destination's
+// description in front). Columns appended at the end of `schema` that `have` lacks count as
+// there: PrepareTable adds them (up to the first key column). Pure.
+Status MatchExistingTable(const SqlDialect& dialect, const TableSchema& schema, std::vector<SqlExistingColumn> have);
+
 class SqlApplier : public Sink {
  public:
   // Creates the bookkeeping tables if missing.

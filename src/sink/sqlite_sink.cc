@@ -535,6 +535,57 @@ Result<std::unique_ptr<SqliteSink>> SqliteSink::Open(SqliteSinkOptions options) 
   return sink;
 }
 
+Result<size_t> CheckSqliteTables(
+    const std::string& path, const std::vector<std::pair<std::string, std::string>>& tables,
+    const std::function<Result<TableSchema>(const std::string& db, const std::string& table)>& load) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    Status st = Status::Unavailable(fmt::format("sqlite {}: cannot open: {}", path, db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_close(db);
+    return st;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  const SqliteDialect dialect(1);
+  size_t existing = 0;
+  Status result;
+  for (const auto& [source_db, source_table] : tables) {
+    TableSchema named;
+    named.db = source_db;
+    named.table = source_table;
+    const std::string key = SqliteTableName(named);
+    std::vector<SqlExistingColumn> have;
+    sqlite3_stmt* s = nullptr;
+    int rc = sqlite3_prepare_v2(db, "SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid", -1, &s, nullptr);
+    if (rc == SQLITE_OK) {
+      sqlite3_bind_text64(s, 1, key.data(), key.size(), SQLITE_STATIC, SQLITE_UTF8);
+      while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        auto text = [s](int i) {
+          const unsigned char* t = sqlite3_column_text(s, i);
+          return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+        };
+        have.push_back(SqlExistingColumn{text(0), text(1), sqlite3_column_int(s, 2)});
+      }
+    }
+    if (rc != SQLITE_DONE) result = Status::Unavailable(fmt::format("sqlite {}: describing table {}: {}", path, key, sqlite3_errmsg(db)));
+    sqlite3_finalize(s);
+    if (!result.ok()) break;
+    if (have.empty()) continue;
+    ++existing;
+    Result<TableSchema> schema = load(source_db, source_table);
+    if (!schema.ok()) {
+      result = schema.status();
+      break;
+    }
+    result = MatchExistingTable(dialect, *schema, std::move(have))
+                 .WithContext("sqlite " + path)
+                 .WithContext("preparing table " + key);
+    if (!result.ok()) break;
+  }
+  sqlite3_close(db);
+  if (!result.ok()) return result;
+  return existing;
+}
+
 Result<std::optional<std::string>> ReadSqliteCheckpoint(sqlite3* db) {
   auto read = [db](const char* sql, std::string_view bind, std::optional<std::string>* out) -> Status {
     sqlite3_stmt* s = nullptr;

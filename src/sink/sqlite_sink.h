@@ -36,10 +36,13 @@
 // Ownership/thread safety: owns its sqlite3 connection; one thread at a time.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "sink/sql_applier.h"
 
@@ -88,6 +91,15 @@ std::string SqliteQuote(std::string_view name);
 // it refers to), or nullopt when there is none (no row, or no _sluice_checkpoint table).
 // kCorruption when the history it refers to is missing; kUnavailable for SQLite errors.
 Result<std::optional<std::string>> ReadSqliteCheckpoint(sqlite3* db);
+
+// For `sluice check`: opens `path` read-only and compares each of `tables` (source db and
+// table) that already exists in it with its source definition (`load`), as PrepareTable
+// will when the run first meets it. Returns how many existed, or the first refusal in
+// PrepareTable's words ("preparing table db.t: sqlite PATH: table db.t: existing sqlite
+// column ..."); kUnavailable when the file cannot be read, `load`'s error as it is.
+Result<size_t> CheckSqliteTables(
+    const std::string& path, const std::vector<std::pair<std::string, std::string>>& tables,
+    const std::function<Result<TableSchema>(const std::string& db, const std::string& table)>& load);
 
 class SqliteSink : public SqlApplier {
  public:

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <thread>
 
 #include "checkpoint/checkpoint.h"
@@ -399,6 +400,48 @@ TEST_F(SqliteSinkTest, SchemaConflicts) {
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
   EXPECT_NE(st.message().find("price"), std::string::npos) << st.ToString();
   EXPECT_TRUE(sink_->PrepareTable(*ItemsTable()).ok());
+}
+
+// A file that already holds a same-named table (another tool's, or an older replica):
+// PrepareTable's refusal names the file, and CheckSqliteTables (`sluice check`) finds the
+// same refusal, in the same words, without writing to the file.
+TEST_F(SqliteSinkTest, ExistingTablesAreJudgedAlikeByTheCheckAndByPrepareTable) {
+  ASSERT_TRUE(sink_);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE \"shop.items\" (a TEXT, b TEXT); "
+                         "CREATE TABLE \"shop.short\" (id INTEGER PRIMARY KEY, name TEXT);"
+                         "CREATE TABLE \"shop.same\" (id INTEGER PRIMARY KEY, name TEXT)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const TableSchemaPtr same = Table("shop", "same", {Col("id", "int"), Col("name", "varchar")}, {0});
+  // Columns appended at the end of the source since: PrepareTable adds them.
+  const TableSchemaPtr longer =
+      Table("shop", "short", {Col("id", "int"), Col("name", "varchar"), Col("qty", "int")}, {0});
+  const std::map<std::string, TableSchemaPtr> source = {
+      {"shop.items", ItemsTable()}, {"shop.same", same}, {"shop.short", longer}};
+  auto load = [&](const std::string& d, const std::string& t) -> Result<TableSchema> { return *source.at(d + "." + t); };
+
+  auto ok = CheckSqliteTables(path_, {{"shop", "same"}, {"shop", "short"}, {"shop", "absent"}}, load);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, 2u) << "two of the three tables exist";
+
+  auto refused = CheckSqliteTables(path_, {{"shop", "same"}, {"shop", "items"}}, load);
+  ASSERT_FALSE(refused.ok());
+  Status prepared = sink_->PrepareTable(*ItemsTable());
+  ASSERT_FALSE(prepared.ok());
+  EXPECT_EQ(prepared.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(prepared.message(),
+            "sqlite " + path_ + ": table shop.items: existing sqlite column 1 (a TEXT, pk 0) does not match source "
+            "column id (INTEGER, pk 1)")
+      << "the run's error names the SQLite file";
+  EXPECT_EQ(refused.status().code(), prepared.code());
+  EXPECT_EQ(refused.status().message(), "preparing table shop.items: " + std::string(prepared.message()))
+      << "the check says what the run says (its sink writer adds \"preparing table\")";
+  EXPECT_TRUE(sink_->PrepareTable(*same).ok());
+  EXPECT_TRUE(sink_->PrepareTable(*longer).ok());
 }
 
 TEST_F(SqliteSinkTest, AbsentColumnsOfANewRowTakeTheSourceDefault) {

@@ -17,6 +17,7 @@
 #include <filesystem>
 
 #include <gmock/gmock.h>
+#include <sqlite3.h>
 
 #include "harness.h"
 
@@ -325,6 +326,46 @@ TEST(Check, CorrectSetupPassesEveryLine) {
     EXPECT_THAT(LineOf(r.output, name), ::testing::StartsWith("PASS")) << name << "\n" << r.output;
   // The LONGBLOB is measured (1000 bytes), not taken at its declared 4 GiB.
   EXPECT_THAT(LineOf(r.output, "max_allowed_packet"), ::testing::HasSubstr("largest row is about 1004 bytes"));
+}
+
+// An SQLite file that already holds a captured table's name with other columns (another
+// tool's): the check fails with the words the run then stops with, naming the file (the
+// new-user test: check passed); a table with the source's columns passes.
+TEST(Check, SqliteFileHoldingACapturedTableWithOtherColumns) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_chk_tbl; CREATE DATABASE it_chk_tbl;"
+                       "CREATE TABLE it_chk_tbl.t (id INT PRIMARY KEY, v INT); INSERT INTO it_chk_tbl.t VALUES (1, 1);"
+                       "CREATE TABLE it_chk_tbl.u (id INT PRIMARY KEY);"),
+            0);
+  TempDir dir;
+  Spec s = Good();
+  s.tables = {"it_chk_tbl.*"};
+  const std::string replica = dir.File("replica.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(replica.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE \"it_chk_tbl.t\" (a TEXT, b TEXT); INSERT INTO \"it_chk_tbl.t\" VALUES ('x', 'y');"
+                             "CREATE TABLE \"it_chk_tbl.u\" (id INTEGER PRIMARY KEY)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const std::string config = Config(dir, s);
+  auto r = Check(config);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string line = LineOf(r.output, "sink: existing tables");
+  EXPECT_THAT(line, ::testing::StartsWith("FAIL")) << r.output;
+  const std::string said = "preparing table it_chk_tbl.t: sqlite " + replica +
+                           ": table it_chk_tbl.t: existing sqlite column 1 (a TEXT, pk 0) does not match source "
+                           "column id (INTEGER, pk 1)";
+  EXPECT_THAT(line, ::testing::HasSubstr(said)) << r.output;
+  auto run = RunSluice({"run", "--config", config, "--until-caught-up"}, std::chrono::seconds(60));
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, ::testing::HasSubstr(said)) << "the run's words";
+  ASSERT_EQ(sqlite3_open(replica.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE \"it_chk_tbl.t\"", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  r = Check(config);
+  EXPECT_THAT(LineOf(r.output, "sink: existing tables"),
+              ::testing::StartsWith("PASS  sink: existing tables                1 captured table(s) already in"))
+      << r.output;
 }
 
 TEST(Check, ServerIdOfAConnectedReplica) {
