@@ -25,6 +25,7 @@
 #include "checkpoint/checkpoint_file.h"
 #include "cli/run.h"
 #include "cli/table_config.h"
+#include "mysql/replication.h"
 #include "snapshot/coordinator.h"
 #include "snapshot/incremental.h"
 #include "schema/text_value.h"
@@ -236,6 +237,7 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bo
                                       bool settle_replica_ids) {
   SourceFacts f;
   f.endpoint = fmt::format("{}:{}", config.source.host, config.source.port);
+  f.replica_ids_settled = settle_replica_ids;
   ASSIGN_OR_RETURN(f.info, ProbeServer(conn));
   {
     ASSIGN_OR_RETURN(QueryResult v, conn.Query("SHOW GLOBAL VARIABLES WHERE Variable_name IN "
@@ -473,8 +475,12 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
   {
     const uint32_t id = config.source.server_id;
     std::string users;
-    for (const auto& [sid, host] : f.replica_hosts)
-      if (sid == id) users += (users.empty() ? "" : ", ") + (host.empty() ? std::string("a replica") : host);
+    bool from_here = false;  // registered by sluice on this machine (mysql/replication.h)
+    for (const auto& [sid, host] : f.replica_hosts) {
+      if (sid != id) continue;
+      users += (users.empty() ? "" : ", ") + (host.empty() ? std::string("a replica") : host);
+      from_here = from_here || host == ReplicaHostName();
+    }
     if (id == 0) {
       out.push_back(Line("server_id", CheckOutcome::kFail,
                          "source.server_id is missing: the binlog stream of the tables in mode cdc needs one",
@@ -484,6 +490,16 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
       out.push_back(Line("server_id", CheckOutcome::kFail,
                          fmt::format("source.server_id {} is the server's own server_id", id),
                          "pick another source.server_id, unique among the server's replicas", true));
+    } else if (!users.empty() && from_here && !f.replica_ids_settled) {
+      // `sluice run` does not wait for the id to leave the list: most often it is this
+      // tool's own run, stopped a moment ago.
+      out.push_back(Line("server_id", CheckOutcome::kWarn,
+                         fmt::format("source.server_id {} is listed by the server ({}, this machine): a replica "
+                                     "that just disconnected, such as this tool's previous run, stays listed for a "
+                                     "few seconds; if another replica uses it, the server drops one of the two",
+                                     id, users),
+                         "if another replica uses it, pick another source.server_id (SHOW SLAVE HOSTS lists the "
+                         "ids in use)"));
     } else if (!users.empty()) {
       out.push_back(Line("server_id", CheckOutcome::kFail,
                          fmt::format("source.server_id {} is in use by a connected replica ({}): the server drops "

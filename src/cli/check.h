@@ -62,6 +62,8 @@ struct SourceFacts {
   bool replica_hosts_known = false;
   std::vector<std::pair<uint32_t, std::string>> replica_hosts;  // server_id, host
   std::string replica_hosts_error;
+  // Whether replica_hosts was asked again until source.server_id left it (settle_replica_ids).
+  bool replica_ids_settled = false;
   std::vector<std::pair<std::string, uint64_t>> binlogs;  // SHOW BINARY LOGS
   bool binlogs_known = false;
   std::string tls_description;  // empty: no TLS

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "mysql/replication.h"
 #include "sink/jsonl_sink.h"
 
 namespace sluice::cli {
@@ -148,6 +149,35 @@ TEST(Check, PacketAgainstUpdateEventOfLargestRow) {
   const CheckLine* l = Find(EvaluateServer(f, GoodConfig()), "max_allowed_packet");
   EXPECT_EQ(l->outcome, CheckOutcome::kFail);
   EXPECT_NE(l->fix.find("max_allowed_packet = 33554432"), std::string::npos) << l->fix;
+}
+
+// source.server_id listed by SHOW SLAVE HOSTS. `sluice run` (no settling) with the id
+// registered from this machine: most often its own previous run, stopped a moment ago (make
+// demo's resume step warned "in use"), so the warning says so. Listed from elsewhere, or
+// still listed after check's 3 s: in use.
+TEST(Check, ServerIdListedFromThisMachineRightAfterAStop) {
+  SourceFacts f = GoodFacts();
+  Config c = GoodConfig();
+  f.replica_hosts = {{5401, ReplicaHostName()}, {7, "other"}};
+  f.replica_ids_settled = false;  // sluice run
+  const CheckLine* l = Find(EvaluateServer(f, c), "server_id");
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->outcome, CheckOutcome::kWarn) << l->detail;
+  EXPECT_FALSE(l->fatal);
+  EXPECT_EQ(l->detail, "source.server_id 5401 is listed by the server (" + ReplicaHostName() +
+                           ", this machine): a replica that just disconnected, such as this tool's previous run, "
+                           "stays listed for a few seconds; if another replica uses it, the server drops one of "
+                           "the two");
+  EXPECT_EQ(ReplicaHostName().rfind("sluice", 0), 0u) << ReplicaHostName();
+  f.replica_ids_settled = true;  // sluice check, still listed after 3 s
+  l = Find(EvaluateServer(f, c), "server_id");
+  EXPECT_EQ(l->outcome, CheckOutcome::kFail);
+  EXPECT_NE(l->detail.find("is in use by a connected replica"), std::string::npos) << l->detail;
+  f.replica_ids_settled = false;
+  f.replica_hosts = {{5401, "sluice@elsewhere"}};
+  l = Find(EvaluateServer(f, c), "server_id");
+  EXPECT_EQ(l->outcome, CheckOutcome::kFail);
+  EXPECT_NE(l->detail.find("is in use by a connected replica (sluice@elsewhere)"), std::string::npos) << l->detail;
 }
 
 // A JSON lines output cut short (its last line incomplete) behind sluice's back: the check

@@ -7,6 +7,8 @@
 #include <mysqld_error.h>
 // clang-format on
 
+#include <unistd.h>
+
 #include <charconv>
 #include <cmath>
 #include <vector>
@@ -204,6 +206,14 @@ Result<std::unique_ptr<ReplicationSession>> ReplicationSession::Start(
     return Status::Internal(fmt::format("mariadb_rpl_open failed: {}", mariadb_rpl_error(s->rpl_)));
   }
   return s;
+}
+
+std::string ReplicaHostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "sluice";
+  std::string host = std::string("sluice@") + name;
+  if (host.size() > 60) host.resize(60);
+  return host;
 }
 
 void ReplicationSession::Cancel() {

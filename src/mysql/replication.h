@@ -72,6 +72,12 @@ struct st_mariadb_rpl;
 
 namespace sluice {
 
+// The host sluice registers its replica connections under: "sluice@" and this machine's
+// host name (at most 60 bytes, MariaDB's report_host width; "sluice" when the name is
+// unknown), so that SHOW SLAVE HOSTS tells a run's own earlier connection from another
+// machine's.
+std::string ReplicaHostName();
+
 struct ReplicationOptions {
   // This replica's id: nonzero and different from the server's @@server_id (and from any
   // other replica of that server, which would otherwise be disconnected).
@@ -89,8 +95,8 @@ struct ReplicationOptions {
   // BINLOG_DUMP_NON_BLOCK: the server ends the stream (EOF) when it has sent everything
   // instead of waiting for new events. Fetch() then returns an empty span.
   bool non_blocking = false;
-  // Shown in SHOW SLAVE HOSTS / SHOW REPLICAS.
-  std::string replica_host = "sluice";
+  // Shown in SHOW SLAVE HOSTS / SHOW REPLICAS (ReplicaHostName: "sluice@<this machine>").
+  std::string replica_host = ReplicaHostName();
 };
 
 class ReplicationSession {
