@@ -106,8 +106,41 @@ struct SchemaHistoryText {
   std::string json;
 };
 
+// Row changes counted instead of kept (issue 8): the stream's JSON lines are made from the
+// row image as it is decoded, and what the sink writer still reads of those changes is how
+// many of each table and op (its counters, the tables it prepares) and the source time of
+// the last one (lag). `runs` lists them in order, one entry per run of the same table and op.
+struct ChangeCounts {
+  struct Run {
+    TableSchemaPtr table;
+    Op op = Op::kCreate;
+    size_t rows = 0;
+  };
+  std::vector<Run> runs;
+  size_t rows = 0;              // the sum of runs[].rows
+  uint32_t last_timestamp = 0;  // source timestamp of the last change counted
+
+  bool empty() const { return rows == 0; }
+  // Counts `n` (> 0) more changes of `table` and `op`, the last one at `timestamp`.
+  void Add(const TableSchemaPtr& table, Op op, size_t n, uint32_t timestamp) {
+    if (runs.empty() || runs.back().table != table || runs.back().op != op) {
+      if (runs.capacity() == 0) runs.reserve(4);
+      runs.push_back(Run{table, op, 0});
+    }
+    runs.back().rows += n;
+    rows += n;
+    last_timestamp = timestamp;
+  }
+  // Bytes held besides the object itself.
+  size_t HeapBytes() const { return runs.capacity() * sizeof(Run); }
+};
+
 struct Transaction {
   std::vector<RowChange> changes;
+  // Changes that were counted, not kept (only with `preformatted`, from the stream's
+  // decoding thread: see ChangeCounts). A transaction holds its rows in `changes` or here,
+  // never in both.
+  ChangeCounts counted;
   // The state to record once this transaction is applied, as opaque JSON text written by
   // checkpoint/checkpoint.h. Sinks store it with the data in one atomic step. When `schemas`
   // is set, the text refers to that history ("schemas_ref") instead of holding it, and
@@ -118,9 +151,17 @@ struct Transaction {
   // Output formatted ahead, on another thread, by the Preformatter of the sink that will
   // apply this transaction (sink/sink.h); opaque to everyone else. A sink that finds it set
   // writes it and does not look at the values of `changes` (which the producer may then have
-  // emptied or released: the stream keeps each change's table, op and source timestamp for
-  // its counters and frees the rest).
+  // emptied or released: the stream frees the values of changes it formatted, and counts
+  // those it formatted from the row image in `counted` instead of keeping them).
   std::optional<std::string> preformatted;
+
+  // Its row changes, kept or counted.
+  size_t row_count() const { return changes.size() + counted.rows; }
+  bool has_rows() const { return !changes.empty() || !counted.empty(); }
+  // Source timestamp of its last row change (0 without any).
+  uint32_t last_source_timestamp() const {
+    return changes.empty() ? counted.last_timestamp : changes.back().source.timestamp;
+  }
 };
 
 }  // namespace sluice

@@ -477,7 +477,7 @@ TEST(DirectRowsTest, SameTextAsValuesFormattedAfterwards) {
   ASSERT_TRUE(sink.ok()) << sink.status().ToString();
   for (size_t part_bytes : {size_t{0}, size_t{600}}) {
     // Text per whole source transaction in commit order; parts of a rolled-back one dropped.
-    auto run = [&](bool direct, size_t* direct_txns) {
+    auto run = [&](bool direct, size_t* direct_txns, size_t* direct_rows, size_t* value_rows) {
       std::unique_ptr<Preformatter> fmt = (*sink)->NewPreformatter();
       std::unique_ptr<Preformatter> direct_fmt = (*sink)->NewPreformatter();
       TransactionAssembler a(
@@ -487,12 +487,18 @@ TEST(DirectRowsTest, SameTextAsValuesFormattedAfterwards) {
       if (direct) a.set_direct_formatter(direct_fmt.get());
       std::vector<std::string> out;
       std::string pending;
-      auto text_of = [&](std::vector<RowChange> changes, std::optional<std::string> text) {
-        if (changes.empty()) return std::string();
+      auto text_of = [&](std::vector<RowChange> changes, std::optional<std::string> text, const ChangeCounts& counted) {
         if (text) {
+          // Formatted from the row image: the changes are counted, not kept.
+          EXPECT_TRUE(changes.empty()) << "a transaction with text also kept " << changes.size() << " changes";
+          EXPECT_FALSE(counted.empty()) << "a transaction with text counted no changes";
           ++*direct_txns;
+          *direct_rows += counted.rows;
           return *text;
         }
+        EXPECT_TRUE(counted.empty()) << "a transaction without text counted " << counted.rows << " changes";
+        if (changes.empty()) return std::string();
+        *value_rows += changes.size();
         Transaction t;
         t.changes = std::move(changes);
         Status st = fmt->Format(t);
@@ -506,20 +512,25 @@ TEST(DirectRowsTest, SameTextAsValuesFormattedAfterwards) {
         if (!*committed) {
           if (part_bytes > 0 && a.buffered_bytes() >= part_bytes) {
             std::optional<std::string> text;
-            if (auto part = a.TakePart(&text)) pending += text_of(std::move(*part), std::move(text));
+            ChangeCounts counted;
+            if (auto part = a.TakePart(&text, &counted)) pending += text_of(std::move(*part), std::move(text), counted);
           }
           continue;
         }
-        std::string whole = std::move(pending) + text_of(std::move((*committed)->changes), std::move((*committed)->text));
+        std::string whole = std::move(pending) + text_of(std::move((*committed)->changes), std::move((*committed)->text),
+                                                         (*committed)->counted);
         pending.clear();
         if (!(*committed)->rolled_back && !whole.empty()) out.push_back(std::move(whole));
       }
       return out;
     };
-    size_t direct_txns = 0, none = 0;
-    const std::vector<std::string> want = run(false, &none);
-    const std::vector<std::string> got = run(true, &direct_txns);
+    size_t direct_txns = 0, none = 0, want_rows = 0, got_direct_rows = 0, got_value_rows = 0, none_rows = 0;
+    const std::vector<std::string> want = run(false, &none, &none_rows, &want_rows);
+    const std::vector<std::string> got = run(true, &direct_txns, &got_direct_rows, &got_value_rows);
     EXPECT_EQ(none, 0u);
+    // Every row change is delivered once, kept or counted (rolled-back ones included: the
+    // count is of what the assembler handed on).
+    EXPECT_EQ(got_direct_rows + got_value_rows, want_rows) << "part_bytes " << part_bytes;
     EXPECT_GE(direct_txns, 3u) << "part_bytes " << part_bytes << ": too few transactions formatted directly (T1, T2, T3)";
     ASSERT_EQ(got.size(), want.size()) << "part_bytes " << part_bytes;
     for (size_t k = 0; k < want.size(); ++k)

@@ -578,7 +578,8 @@ size_t StripFormatted(Transaction& txn) {
     std::string().swap(c.source.file);
     std::string().swap(c.source.gtid);
   }
-  return txn.changes.capacity() * sizeof(RowChange) + (txn.preformatted ? txn.preformatted->capacity() : 0);
+  return txn.changes.capacity() * sizeof(RowChange) + txn.counted.HeapBytes() +
+         (txn.preformatted ? txn.preformatted->capacity() : 0);
 }
 
 }  // namespace
@@ -1081,7 +1082,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       if (part_bytes == 0 || assembler.buffered_bytes() < part_bytes) return Status::Ok();
       const size_t held = assembler.buffered_bytes();
       SinkItem item;
-      auto part = assembler.TakePart(&item.txn.preformatted);
+      auto part = assembler.TakePart(&item.txn.preformatted, &item.txn.counted);
       if (!part) return Status::Ok();  // XA: held whole until XA COMMIT
       RETURN_IF_ERROR(handoff.Filter(&*part));
       item.part = true;
@@ -1113,6 +1114,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     const size_t before_filter = committed->changes.size();
     RETURN_IF_ERROR(handoff.Filter(&committed->changes));
     item.txn.changes = std::move(committed->changes);
+    item.txn.counted = std::move(committed->counted);
     item.txn.preformatted = std::move(committed->text);
     // The history's text is made once per DDL and shared; checkpoints refer to it.
     if (passed.schemas.get() != history_of) {
@@ -1123,7 +1125,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     // Sinks that group by themselves (NATS, Kafka) checkpoint inside a group: each transaction
     // carries its own checkpoint (formatted here, off the sink thread). The others record a
     // group's last one only, formatted by the writer once per group.
-    if (every_checkpoint && !item.txn.changes.empty() && !ahead) item.txn.checkpoint = passed.ToJsonWithRef(history_text.get());
+    if (every_checkpoint && item.txn.has_rows() && !ahead) item.txn.checkpoint = passed.ToJsonWithRef(history_text.get());
     // Queues count what an item holds in memory (3-6 times its binlog bytes), so that they
     // bound memory, not binlog.
     size_t memory = committed->bytes;  // summed by the assembler as it added them
@@ -1273,23 +1275,28 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
   metrics::Value& m_ts = reg.Gauge("sluice_last_applied_source_timestamp_seconds",
                                    "source commit time of the last applied transaction (unix seconds)");
   std::map<std::pair<const TableSchema*, char>, metrics::Value*> row_counters;
+  auto counter_of = [&](const TableSchemaPtr& table, Op op) {
+    auto& slot = row_counters[{table.get(), static_cast<char>(op)}];
+    if (!slot) {
+      const char* name = op == Op::kCreate ? "insert" : op == Op::kUpdate ? "update" : op == Op::kDelete ? "delete" : "read";
+      slot = &reg.Counter("sluice_rows_total", "row changes applied to the sink, by table and op",
+                          {{"op", name}, {"table", table ? table->QualifiedName() : "?"}});
+    }
+    return slot;
+  };
   auto count_rows = [&](const std::vector<Transaction>& txns) {
     const RowChange* prev = nullptr;
     metrics::Value* v = nullptr;
-    for (const Transaction& t : txns)
+    for (const Transaction& t : txns) {
       for (const RowChange& c : t.changes) {
         if (!prev || prev->table.get() != c.table.get() || prev->op != c.op) {
-          auto& slot = row_counters[{c.table.get(), static_cast<char>(c.op)}];
-          if (!slot) {
-            const char* op = c.op == Op::kCreate ? "insert" : c.op == Op::kUpdate ? "update" : c.op == Op::kDelete ? "delete" : "read";
-            slot = &reg.Counter("sluice_rows_total", "row changes applied to the sink, by table and op",
-                                {{"op", op}, {"table", c.table ? c.table->QualifiedName() : "?"}});
-          }
-          v = slot;
+          v = counter_of(c.table, c.op);
           prev = &c;
         }
         v->Add(1);
       }
+      for (const ChangeCounts::Run& run : t.counted.runs) counter_of(run.table, run.op)->Add(static_cast<double>(run.rows));
+    }
   };
   auto publish_position = [&] {
     reg.SetText("stream.position", checkpoint_.stream_start.ToString());
@@ -1448,7 +1455,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       Status st = sink.ApplyPart(first->txn);
       if (!st.ok()) return part_failure("applying a part", st);
       parts_open = true;
-      parts_rows += first->txn.changes.size();
+      parts_rows += first->txn.row_count();
       continue;
     }
     if (first->abort_parts) {
@@ -1500,7 +1507,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       ++group_items;
       advance(last, item);
       last_schemas = text_of(last, item.txn.schemas);
-      if (every_checkpoint && !item.txn.changes.empty() && (copy_schemas || !last.others_at.empty())) {
+      if (every_checkpoint && item.txn.has_rows() && (copy_schemas || !last.others_at.empty())) {
         // Beside a re-read the decoding thread cannot know the state (the copy's progress is
         // the writer's): each transaction's checkpoint is made here.
         item.txn.checkpoint = last.ToJsonWithRef(last_schemas.get());
@@ -1511,11 +1518,11 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       } else {
         for (const auto& c : item.txn.changes) bytes += 64 + c.after.size() * 16 + c.before.size() * 16;
       }
-      if (!item.txn.changes.empty()) {
+      if (item.txn.has_rows()) {
         group_last_data_pos = item.stream_start;
-        group_rows += item.txn.changes.size();
+        group_rows += item.txn.row_count();
         ++group_txns;
-        group_source_ts = std::max(group_source_ts, item.txn.changes.back().source.timestamp);
+        group_source_ts = std::max(group_source_ts, item.txn.last_source_timestamp());
         group.push_back(std::move(item.txn));
       }
     };
@@ -1542,12 +1549,18 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       continue;
     }
     const TableSchema* seen = nullptr;
-    for (const Transaction& t : group)
+    for (const Transaction& t : group) {
       for (const RowChange& c : t.changes)
         if (c.table.get() != seen) {
           RETURN_IF_ERROR(prepare(c.table));
           seen = c.table.get();
         }
+      for (const ChangeCounts::Run& run : t.counted.runs)
+        if (run.table.get() != seen) {
+          RETURN_IF_ERROR(prepare(run.table));
+          seen = run.table.get();
+        }
+    }
     // The group ends with the state after its last item (it may be a position-only one).
     if (!every_checkpoint || ComparePositions(last.stream_start, group_last_data_pos) != 0) {
       group.back().checkpoint = last.ToJsonWithRef(last_schemas.get());

@@ -91,18 +91,22 @@ void TransactionAssembler::Reset() {
   mysql_gtid_.reset();
   changes_.clear();
   text_.reset();
+  counted_ = ChangeCounts();
   buffered_bytes_ = 0;
   parts_taken_ = false;
   xa_ = false;
 }
 
-std::optional<std::vector<RowChange>> TransactionAssembler::TakePart(std::optional<std::string>* text) {
-  if (!in_txn_ || changes_.empty() || xa_ || !xa_xid_.empty()) return std::nullopt;
-  if (text_ && text == nullptr) return std::nullopt;  // the caller could not carry the text
+std::optional<std::vector<RowChange>> TransactionAssembler::TakePart(std::optional<std::string>* text,
+                                                                   ChangeCounts* counted) {
+  if (!in_txn_ || (changes_.empty() && counted_.empty()) || xa_ || !xa_xid_.empty()) return std::nullopt;
+  if (text_ && (text == nullptr || counted == nullptr)) return std::nullopt;  // the caller could not carry them
   std::vector<RowChange> part = std::move(changes_);
   changes_.clear();
   if (text != nullptr) *text = std::move(text_);
   text_.reset();
+  if (counted != nullptr) *counted = std::move(counted_);
+  counted_ = ChangeCounts();
   buffered_bytes_ = 0;
   parts_taken_ = true;
   return part;
@@ -156,7 +160,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
     return std::optional<CommittedTransaction>();
   }
   if (auto* g = std::get_if<MariadbGtidEvent>(&ev.body)) {
-    if (in_txn_ && !changes_.empty()) {
+    if (in_txn_ && (!changes_.empty() || !counted_.empty())) {
       return Status::Corruption(fmt::format(
           "binlog {} at offset {}: GTID {} starts a new transaction before {} committed",
           current_file_, ev.pos, g->GtidText(), gtid_));
@@ -278,7 +282,7 @@ void TransactionAssembler::NoteGtid(const std::string&) {
 Result<std::optional<CommittedTransaction>> TransactionAssembler::Prepare(const binlog::Event& ev,
                                                                          std::string xid) {
   for (char& c : xid) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  HeldXa held{std::move(changes_), std::move(text_), group_start_, gtid_};
+  HeldXa held{std::move(changes_), std::move(text_), std::move(counted_), group_start_, gtid_};
   if (held_xa_.count(xid)) {
     return Status::Corruption(fmt::format("binlog {} at offset {}: XA transaction {} prepared twice",
                                           current_file_, ev.pos, xid));
@@ -300,10 +304,12 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::FinishXa(const
   const bool found = it != held_xa_.end();
   std::vector<RowChange> changes;
   std::optional<std::string> text;
+  ChangeCounts counted;
   if (found) {
     if (commit) {
       changes = std::move(it->second.changes);
       text = std::move(it->second.text);
+      counted = std::move(it->second.counted);
     }
     held_xa_.erase(it);
   }
@@ -314,7 +320,8 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::FinishXa(const
   if (committed) {
     committed->changes = std::move(changes);
     committed->text = std::move(text);
-    committed->bytes = committed->text ? committed->text->size() : 0;
+    committed->counted = std::move(counted);
+    committed->bytes = (committed->text ? committed->text->size() : 0) + committed->counted.HeapBytes();
     for (const RowChange& c : committed->changes) committed->bytes += ApproxBytes(c);
     if (commit && !found) committed->unknown_xa = xid;
   }
@@ -325,7 +332,8 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Commit(const b
   CommittedTransaction out;
   out.changes = std::move(changes_);
   out.text = std::move(text_);
-  if (out.changes.empty()) out.text.reset();
+  out.counted = std::move(counted_);
+  if (out.changes.empty() && out.counted.empty()) out.text.reset();
   if (out.text) text_hint_ = std::min<size_t>(out.text->size() + out.text->size() / 4, 1u << 20);
   out.bytes = buffered_bytes_;
   out.has_parts = parts_taken_;
@@ -393,17 +401,14 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
   src.timestamp = ev.header.timestamp;
   src.snapshot = false;
   src.row = 0;
-  // What the sink writer still reads of a formatted change (its counters): no values, and
-  // the source without its strings.
-  const auto stub = [&](size_t i) {
-    RowChange& c = changes_.emplace_back();
-    c.op = op;
-    c.table = schema;
-    c.source.flavor = src.flavor;
-    c.source.server_id = src.server_id;
-    c.source.pos = src.pos;
-    c.source.timestamp = src.timestamp;
-    c.source.row = static_cast<uint32_t>(i);
+  // What the sink writer still reads of formatted changes (its counters, the tables it
+  // prepares, lag) is counted: a RowChange per change, made here and freed on the writer's
+  // thread, cost more than the counting.
+  const auto count = [&](size_t n) {
+    if (n == 0) return;
+    const size_t heap = counted_.HeapBytes();
+    counted_.Add(schema, op, n, src.timestamp);
+    buffered_bytes_ += counted_.HeapBytes() - heap;
   };
   // Text straight from the row image: in a transaction that has it (or has nothing yet).
   const bool direct = direct_ != nullptr && !xa_ && xa_xid_.empty() && (text_ || changes_.empty());
@@ -412,13 +417,11 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
     std::string& text = *text_;
     const size_t before = text.size();
     if (auto n = direct_->FormatRowsEvent(rows, map, *memo->plans, schema, src, &text)) {
-      if (changes_.capacity() < changes_.size() + *n)
-        changes_.reserve(std::max({changes_.capacity() * 2, changes_.size() + *n, size_t{4}}));
-      for (size_t i = 0; i < *n; ++i) stub(i);
-      buffered_bytes_ += *n * sizeof(RowChange) + (text.size() - before);
+      count(*n);
+      buffered_bytes_ += text.size() - before;
       return Status::Ok();
     }
-    if (changes_.empty()) text_.reset();  // the first rows event: this transaction keeps Values
+    if (counted_.empty()) text_.reset();  // the first rows event: this transaction keeps Values
   }
   if (memo != nullptr) {
     st = binlog::DecodeRows(rows, map, *memo->plans, binlog::DecodeOptions{}, &decoded);
@@ -440,8 +443,8 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
     const size_t before = text_->size();
     Status fst = direct_->FormatChanges(std::move(fresh), &*text_);
     if (!fst.ok()) return fst.WithContext(fmt::format("binlog {} event at offset {}", current_file_, ev.pos));
-    for (size_t i = 0; i < decoded.size(); ++i) stub(i);
-    buffered_bytes_ += decoded.size() * sizeof(RowChange) + (text_->size() - before);
+    count(decoded.size());
+    buffered_bytes_ += text_->size() - before;
     return Status::Ok();
   }
   for (size_t i = 0; i < decoded.size(); ++i) {

@@ -50,8 +50,8 @@ struct StreamPoint {
   std::string gtid;         // GTID position after the last applied transaction
 };
 
-// A completed source transaction. `changes` is empty when every row was filtered out, for
-// DDL, and for position-only advances.
+// A completed source transaction. `changes` and `counted` are empty when every row was
+// filtered out, for DDL, and for position-only advances.
 struct CommittedTransaction {
   std::vector<RowChange> changes;
   StreamPoint end;        // where to resume after this transaction
@@ -66,9 +66,10 @@ struct CommittedTransaction {
   bool rolled_back = false;
   size_t bytes = 0;  // ApproxBytes of `changes` (pipeline/change.h), summed, plus text's size
   // With a direct formatter (set_direct_formatter): the sink's text of every change, in
-  // order (Transaction::preformatted); `changes` then hold only each change's op, table and
-  // source without its file and GTID (no values).
+  // order (Transaction::preformatted); the changes are then counted in `counted` (table, op,
+  // last source timestamp), not kept in `changes`.
   std::optional<std::string> text;
+  ChangeCounts counted;  // with `text`: its changes, counted instead of kept
 };
 
 class TransactionAssembler {
@@ -105,9 +106,11 @@ class TransactionAssembler {
   // An XA transaction is held whole until its XA COMMIT (nullopt: it cannot be split), as
   // is a transaction with nothing held.
   size_t buffered_bytes() const { return buffered_bytes_; }
-  // `text` (may be null only without a direct formatter): the part's text, as
-  // CommittedTransaction::text.
-  std::optional<std::vector<RowChange>> TakePart(std::optional<std::string>* text = nullptr);
+  // `text` and `counted` (may be null only without a direct formatter): the part's text and
+  // its counted changes, as CommittedTransaction::text and ::counted (the returned vector is
+  // then empty).
+  std::optional<std::vector<RowChange>> TakePart(std::optional<std::string>* text = nullptr,
+                                                 ChangeCounts* counted = nullptr);
 
   // Rows formatted as they are decoded (issue 8: the JSON lines sink's text made straight
   // from the row image, with no Values): a transaction whose first rows event `f` takes
@@ -145,7 +148,8 @@ class TransactionAssembler {
   std::optional<gtid::MariadbGtid> mariadb_gtid_;
   std::optional<binlog::GtidEvent> mysql_gtid_;
   std::vector<RowChange> changes_;
-  std::optional<std::string> text_;  // with direct_: the text of changes_ (see CommittedTransaction::text)
+  std::optional<std::string> text_;  // with direct_: the text of the changes (see CommittedTransaction::text)
+  ChangeCounts counted_;             // with text_: its changes (changes_ is then empty)
   Preformatter* direct_ = nullptr;
   SourceInfo source_;  // AddRows' source of the current rows event (its strings' storage reused)
   size_t text_hint_ = 0;  // capacity to start a transaction's text with: the last one's size and a quarter
@@ -158,6 +162,7 @@ class TransactionAssembler {
   struct HeldXa {
     std::vector<RowChange> changes;
     std::optional<std::string> text;
+    ChangeCounts counted;
     StreamPoint start;
     std::string gtid;
   };
