@@ -689,17 +689,108 @@ DirectColumn DirectColumnOf(const binlog::ColumnContext& c) {
   return d;
 }
 
+// Writes `s` as a JSON string at w as AppendJsonString does (the same escapes, the same UTF-8
+// check, RFC 3629); nullptr when `s` is not valid UTF-8. Needs 6 * s.size() + 2 bytes at w.
+char* WriteCheckedJsonString(std::string_view s, char* w) {
+  *w++ = '"';
+  size_t run = 0;  // start of the pending run of bytes copied as they are
+  size_t i = 0;
+  while (i < s.size()) {
+    i = SkipPlain(s.data(), i, s.size());
+    if (i >= s.size()) break;
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t k = Utf8SequenceLength(s, i);
+      if (k == 0) return nullptr;
+      i += k;
+      continue;
+    }
+    std::memcpy(w, s.data() + run, i - run);
+    w += i - run;
+    *w++ = '\\';
+    switch (c) {
+      case '"': *w++ = '"'; break;
+      case '\\': *w++ = '\\'; break;
+      case '\b': *w++ = 'b'; break;
+      case '\f': *w++ = 'f'; break;
+      case '\n': *w++ = 'n'; break;
+      case '\r': *w++ = 'r'; break;
+      case '\t': *w++ = 't'; break;
+      default:
+        *w++ = 'u';
+        *w++ = '0';
+        *w++ = '0';
+        *w++ = kHex[c >> 4];
+        *w++ = kHex[c & 15];
+    }
+    ++i;
+    run = i;
+  }
+  std::memcpy(w, s.data() + run, s.size() - run);
+  w += s.size() - run;
+  *w++ = '"';
+  return w;
+}
+
+// AppendRowsEventLines' output: written through a pointer into space made ahead rather than
+// appended piece by piece (the appends' length and capacity checks were a tenth of the
+// decoding thread's time in the issue 8 catch-up). Room(k) makes k bytes writable at w;
+// Close() cuts the string to what was written. Between Room calls nothing else touches *out.
+class LineSpace {
+ public:
+  explicit LineSpace(std::string* out, size_t expect) : out_(out), old_(out->size()) {
+    out_->resize(old_ + expect);
+    w = out_->data() + old_;
+    end_ = out_->data() + out_->size();
+  }
+  void Room(size_t k) {
+    if (static_cast<size_t>(end_ - w) < k) Grow(k);
+  }
+  void Close() { out_->resize(static_cast<size_t>(w - out_->data())); }
+  void Abandon() { out_->resize(old_); }
+  // For writers that append to the string (values the general way): Close, append, Reopen.
+  std::string* Closed() {
+    Close();
+    return out_;
+  }
+  void Reopen(size_t expect) {
+    const size_t at = out_->size();
+    out_->resize(at + expect);
+    w = out_->data() + at;
+    end_ = out_->data() + out_->size();
+  }
+  char* w = nullptr;
+
+ private:
+  void Grow(size_t k) {
+    const size_t at = static_cast<size_t>(w - out_->data());
+    out_->resize(std::max(at + k, out_->size() + out_->size() / 2));
+    w = out_->data() + at;
+    end_ = out_->data() + out_->size();
+  }
+  std::string* out_;
+  size_t old_;
+  char* end_ = nullptr;
+};
+
+template <size_t N>
+inline char* WriteLit(const char (&lit)[N], char* w) {
+  std::memcpy(w, lit, N - 1);
+  return w + N - 1;
+}
+
 // Writes one non-NULL value of an image; false when the general path must take the event.
-bool AppendDirectValue(ByteReader& r, const DirectColumn& d, const binlog::ColumnContext& ctx, std::string* out) {
+bool WriteDirectValue(ByteReader& r, const DirectColumn& d, const binlog::ColumnContext& ctx, LineSpace& o) {
   switch (d.kind) {
     case DirectKind::kInt: {
       auto v = r.ReadLe(d.bytes);
       if (!v.ok()) return false;
+      o.Room(24);
       if (d.is_unsigned) {
-        AppendUInt(*v, out);
+        o.w = std::to_chars(o.w, o.w + 24, *v).ptr;
       } else {
         const unsigned shift = static_cast<unsigned>(64 - 8 * d.bytes);
-        AppendInt(static_cast<int64_t>(*v << shift) >> shift, out);
+        o.w = std::to_chars(o.w, o.w + 24, static_cast<int64_t>(*v << shift) >> shift).ptr;
       }
       return true;
     }
@@ -711,20 +802,28 @@ bool AppendDirectValue(ByteReader& r, const DirectColumn& d, const binlog::Colum
       if (!s.ok()) return false;
       std::string_view t = *s;
       if (d.kind == DirectKind::kBinary) {
-        out->push_back('"');
-        AppendBase64(t, out);
-        out->push_back('"');
+        o.Room((t.size() + 2) / 3 * 4 + 2);
+        *o.w++ = '"';
+        o.w = WriteBase64(t, o.w);
+        *o.w++ = '"';
         return true;
       }
       // CHAR's pad spaces are one byte each and never inside a multibyte sequence (as
-      // StringValue cuts them); AppendJsonString checks UTF-8 as IsValidUtf8 does (RFC 3629).
+      // StringValue cuts them); the UTF-8 check is IsValidUtf8's (RFC 3629).
       if (d.is_char)
         while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
-      return AppendJsonString(t, out);
+      o.Room(6 * t.size() + 2);
+      char* w = WriteCheckedJsonString(t, o.w);
+      if (w == nullptr) return false;
+      o.w = w;
+      return true;
     }
     case DirectKind::kGeneral: {
       auto v = binlog::DecodeColumnValue(r, ctx);
-      return v.ok() && AppendJsonValue(*v, out);
+      if (!v.ok()) return false;
+      const bool ok = AppendJsonValue(*v, o.Closed());
+      o.Reopen(r.remaining() * 2 + 256);
+      return ok;
     }
   }
   return false;
@@ -750,29 +849,34 @@ namespace {
 // The part of an envelope after the images up to the row number, as AppendEnvelope writes it:
 // ,"op":"X","ts_ms":T,"source":{...,"table":<table>,"snapshot":false,"ts_ms":E,"row":
 bool AppendStreamTail(Op op, const SourceInfo& s, std::string_view db_table, int64_t ts_ms, std::string* out) {
-  out->append(",\"op\":\"");
-  out->push_back(static_cast<char>(op));
-  out->append("\",\"ts_ms\":");
-  AppendInt(ts_ms, out);
-  out->append(",\"source\":{\"connector\":\"sluice\",\"flavor\":\"");
-  out->append(FlavorName(s.flavor));
-  out->append("\",\"server_id\":");
-  AppendUInt(s.server_id, out);
-  out->append(",\"file\":");
-  if (!AppendJsonString(s.file, out)) return false;
-  out->append(",\"pos\":");
-  AppendUInt(s.pos, out);
-  out->append(",\"gtid\":");
+  const std::string_view flavor = FlavorName(s.flavor);
+  LineSpace o(out, 200 + flavor.size() + 6 * (s.file.size() + s.gtid.size()) + db_table.size());
+  char* w = o.w;
+  w = WriteLit(",\"op\":\"", w);
+  *w++ = static_cast<char>(op);
+  w = WriteLit("\",\"ts_ms\":", w);
+  w = std::to_chars(w, w + 24, ts_ms).ptr;
+  w = WriteLit(",\"source\":{\"connector\":\"sluice\",\"flavor\":\"", w);
+  w = WriteLiteral(flavor, w);
+  w = WriteLit("\",\"server_id\":", w);
+  w = std::to_chars(w, w + 24, s.server_id).ptr;
+  w = WriteLit(",\"file\":", w);
+  if ((w = WriteCheckedJsonString(s.file, w)) == nullptr) return false;
+  w = WriteLit(",\"pos\":", w);
+  w = std::to_chars(w, w + 24, s.pos).ptr;
+  w = WriteLit(",\"gtid\":", w);
   if (s.gtid.empty()) {
-    out->append("null");
-  } else if (!AppendJsonString(s.gtid, out)) {
+    w = WriteLit("null", w);
+  } else if ((w = WriteCheckedJsonString(s.gtid, w)) == nullptr) {
     return false;
   }
-  out->append(db_table);
-  out->append(s.snapshot ? ",\"snapshot\":true" : ",\"snapshot\":false");
-  out->append(",\"ts_ms\":");
-  AppendUInt(uint64_t{s.timestamp} * 1000, out);
-  out->append(",\"row\":");
+  w = WriteLiteral(db_table, w);
+  w = s.snapshot ? WriteLit(",\"snapshot\":true", w) : WriteLit(",\"snapshot\":false", w);
+  w = WriteLit(",\"ts_ms\":", w);
+  w = std::to_chars(w, w + 24, uint64_t{s.timestamp} * 1000).ptr;
+  w = WriteLit(",\"row\":", w);
+  o.w = w;
+  o.Close();
   return true;
 }
 
@@ -854,24 +958,28 @@ std::optional<size_t> AppendRowsEventLines(const binlog::RowsEvent& event, const
 
   t.how.resize(n);
   for (size_t i = 0; i < n; ++i) t.how[i] = DirectColumnOf(binlog::PlanColumn(plans, i));
-  const size_t old = out->size();
-  const size_t want = old + event.body.size() * 2 + tail.size() + 64;
-  if (out->capacity() < want) out->reserve(std::max(want, out->capacity() * 2));
   const size_t bitmap_bytes = (n + 7) / 8;
+  // Room for a column besides its value's text: its name, ',' and "null" or an integer.
+  const size_t per_column = 32;
+  LineSpace o(out, event.body.size() * 2 + 2 * (t.names.size() + n * per_column) + tail.size() + 64);
   const auto image = [&](ByteReader& r) {
     auto bitmap = r.ReadBytes(bitmap_bytes);
     if (!bitmap.ok()) return false;
-    out->push_back('{');
+    o.Room(2 + t.names.size() + n * per_column);
+    *o.w++ = '{';
     for (size_t i = 0, from = 0; i < n; from = t.name_end[i], ++i) {
-      if (i > 0) out->push_back(',');
-      out->append(t.names, from, t.name_end[i] - from);
+      o.Room(t.name_end[i] - from + per_column);
+      if (i > 0) *o.w++ = ',';
+      std::memcpy(o.w, t.names.data() + from, t.name_end[i] - from);
+      o.w += t.name_end[i] - from;
       if (((*bitmap)[i / 8] >> (i % 8)) & 1) {
-        out->append("null");
-      } else if (!AppendDirectValue(r, t.how[i], binlog::PlanColumn(plans, i), out)) {
+        o.w = WriteLit("null", o.w);
+      } else if (!WriteDirectValue(r, t.how[i], binlog::PlanColumn(plans, i), o)) {
         return false;
       }
     }
-    out->push_back('}');
+    o.Room(1);
+    *o.w++ = '}';
     return true;
   };
   ByteReader r(event.body, event.body_offset, "row image");
@@ -879,24 +987,28 @@ std::optional<size_t> AppendRowsEventLines(const binlog::RowsEvent& event, const
   while (!r.empty()) {
     const size_t row_start = r.position();
     // One side of the envelope: the event's image of it, or null when the event has none.
-    const auto side = [&](const char* name, bool present) {
-      out->append(name);
+    const auto side = [&](bool after, bool present) {
+      o.Room(16);
+      o.w = after ? WriteLit(",\"after\":", o.w) : WriteLit("{\"before\":", o.w);
       if (!present) {
-        out->append("null");
+        o.w = WriteLit("null", o.w);
         return true;
       }
       return image(r);
     };
     // The last test is DecodeRows' error: images that read no bytes.
-    if (!side("{\"before\":", has_before) || !side(",\"after\":", has_after) || r.position() == row_start) {
-      out->resize(old);
+    if (!side(false, has_before) || !side(true, has_after) || r.position() == row_start) {
+      o.Abandon();
       return std::nullopt;
     }
-    out->append(tail);
-    AppendUInt(rows, out);
-    out->append("}}\n");
+    o.Room(tail.size() + 24 + 3);
+    std::memcpy(o.w, tail.data(), tail.size());
+    o.w += tail.size();
+    o.w = std::to_chars(o.w, o.w + 24, rows).ptr;
+    o.w = WriteLit("}}\n", o.w);
     ++rows;
   }
+  o.Close();
   return rows;
 }
 

@@ -147,6 +147,23 @@ TEST(RowsEventLinesTest, Utf8StringsCharVarcharText) {
              false, "a UTF-16 surrogate: left to the general path");
 }
 
+// The lines are written into space made ahead from the event's size; events whose lines are
+// far larger than their image (many all-NULL rows; strings of control bytes, 6 output bytes
+// each; a general-path value in between) make it grow, and text already in *out stays.
+TEST(RowsEventLinesTest, LinesMuchLargerThanTheImage) {
+  Fixture f = Make({{CT::MYSQL_TYPE_TINY, 0}, {CT::MYSQL_TYPE_VARCHAR, 1000, false, 45},
+                    {CT::MYSQL_TYPE_DATE, 0}, {CT::MYSQL_TYPE_BLOB, 2, false, 63}});
+  std::vector<uint8_t> nulls;
+  for (int i = 0; i < 300; ++i) nulls.push_back(0x0f);  // 300 rows, every column NULL
+  ExpectSame(f, RowsKind::kWrite, nulls, true, "300 all-NULL rows of one byte each");
+  ExpectSame(f, RowsKind::kUpdate, nulls, true, "150 all-NULL updates");
+  const std::string controls(700, '\x01');
+  std::vector<uint8_t> body;
+  for (int i = 0; i < 20; ++i)
+    body = Cat({body, {0x00, 0x7f}, Str(2, controls), {0xa6, 0xf0, 0x0f}, Str(2, std::string(90, '\xff'))});
+  ExpectSame(f, RowsKind::kWrite, body, true, "20 rows of 700 control bytes, a DATE and a BLOB each");
+}
+
 TEST(RowsEventLinesTest, Latin1AndBinaryStrings) {
   Fixture f = Make({{CT::MYSQL_TYPE_VARCHAR, 30, false, 8},     // VARCHAR latin1 (general)
                     {CT::MYSQL_TYPE_STRING, 0xFE0A, false, 8},  // CHAR(10) latin1 (general)
