@@ -225,7 +225,21 @@ bool MysqlGtidSet::ContainsAll(const MysqlGtidSet& other) const {
 }
 
 std::string MariadbGtid::ToString() const {
-  return fmt::format("{}-{}-{}", domain_id, server_id, seq_no);
+  std::string out;
+  AppendTo(&out);
+  return out;
+}
+
+// Made for every transaction the stream reads (twice: its GTID and the position after it),
+// where fmt::format was 4% of the decoding thread (issue 8).
+void MariadbGtid::AppendTo(std::string* out) const {
+  char buf[3 * 20 + 2];
+  char* w = std::to_chars(buf, buf + 20, domain_id).ptr;
+  *w++ = '-';
+  w = std::to_chars(w, w + 20, server_id).ptr;
+  *w++ = '-';
+  w = std::to_chars(w, w + 20, seq_no).ptr;
+  out->append(buf, static_cast<size_t>(w - buf));
 }
 
 Result<MariadbGtid> MariadbGtid::Parse(std::string_view text) {
@@ -258,11 +272,15 @@ Result<MariadbGtidList> MariadbGtidList::Parse(std::string_view text) {
 
 std::string MariadbGtidList::ToString() const {
   std::string out;
-  for (const auto& g : entries_) {
-    if (!out.empty()) out += ',';
-    out += g.ToString();
-  }
+  AppendTo(&out);
   return out;
+}
+
+void MariadbGtidList::AppendTo(std::string* out) const {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    entries_[i].AppendTo(out);
+  }
 }
 
 void MariadbGtidList::Add(const MariadbGtid& gtid) {

@@ -83,6 +83,7 @@ struct MariadbGtid {
   uint32_t server_id = 0;
   uint64_t seq_no = 0;
   std::string ToString() const;  // "0-1-42"
+  void AppendTo(std::string* out) const;  // appends ToString()'s text (no allocation of its own)
   static Result<MariadbGtid> Parse(std::string_view text);
   friend bool operator==(const MariadbGtid&, const MariadbGtid&) = default;
 };
@@ -92,6 +93,7 @@ class MariadbGtidList {
  public:
   static Result<MariadbGtidList> Parse(std::string_view text);  // "" is the empty list
   std::string ToString() const;                                  // "0-1-42,1-2-7"
+  void AppendTo(std::string* out) const;                         // appends ToString()'s text
 
   // Position semantics: replaces any entry of the same domain.
   void Add(const MariadbGtid& gtid);

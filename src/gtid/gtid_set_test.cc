@@ -64,5 +64,20 @@ TEST(MariadbGtidListTest, ParseFormatAddContains) {
   EXPECT_TRUE(MariadbGtidList::Parse("").value().empty());
 }
 
+// The text is made per transaction while streaming, by AppendTo (to_chars, no fmt): the
+// largest values of each field, and appending after text already there.
+TEST(MariadbGtidListTest, AppendToLargestValues) {
+  const MariadbGtid g{4294967295u, 4294967295u, 18446744073709551615ull};
+  EXPECT_EQ(g.ToString(), "4294967295-4294967295-18446744073709551615");
+  auto l = MariadbGtidList::Parse("4294967295-1-18446744073709551615,0-0-0");
+  ASSERT_TRUE(l.ok());
+  std::string out = "x";
+  l->AppendTo(&out);
+  EXPECT_EQ(out, "x0-0-0,4294967295-1-18446744073709551615");
+  out.clear();
+  MariadbGtidList().AppendTo(&out);
+  EXPECT_EQ(out, "") << "an empty list appends nothing";
+}
+
 }  // namespace
 }  // namespace sluice::gtid

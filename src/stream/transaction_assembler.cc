@@ -172,7 +172,8 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
     xa_ = (g->flags & MariadbGtidEvent::kFlPreparedXa) != 0;
     mariadb_gtid_ = gtid::MariadbGtid{g->domain_id, g->server_id ? g->server_id : ev.header.server_id,
                                       g->seq_no};
-    gtid_ = mariadb_gtid_->ToString();
+    gtid_.clear();
+    mariadb_gtid_->AppendTo(&gtid_);
     return std::optional<CommittedTransaction>();
   }
   if (auto* g = std::get_if<GtidEvent>(&ev.body)) {
@@ -275,7 +276,10 @@ void TransactionAssembler::NoteGtid(const std::string&) {
     if (uuid.ok())
       mysql_pos_.Add(*uuid, mysql_gtid_->tag, static_cast<uint64_t>(mysql_gtid_->gno));
   }
-  if (flavor_ == Flavor::kMariaDB) boundary_.gtid = mariadb_pos_.ToString();
+  if (flavor_ == Flavor::kMariaDB) {
+    boundary_.gtid.clear();  // in place: once per transaction
+    mariadb_pos_.AppendTo(&boundary_.gtid);
+  }
   if (flavor_ == Flavor::kMySQL) boundary_.gtid = mysql_pos_.ToString();
 }
 
