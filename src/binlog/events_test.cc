@@ -597,6 +597,52 @@ TEST(HandBuilt, MariadbCompressedQueryAndRows) {
   EXPECT_NE(bev.status().message().find("offset"), std::string::npos) << bev.status().ToString();
 }
 
+// The column bitmaps of a rows event: every column present (read word by word, the usual
+// case) and not, with the unused high bits of the last byte set or clear, for column counts
+// around byte boundaries; an update's two bitmaps each on their own.
+TEST(HandBuilt, RowsEventColumnBitmaps) {
+  EventStream s = MariadbStream();
+  uint32_t log_pos = 4000;
+  auto bitmap_of = [&](uint8_t type, uint64_t n, const Bytes& bits) {
+    Bytes r;
+    PutLe(r, 38, 6);  // table_id
+    PutLe(r, 1, 2);   // flags
+    r.push_back(static_cast<uint8_t>(n));
+    r.insert(r.end(), bits.begin(), bits.end());
+    log_pos += 100;
+    auto ev = s.Next(MakeEvent(type, r, true, log_pos));
+    EXPECT_TRUE(ev.ok()) << ev.status().ToString();
+    return ev.ok() ? std::get<RowsEvent>(ev->body) : RowsEvent();
+  };
+  auto expect = [](uint64_t n, const Bytes& bits) {
+    std::vector<bool> v(n);
+    for (uint64_t i = 0; i < n; ++i) v[i] = (bits[i / 8] >> (i % 8)) & 1;
+    return v;
+  };
+  for (uint64_t n : {1, 3, 7, 8, 9, 16, 17}) {
+    const size_t bytes = (n + 7) / 8;
+    std::vector<Bytes> cases = {Bytes(bytes, 0xFF), Bytes(bytes, 0x00)};
+    Bytes exact(bytes, 0xFF);
+    if (n % 8 != 0) exact.back() = static_cast<uint8_t>((1u << (n % 8)) - 1);  // high bits clear
+    cases.push_back(exact);
+    Bytes last_missing(bytes, 0xFF);
+    last_missing.back() &= static_cast<uint8_t>(~(1u << ((n - 1) % 8)));
+    cases.push_back(last_missing);
+    Bytes first_missing(bytes, 0xFF);
+    first_missing[0] &= 0xFE;
+    cases.push_back(first_missing);
+    for (const Bytes& bits : cases) {
+      SCOPED_TRACE(::testing::Message() << n << " columns, first bitmap byte " << int{bits[0]});
+      EXPECT_EQ(bitmap_of(23, n, bits).present_after, expect(n, bits)) << "WRITE_ROWS_EVENT_V1";
+      Bytes two = bits;
+      two.insert(two.end(), cases[0].begin(), cases[0].end());
+      const RowsEvent u = bitmap_of(24, n, two);
+      EXPECT_EQ(u.present_before, expect(n, bits)) << "UPDATE_ROWS_EVENT_V1 before";
+      EXPECT_EQ(u.present_after, std::vector<bool>(n, true)) << "UPDATE_ROWS_EVENT_V1 after";
+    }
+  }
+}
+
 TEST(HandBuilt, StartEncryptionIsNotSupported) {
   EventStream s = MariadbStream();
   Bytes body(17, 0);
