@@ -77,6 +77,8 @@ class RowsEventLinesCache {
   struct Table;  // envelope.cc
   std::unordered_map<const TableSchema*, std::unique_ptr<Table>> tables;
   std::string tail;  // scratch: the current event's shared tail
+  struct TailParts;  // envelope.cc: the parts of the tail that rarely change between events
+  std::unique_ptr<TailParts> tail_parts;
 };
 [[nodiscard]] std::optional<size_t> AppendRowsEventLines(const binlog::RowsEvent& event,
                                                          const binlog::TableMap& map,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,7 +36,7 @@ SourceInfo RowsSource() {
 // The general path: the lines the stream's JSON lines sink wrote before the direct one, or
 // the error it stopped with.
 Result<std::string> ValuePath(const binlog::RowsEvent& ev, const binlog::TableMap& map, const binlog::RowPlans& plans,
-                              const TableSchemaPtr& table, const SourceInfo& src) {
+                              const TableSchemaPtr& table, const SourceInfo& src, int64_t ts_ms = kTs) {
   std::vector<binlog::DecodedRow> rows;
   RETURN_IF_ERROR(binlog::DecodeRows(ev, map, plans, {}, &rows));
   const Op op = ev.kind == RowsKind::kWrite ? Op::kCreate : ev.kind == RowsKind::kDelete ? Op::kDelete : Op::kUpdate;
@@ -43,7 +44,7 @@ Result<std::string> ValuePath(const binlog::RowsEvent& ev, const binlog::TableMa
   for (size_t i = 0; i < rows.size(); ++i) {
     RowChange c;
     FillStreamChange(c, op, table, rows[i].before, rows[i].after, src, static_cast<uint32_t>(i));
-    RETURN_IF_ERROR(AppendEnvelope(c, kTs, &out));
+    RETURN_IF_ERROR(AppendEnvelope(c, ts_ms, &out));
     out.push_back('\n');
   }
   return out;
@@ -240,6 +241,60 @@ TEST(RowsEventLinesTest, SourceVariantsAndEscapedNames) {
         << "variant " << variant;
     EXPECT_EQ(got, *want) << "variant " << variant;
   }
+}
+
+// One cache through a stream of events whose source and clock change one field at a time
+// (the shared parts of the tail are kept between events and made again when what they are
+// made of changes): every event's lines equal the general path's.
+TEST(RowsEventLinesTest, OneCacheAcrossChangingSources) {
+  Fixture f = Make({{CT::MYSQL_TYPE_LONG, 0}, {CT::MYSQL_TYPE_VARCHAR, 40, false, 45}});
+  auto other = std::make_shared<TableSchema>(*f.table);
+  other->table = "other";
+  const std::vector<uint8_t> body = Cat({{0x00}, {1, 0, 0, 0}, Str(1, "x")});
+  RowsEventLinesCache cache;
+  SourceInfo src = RowsSource();
+  int64_t ts = kTs;
+  TableSchemaPtr table = f.table;
+  const std::vector<std::pair<const char*, std::function<void()>>> steps = {
+      {"first", [] {}},
+      {"same again", [] {}},
+      {"next position", [&] { src.pos += 100; }},
+      {"clock", [&] { ++ts; }},
+      {"file", [&] { src.file = "mariadb-bin.000003"; }},
+      {"gtid", [&] { src.gtid = "0-7-100"; }},
+      {"no gtid", [&] { src.gtid.clear(); }},
+      {"gtid again", [&] { src.gtid = "0-7-101"; }},
+      {"event time", [&] { src.timestamp += 1; }},
+      {"server id", [&] { src.server_id = 8; }},
+      {"flavor", [&] { src.flavor = Flavor::kMySQL; }},
+      {"another table", [&] { table = other; }},
+      {"back to the first table", [&] { table = f.table; }},
+      {"file needing an escape", [&] { src.file = "bin\"log.4"; }},
+  };
+  for (const auto& [what, change] : steps) {
+    change();
+    for (RowsKind kind : {RowsKind::kWrite, RowsKind::kDelete}) {
+      const binlog::RowsEvent ev = Event(kind, 2, body);
+      auto want = ValuePath(ev, f.t.map, *f.plans, table, src, ts);
+      ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
+      std::string got;
+      ASSERT_TRUE(AppendRowsEventLines(ev, f.t.map, *f.plans, table, src, ts, &cache, &got).has_value()) << what;
+      EXPECT_EQ(got, *want) << what;
+    }
+  }
+  // A file name that is not UTF-8 is left to the general path (its error), and the next
+  // event with a good one is taken again.
+  src.file = "bad\xc3";
+  std::string got;
+  EXPECT_FALSE(AppendRowsEventLines(Event(RowsKind::kWrite, 2, body), f.t.map, *f.plans, table, src, ts, &cache, &got)
+                   .has_value());
+  EXPECT_TRUE(got.empty());
+  src.file = "mariadb-bin.000005";
+  auto want = ValuePath(Event(RowsKind::kWrite, 2, body), f.t.map, *f.plans, table, src, ts);
+  ASSERT_TRUE(want.ok());
+  ASSERT_TRUE(AppendRowsEventLines(Event(RowsKind::kWrite, 2, body), f.t.map, *f.plans, table, src, ts, &cache, &got)
+                  .has_value());
+  EXPECT_EQ(got, *want) << "after a file name that is not UTF-8";
 }
 
 // In the spirit of FuzzRegressions.RowsDecodedWithPlansEqualRowsDecodedWithTheSchema: random
