@@ -654,6 +654,7 @@ void RenamedInThenMovedOn(bool streaming) {
   EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT group_concat(s) FROM (SELECT s FROM \"it_orm.r2\" ORDER BY id)"),
             "a,b,c,d") << what;
   EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT v FROM \"it_orm.k\""), "2") << what;
+  if (streaming) return;
   // The next run goes on from there.
   ASSERT_EQ(RunSqlText("INSERT INTO it_orm.r2 VALUES (5, 'e'); UPDATE it_orm.k SET v = 3;"), 0);
   r = RunSluice({"run", "--config", config, "--until-caught-up"}, std::chrono::seconds(60));
