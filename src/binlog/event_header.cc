@@ -45,18 +45,17 @@ Result<EventHeader> DecodeEventHeader(std::span<const uint8_t> event, uint64_t o
   }
   // The 19 bytes are there (checked above): read as fields of one span, without a checked
   // read (and its Result) per field, since every event of a stream passes here.
-  const auto le = [&event](size_t at, size_t n) {
-    uint32_t v = 0;
-    for (size_t i = n; i-- > 0;) v = (v << 8) | event[at + i];
-    return v;
+  const auto le32 = [&event](size_t at) {
+    return uint32_t{event[at]} | uint32_t{event[at + 1]} << 8 | uint32_t{event[at + 2]} << 16 |
+           uint32_t{event[at + 3]} << 24;
   };
   EventHeader h;
-  h.timestamp = le(0, 4);
+  h.timestamp = le32(0);
   h.type = event[4];
-  h.server_id = le(5, 4);
-  h.event_size = le(9, 4);
-  h.log_pos = le(13, 4);
-  h.flags = static_cast<uint16_t>(le(17, 2));
+  h.server_id = le32(5);
+  h.event_size = le32(9);
+  h.log_pos = le32(13);
+  h.flags = static_cast<uint16_t>(event[17] | event[18] << 8);
   if (h.event_size < kEventHeaderLength) {
     return Status::Corruption(fmt::format("event at offset {}: event_size {} is below the {}-byte header",
                                           offset, h.event_size, kEventHeaderLength));

@@ -837,6 +837,11 @@ struct RowsEventLinesCache::Table {
   std::string names;    // "name": per column, escaped
   std::vector<uint32_t> name_end;  // end of each column's part of `names`
   std::string db_table;            // ,"db":<db>,"table":<table>
+  // What an image writes before each column's value: '{' or ',' and the column's "name":,
+  // one after the other (lead_end[i]: end of column i's), then 16 bytes of padding so that
+  // short ones can be copied 16 bytes at a time.
+  std::string leads;
+  std::vector<uint32_t> lead_end;
   bool checked[3] = {false, false, false};  // c, u, d: the parts matched AppendEnvelope's
   std::vector<DirectColumn> how;            // scratch: per column, for the current event
 };
@@ -964,6 +969,13 @@ std::optional<size_t> AppendRowsEventLines(const binlog::RowsEvent& event, const
       t.names.push_back(':');
       t.name_end[i] = static_cast<uint32_t>(t.names.size());
     }
+    t.lead_end.resize(n);
+    for (size_t i = 0, from = 0; i < n && t.usable; from = t.name_end[i], ++i) {
+      t.leads.push_back(i == 0 ? '{' : ',');
+      t.leads.append(t.names, from, t.name_end[i] - from);
+      t.lead_end[i] = static_cast<uint32_t>(t.leads.size());
+    }
+    t.leads.append(16, '\0');
     t.db_table = ",\"db\":";
     t.usable = t.usable && AppendJsonString(table->db, &t.db_table);
     t.db_table += ",\"table\":";
@@ -1012,13 +1024,16 @@ std::optional<size_t> AppendRowsEventLines(const binlog::RowsEvent& event, const
   const auto image = [&](ByteReader& r) {
     auto bitmap = r.ReadBytes(bitmap_bytes);
     if (!bitmap.ok()) return false;
-    o.Room(2 + t.names.size() + n * per_column);
-    *o.w++ = '{';
-    for (size_t i = 0, from = 0; i < n; from = t.name_end[i], ++i) {
-      o.Room(t.name_end[i] - from + per_column);
-      if (i > 0) *o.w++ = ',';
-      std::memcpy(o.w, t.names.data() + from, t.name_end[i] - from);
-      o.w += t.name_end[i] - from;
+    o.Room(2 + t.leads.size() + n * per_column);
+    for (size_t i = 0, from = 0; i < n; from = t.lead_end[i], ++i) {
+      const size_t len = t.lead_end[i] - from;
+      o.Room(len + per_column);
+      if (len <= 16) {
+        std::memcpy(o.w, t.leads.data() + from, 16);  // within leads' padding and the room made
+      } else {
+        std::memcpy(o.w, t.leads.data() + from, len);
+      }
+      o.w += len;
       if (((*bitmap)[i / 8] >> (i % 8)) & 1) {
         o.w = WriteLit("null", o.w);
       } else if (!WriteDirectValue(r, t.how[i], binlog::PlanColumn(plans, i), o)) {
