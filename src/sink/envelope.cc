@@ -138,19 +138,30 @@ size_t JsonStringSize(std::string_view s) {
   return n;
 }
 
-// Writes `s` (already checked by JsonStringSize) as a JSON string at w; returns the end.
-char* WriteJsonString(std::string_view s, char* w) {
+// Writes `s` as a JSON string at w and returns the end (needs 6 * s.size() + 2 bytes at w).
+// kCheck false: `s` was already checked by JsonStringSize, and bytes >= 0x80 are copied as
+// they are. kCheck true: each UTF-8 sequence is checked as it is met (RFC 3629, as
+// AppendJsonString does), and the result is nullptr when `s` is not valid UTF-8.
+template <bool kCheck>
+char* WriteJsonStringImpl(std::string_view s, char* w) {
   *w++ = '"';
-  size_t run = 0;
+  size_t run = 0;  // start of the pending run of bytes copied as they are
   size_t i = 0;
   while (i < s.size()) {
     i = SkipPlain(s.data(), i, s.size());
     if (i >= s.size()) break;
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') {
-      ++i;  // ASCII, or a byte of a (validated) UTF-8 sequence
+    if (c >= 0x80) {
+      if constexpr (kCheck) {
+        const size_t k = Utf8SequenceLength(s, i);
+        if (k == 0) return nullptr;
+        i += k;
+      } else {
+        ++i;  // a byte of a UTF-8 sequence checked before
+      }
       continue;
     }
+    // SkipPlain stops below 0x80 only at a byte that needs an escape.
     std::memcpy(w, s.data() + run, i - run);
     w += i - run;
     *w++ = '\\';
@@ -177,6 +188,9 @@ char* WriteJsonString(std::string_view s, char* w) {
   *w++ = '"';
   return w;
 }
+
+// `s` already checked by JsonStringSize.
+char* WriteJsonString(std::string_view s, char* w) { return WriteJsonStringImpl<false>(s, w); }
 
 char* WriteLiteral(std::string_view lit, char* w) {
   std::memcpy(w, lit.data(), lit.size());
@@ -691,46 +705,7 @@ DirectColumn DirectColumnOf(const binlog::ColumnContext& c) {
 
 // Writes `s` as a JSON string at w as AppendJsonString does (the same escapes, the same UTF-8
 // check, RFC 3629); nullptr when `s` is not valid UTF-8. Needs 6 * s.size() + 2 bytes at w.
-char* WriteCheckedJsonString(std::string_view s, char* w) {
-  *w++ = '"';
-  size_t run = 0;  // start of the pending run of bytes copied as they are
-  size_t i = 0;
-  while (i < s.size()) {
-    i = SkipPlain(s.data(), i, s.size());
-    if (i >= s.size()) break;
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      const size_t k = Utf8SequenceLength(s, i);
-      if (k == 0) return nullptr;
-      i += k;
-      continue;
-    }
-    std::memcpy(w, s.data() + run, i - run);
-    w += i - run;
-    *w++ = '\\';
-    switch (c) {
-      case '"': *w++ = '"'; break;
-      case '\\': *w++ = '\\'; break;
-      case '\b': *w++ = 'b'; break;
-      case '\f': *w++ = 'f'; break;
-      case '\n': *w++ = 'n'; break;
-      case '\r': *w++ = 'r'; break;
-      case '\t': *w++ = 't'; break;
-      default:
-        *w++ = 'u';
-        *w++ = '0';
-        *w++ = '0';
-        *w++ = kHex[c >> 4];
-        *w++ = kHex[c & 15];
-    }
-    ++i;
-    run = i;
-  }
-  std::memcpy(w, s.data() + run, s.size() - run);
-  w += s.size() - run;
-  *w++ = '"';
-  return w;
-}
+char* WriteCheckedJsonString(std::string_view s, char* w) { return WriteJsonStringImpl<true>(s, w); }
 
 // AppendRowsEventLines' output: written through a pointer into space made ahead rather than
 // appended piece by piece (the appends' length and capacity checks were a tenth of the
