@@ -6,6 +6,7 @@
 #include "binlog/value_decoder.h"
 #include "schema/text_value.h"
 #include "util/byte_reader.h"
+#include "util/int_text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -253,9 +254,9 @@ char* WriteJsonValue(const Value& v, char* w) {
     case Value::Kind::kAbsent:
       return WriteLiteral("null", w);
     case Value::Kind::kInt:
-      return std::to_chars(w, w + 24, v.i).ptr;
+      return WriteDecimal(v.i, w);
     case Value::Kind::kUInt:
-      return std::to_chars(w, w + 24, v.u).ptr;
+      return WriteDecimal(v.u, w);
     case Value::Kind::kFloat:
       return WriteFloating(static_cast<float>(v.d), w);
     case Value::Kind::kDouble:
@@ -500,15 +501,15 @@ Status AppendEnvelope(const RowChange& c, int64_t ts_ms, std::string* out) {
   w = WriteLiteral(",\"op\":\"", w);
   *w++ = static_cast<char>(c.op);
   w = WriteLiteral("\",\"ts_ms\":", w);
-  w = std::to_chars(w, w + 24, ts_ms).ptr;
+  w = WriteDecimal(ts_ms, w);
   w = WriteLiteral(",\"source\":{\"connector\":\"sluice\",\"flavor\":\"", w);
   w = WriteLiteral(FlavorName(s.flavor), w);
   w = WriteLiteral("\",\"server_id\":", w);
-  w = std::to_chars(w, w + 24, uint64_t{s.server_id}).ptr;
+  w = WriteDecimal(uint64_t{s.server_id}, w);
   w = WriteLiteral(",\"file\":", w);
   w = WriteString(s.file, clean, w);
   w = WriteLiteral(",\"pos\":", w);
-  w = std::to_chars(w, w + 24, s.pos).ptr;
+  w = WriteDecimal(s.pos, w);
   w = WriteLiteral(",\"gtid\":", w);
   w = s.gtid.empty() ? WriteLiteral("null", w) : WriteString(s.gtid, clean, w);
   w = WriteLiteral(",\"db\":", w);
@@ -517,9 +518,9 @@ Status AppendEnvelope(const RowChange& c, int64_t ts_ms, std::string* out) {
   w = WriteString(c.table->table, clean, w);
   w = WriteLiteral(s.snapshot ? ",\"snapshot\":true" : ",\"snapshot\":false", w);
   w = WriteLiteral(",\"ts_ms\":", w);
-  w = std::to_chars(w, w + 24, uint64_t{s.timestamp} * 1000).ptr;
+  w = WriteDecimal(uint64_t{s.timestamp} * 1000, w);
   w = WriteLiteral(",\"row\":", w);
-  w = std::to_chars(w, w + 24, uint64_t{s.row}).ptr;
+  w = WriteDecimal(uint64_t{s.row}, w);
   w = WriteLiteral("}}", w);
   out->resize(old + static_cast<size_t>(w - start));
   return Status::Ok();
@@ -762,10 +763,10 @@ bool WriteDirectValue(ByteReader& r, const DirectColumn& d, const binlog::Column
       if (!v.ok()) return false;
       o.Room(24);
       if (d.is_unsigned) {
-        o.w = std::to_chars(o.w, o.w + 24, *v).ptr;
+        o.w = WriteDecimal(*v, o.w);
       } else {
         const unsigned shift = static_cast<unsigned>(64 - 8 * d.bytes);
-        o.w = std::to_chars(o.w, o.w + 24, static_cast<int64_t>(*v << shift) >> shift).ptr;
+        o.w = WriteDecimal(static_cast<int64_t>(*v << shift) >> shift, o.w);
       }
       return true;
     }
@@ -857,11 +858,11 @@ bool StreamTail(Op op, const SourceInfo& s, const RowsEventLinesCache::Table* ta
     p.head.resize(160 + flavor.size() + 6 * s.file.size());
     char* w = p.head.data();
     w = WriteLit("\",\"ts_ms\":", w);
-    w = std::to_chars(w, w + 24, ts_ms).ptr;
+    w = WriteDecimal(ts_ms, w);
     w = WriteLit(",\"source\":{\"connector\":\"sluice\",\"flavor\":\"", w);
     w = WriteLiteral(flavor, w);
     w = WriteLit("\",\"server_id\":", w);
-    w = std::to_chars(w, w + 24, s.server_id).ptr;
+    w = WriteDecimal(uint64_t{s.server_id}, w);
     w = WriteLit(",\"file\":", w);
     if ((w = WriteCheckedJsonString(s.file, w)) == nullptr) return false;
     w = WriteLit(",\"pos\":", w);
@@ -886,7 +887,7 @@ bool StreamTail(Op op, const SourceInfo& s, const RowsEventLinesCache::Table* ta
     w = WriteLiteral(db_table, w);
     w = s.snapshot ? WriteLit(",\"snapshot\":true", w) : WriteLit(",\"snapshot\":false", w);
     w = WriteLit(",\"ts_ms\":", w);
-    w = std::to_chars(w, w + 24, uint64_t{s.timestamp} * 1000).ptr;
+    w = WriteDecimal(uint64_t{s.timestamp} * 1000, w);
     w = WriteLit(",\"row\":", w);
     p.rest.resize(static_cast<size_t>(w - p.rest.data()));
     p.table = table;
@@ -900,7 +901,7 @@ bool StreamTail(Op op, const SourceInfo& s, const RowsEventLinesCache::Table* ta
   w = WriteLit(",\"op\":\"", w);
   *w++ = static_cast<char>(op);
   w = WriteLiteral(p.head, w);
-  w = std::to_chars(w, w + 24, s.pos).ptr;
+  w = WriteDecimal(s.pos, w);
   w = WriteLiteral(p.rest, w);
   out->resize(static_cast<size_t>(w - out->data()));
   return true;
@@ -1041,7 +1042,7 @@ std::optional<size_t> AppendRowsEventLines(const binlog::RowsEvent& event, const
     o.Room(tail.size() + 24 + 3);
     std::memcpy(o.w, tail.data(), tail.size());
     o.w += tail.size();
-    o.w = std::to_chars(o.w, o.w + 24, rows).ptr;
+    o.w = WriteDecimal(rows, o.w);
     o.w = WriteLit("}}\n", o.w);
     ++rows;
   }
