@@ -395,17 +395,32 @@ TEST_F(MysqlDest, DestinationRestartDuringTheSnapshotIsWaitedOut) {
   }
   auto dest = DestConnect();
   ASSERT_NE(dest, nullptr);
+  // The snapshot is held in the middle on purpose: the table exists as sluice would create it
+  // (an existing table of the same shape is used as it is) and the last key is inserted by a
+  // transaction left open, so sluice's insert of that key waits on its lock. Restarting once
+  // the first rows arrived raced: the snapshot could end before the server went down.
   ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_snapfault").ok());
+  ASSERT_TRUE(dest->Execute("CREATE DATABASE it_snapfault").ok());
+  ASSERT_TRUE(dest->Execute("CREATE TABLE it_snapfault.t (id INT PRIMARY KEY, v VARCHAR(40))").ok());
+  auto blocker = DestConnect();
+  ASSERT_NE(blocker, nullptr);
+  ASSERT_TRUE(blocker->Execute("BEGIN").ok());
+  ASSERT_TRUE(blocker->Execute(fmt::format("INSERT INTO it_snapfault.t VALUES ({}, 'held')", rows)).ok());
   pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
-  bool copying = false;
-  for (int i = 0; i < 15000 && !copying; ++i) {
-    auto r = dest->Query("SELECT COUNT(*) FROM it_snapfault.t");
-    copying = r.ok() && r->rows[0][0] != std::optional<std::string>("0");
-    if (!copying) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  bool waiting = false;
+  for (int i = 0; i < 3000 && !waiting; ++i) {
+    // The same user sees its own threads without PROCESS (which INNODB_TRX would need); a
+    // batch insert running for 300 ms is the one waiting.
+    auto r = dest->Query(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO `it_snapfault`.`t`%' "
+        "AND TIME_MS > 300");
+    waiting = r.ok() && r->rows[0][0] != std::optional<std::string>("0");
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_TRUE(copying) << "the snapshot's first chunks reached the destination: " << ReadFile(dir.File("log"));
+  ASSERT_TRUE(waiting) << "the snapshot's insert of the held key waits on its lock: " << ReadFile(dir.File("log"));
   int rc = std::system((TestServerScript() + " restart " + g_dest.dir).c_str());
   EXPECT_EQ(rc, 0) << "restart of the destination MariaDB";
+  blocker.reset();  // its transaction ended with the restart
   std::string last;
   bool equal = WaitEqual({"it_snapfault.*"}, std::chrono::seconds(90), &last);
   kill(pid, SIGTERM);
