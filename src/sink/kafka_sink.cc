@@ -340,10 +340,30 @@ Status KafkaSink::Impl::Produce(rd_kafka_topic_t* rkt, int32_t partition, const 
       rd_kafka_header_add(headers, kOffsetsHeader, -1, offsets_header->data(),
                           static_cast<ssize_t>(offsets_header->size()));
     }
-    rd_kafka_resp_err_t e = rd_kafka_producev(
-        rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_VALUE(has_value ? const_cast<char*>(value) : nullptr, has_value ? value_size : 0),
-        RD_KAFKA_V_KEY(key, key_size), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+    // rd_kafka_produceva, not producev: producev's RD_KAFKA_V_* macros are GNU statement
+    // expressions, which clang's -Wpedantic reports at every use.
+    rd_kafka_vu_t vu[7] = {};
+    vu[0].vtype = RD_KAFKA_VTYPE_RKT;
+    vu[0].u.rkt = rkt;
+    vu[1].vtype = RD_KAFKA_VTYPE_PARTITION;
+    vu[1].u.i32 = partition;
+    vu[2].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vu[2].u.i = RD_KAFKA_MSG_F_COPY;
+    vu[3].vtype = RD_KAFKA_VTYPE_VALUE;
+    vu[3].u.mem.ptr = has_value ? const_cast<char*>(value) : nullptr;
+    vu[3].u.mem.size = has_value ? value_size : 0;
+    vu[4].vtype = RD_KAFKA_VTYPE_KEY;
+    vu[4].u.mem.ptr = const_cast<char*>(key);
+    vu[4].u.mem.size = key_size;
+    vu[5].vtype = RD_KAFKA_VTYPE_HEADERS;
+    vu[5].u.headers = headers;
+    vu[6].vtype = RD_KAFKA_VTYPE_OPAQUE;
+    vu[6].u.ptr = opaque;
+    rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (rd_kafka_error_t* err = rd_kafka_produceva(rk, vu, 7)) {
+      e = rd_kafka_error_code(err);
+      rd_kafka_error_destroy(err);
+    }
     if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
       ++next_seq;
       done.push_back(0);
