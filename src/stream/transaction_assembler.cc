@@ -138,7 +138,8 @@ bool TransactionAssembler::Behind(const std::string& file, uint64_t pos) const {
 
 Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const binlog::Event& ev) {
   using namespace binlog;  // NOLINT: event type names
-  if (!ev.file.empty()) current_file_ = ev.file;
+  // Compared before copied: the file changes once per rotation, and every event names it.
+  if (!ev.file.empty() && ev.file != current_file_) current_file_ = ev.file;
 
   if (auto* rot = std::get_if<RotateEvent>(&ev.body)) {
     current_file_ = rot->next_file;
@@ -399,9 +400,11 @@ Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::Rows
   SourceInfo& src = source_;
   src.flavor = flavor_;
   src.server_id = ev.header.server_id;
-  src.file.assign(current_file_);
+  // Compared before copied: the file changes once per rotation, the GTID once per transaction
+  // (several rows events).
+  if (src.file != current_file_) src.file.assign(current_file_);
   src.pos = ev.pos;
-  src.gtid.assign(gtid_);
+  if (src.gtid != gtid_) src.gtid.assign(gtid_);
   src.timestamp = ev.header.timestamp;
   src.snapshot = false;
   src.row = 0;
