@@ -2,6 +2,10 @@
 // scripts/mariadb-test-server.sh (fail, never skip, when SLUICE_TEST_MYSQL_* is unset).
 #include "snapshot/snapshot.h"
 
+#include <atomic>
+#include <set>
+#include <thread>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -262,6 +266,45 @@ TEST_F(SnapshotLiveTest, ManyTransactionsCarryTheGtidOfTheirOwnOffset) {
         << "transaction " << i << " at " << p.position.ToString() << ": its GTID must map its own offset";
     EXPECT_FALSE(p.gtid.empty()) << "transaction " << i;
   }
+}
+
+// A point at the binlog's end takes its GTID from @@global.gtid_binlog_pos, read between two
+// reads of the binlog's end; any other point from BINLOG_GTID_POS. With a writer committing
+// all the while, some transactions open at the end and some behind it, and a GTID from the
+// variable read while a commit lands would be one transaction ahead: every point's GTID must
+// be what BINLOG_GTID_POS maps its offset to.
+TEST_F(SnapshotLiveTest, PointsTakenDuringCommitsCarryTheGtidOfTheirOwnOffset) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> inserted{0};
+  std::thread writer([&] {
+    auto w = testing::ConnectTestServer();
+    if (w == nullptr) return;
+    for (int i = 1; !stop.load(); ++i) {
+      if (!w->Execute(fmt::format("INSERT INTO snap_test.comp VALUES ({}, 'w', {})", i, i)).ok()) return;
+      inserted.fetch_add(1);
+    }
+  });
+  std::vector<SnapshotPoint> points;
+  for (int i = 0; i < 40; ++i) {
+    auto snap = Snapshot::Begin(opts_, SnapshotOptions{});
+    ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+    points.push_back((*snap)->point());
+  }
+  stop = true;
+  writer.join();
+  EXPECT_GT(inserted.load(), 0) << "the writer never committed: the test proves nothing";
+  std::set<std::string> gtids;
+  for (const SnapshotPoint& p : points) {
+    auto g = c_->Query(fmt::format("SELECT BINLOG_GTID_POS({}, {})", c_->Quote(p.position.file), p.position.pos));
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(p.gtid, g->rows[0][0].value_or("NULL")) << "point " << p.position.ToString();
+    gtids.insert(p.gtid);
+  }
+  EXPECT_GT(gtids.size(), 1u) << "every point was at one GTID: the writer did not overlap the snapshots";
+  // Quiet now: the point is the binlog's end, the GTID comes from the variable.
+  auto snap = Snapshot::Begin(opts_, SnapshotOptions{});
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ((*snap)->point().gtid, BinlogGtidPos());
 }
 
 }  // namespace
