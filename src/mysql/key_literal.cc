@@ -118,8 +118,9 @@ Result<std::string> StandaloneKeyLiteral(Connection& conn, const ColumnDesc& col
     const char* type = t == SqlType::kUuid ? "UUID" : t == SqlType::kInet4 ? "INET4" : "INET6";
     return fmt::format("CAST({} AS {})", conn.Quote(text), type);
   }
-  ASSIGN_OR_RETURN(std::string lit, KeyLiteral(conn, col, text));
-  if (lit.empty() || lit[0] != '\'' || col.charset.empty() || col.charset == "binary") return lit;
+  Result<std::string> lit = KeyLiteral(conn, col, text);
+  // Not ASSIGN_OR_RETURN: gcc 12 took the moved-into string for uninitialized here.
+  if (!lit.ok() || !lit->starts_with('\'') || col.charset.empty() || col.charset == "binary") return lit;
   // A text column: the bytes in the column's charset, compared under its collation.
   std::string hex = Hex(text);
   std::string out = "_" + col.charset + " " + hex;
