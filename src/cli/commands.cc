@@ -66,7 +66,7 @@ int RunCommand(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Snapshot the selected tables, then stream the binlog into the sink");
   run->add_option("--config", config_path, "TOML config file")->required();
   run->add_flag("--until-caught-up", until_caught_up,
-                "Stop once everything up to the server's binlog position at start is in the sink");
+                "Stop once everything up to the server's binlog end when streaming starts (after any snapshot) is in the sink");
   run->add_flag("-q,--quiet", quiet, "Log warnings and errors only");
   run->add_flag("--allow-core-dumps", allow_core_dumps,
                 "Keep core dumps enabled (they can contain the source password)");

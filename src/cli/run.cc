@@ -305,11 +305,6 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   RETURN_IF_ERROR(RefuseOnFatal(EvaluateRetention(
       facts, config, stored ? std::optional<Checkpoint>(ckpt) : std::nullopt, std::nullopt)));
 
-  BinlogPosition target;
-  if (options.until_caught_up) {
-    ASSIGN_OR_RETURN(target, ReadBinlogPosition(*meta));
-  }
-
   if (!stored && config.snapshot.mode == SnapshotMode::kNever) {
     ckpt.flavor = info.flavor;
     ckpt.stream_start = info.position;
@@ -421,6 +416,14 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     // The other tables are read once per run, before streaming the cdc tables.
     RETURN_IF_ERROR(RunIncremental(incremental, *meta, modes.other, ckpt, *sink));
     if (Stopping(options)) return sink->Flush();
+  }
+  // --until-caught-up streams to the binlog's end as it is now, after the snapshot: a parallel
+  // snapshot's later ranges were read at later points, and a target read before the copy
+  // could stop the stream before them, leaving rows copied at those points beside rows that
+  // lack the same changes (found by a new-user test: "streaming from P until T < P").
+  BinlogPosition target;
+  if (options.until_caught_up) {
+    ASSIGN_OR_RETURN(target, ReadBinlogPosition(*meta));
   }
   meta.reset();
 

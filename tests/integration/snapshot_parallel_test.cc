@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -199,6 +200,26 @@ void CheckEveryKeyTypeUnderWriteLoad(const std::string& db, int rows, const std:
   pid_t b = StartSluice({"run", "--config", jsonl_config, "--until-caught-up"}, jdir.File("b.log"));
   EXPECT_EQ(WaitChild(a, seconds(180)), 0) << ReadFile(dir.File("a.log"));
   EXPECT_EQ(WaitChild(b, seconds(180)), 0) << ReadFile(jdir.File("b.log"));
+  {
+    // --until-caught-up ends at or after the latest point a range was read at: the writer ran
+    // through the copy, so ranges read later hold changes the earlier ones must get from the
+    // stream before the run ends (a target read before the copy stopped short of them).
+    std::ifstream copied(jspec.sink_path);
+    std::string line;
+    std::pair<std::string, uint64_t> latest;
+    while (std::getline(copied, line)) {
+      auto rec = nlohmann::json::parse(line, nullptr, false);
+      if (rec.is_discarded() || rec["op"] != "r") continue;
+      latest = std::max(latest, std::pair<std::string, uint64_t>{rec["source"]["file"].get<std::string>(),
+                                                                 rec["source"]["pos"].get<uint64_t>()});
+    }
+    const std::string blog = ReadFile(jdir.File("b.log"));
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(blog, m, std::regex("stopped at ([^: ]+):([0-9]+)"))) << blog;
+    EXPECT_GE((std::pair<std::string, uint64_t>{m[1].str(), std::stoull(m[2].str())}), latest)
+        << "the run stopped before the latest snapshot point " << latest.first << ":" << latest.second << "\n"
+        << blog;
+  }
   writer.Stop();
   ASSERT_EQ(writer.error(), "");
   EXPECT_GT(writer.committed(), 100);
