@@ -182,8 +182,10 @@ Result<TableSchema> LoadTableSchema(Connection& conn, std::string_view db,
                  "FROM information_schema.COLUMNS WHERE " +
                  where + " ORDER BY ORDINAL_POSITION"));
   if (cols.rows.empty())
-    return Status::NotFound(fmt::format("table {}.{} not found on {}", db, table,
-                                        conn.options().Describe()));
+    return Status::NotFound(fmt::format(
+        "table {}.{} not found on {}: it does not exist, or this user cannot see it (a table the "
+        "user has no privilege on is invisible: if it exists, GRANT SELECT ON {}.{} to the user)",
+        db, table, conn.options().Describe(), QuoteIdentifier(db), QuoteIdentifier(table)));
   TableSchema schema;
   schema.db = std::string(db);
   schema.table = std::string(table);

@@ -163,6 +163,9 @@ TEST_F(SchemaLoaderLiveTest, LoadsEveryColumnField) {
   auto missing = LoadTableSchema(*c_, "sl_test", "nope");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_THAT(missing.status().message(), HasSubstr("sl_test.nope"));
+  // A table the user may not see looks missing: the message says so and names the GRANT (a
+  // stream that met such a table's events stopped with "not found" alone: new-user test).
+  EXPECT_THAT(missing.status().message(), HasSubstr("GRANT SELECT ON `sl_test`.`nope`"));
 }
 
 // The typed model built from a CREATE TABLE statement (schema/ddl.h) and the one read back
