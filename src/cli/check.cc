@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -288,6 +289,19 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bo
 
   // Tables: engines, row counts, and the largest row from the declared column sizes.
   auto listed = ListTables(conn, TableFilter{config.source.tables, config.source.exclude});
+  if (!listed.ok() && listed.status().code() == StatusCode::kNotFound) {
+    // A pattern that matches nothing fails the whole list (EvaluateServer reports it through
+    // the privilege lines); the tables the other patterns match are still judged here.
+    std::vector<TableName> found;
+    for (const std::string& pattern : config.source.tables) {
+      auto one = ListTables(conn, TableFilter{{pattern}, config.source.exclude});
+      if (!one.ok() && one.status().code() == StatusCode::kUnavailable) return one.status();
+      if (!one.ok()) continue;
+      for (TableName& t : *one)
+        if (std::find(found.begin(), found.end(), t) == found.end()) found.push_back(std::move(t));
+    }
+    listed = std::move(found);
+  }
   if (!listed.ok()) {
     if (listed.status().code() == StatusCode::kUnavailable) return listed.status();
     return f;  // EvaluateServer reports the missing tables through the privilege lines

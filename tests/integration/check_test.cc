@@ -234,6 +234,19 @@ TEST_F(CheckWrong, NonTransactionalEngine) {
   EXPECT_THAT(line, ::testing::Not(::testing::HasSubstr("it_chk.t (")));
 }
 
+// One listed name that matches nothing fails its own line, and the tables the other names
+// match are still judged (the engines line said "no table matches source.tables": new-user test).
+TEST_F(CheckWrong, AMissingTableLeavesTheOthersJudged) {
+  TempDir dir;
+  Spec s = Wrong();
+  s.tables = {"it_chk.old", "it_chk.nosuch"};
+  auto r = Check(Config(dir, s));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("it_chk.nosuch"));
+  std::string line = LineOf(r.output, "table engines");
+  EXPECT_THAT(line, ::testing::StartsWith("FAIL")) << r.output;
+  EXPECT_THAT(line, ::testing::HasSubstr("it_chk.old (MyISAM)")) << r.output;
+}
+
 TEST_F(CheckWrong, MaxAllowedPacketSmallerThanTheLargestRow) {
   TempDir dir;
   Spec s = Wrong();
