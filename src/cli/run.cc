@@ -164,26 +164,33 @@ Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config) {
   return std::unique_ptr<Sink>(std::move(s));
 }
 
-// A destination server that is restarting or briefly unreachable when the run starts is
-// waited for, as the stream waits for it mid-run (Streamer's sink retries); a definite error,
-// or transient ones for longer than two minutes, stop the run with the last message.
-Result<std::unique_ptr<Sink>> OpenSinkWaiting(const SinkConfig& config, const RunOptions& options) {
+// Calls `attempt` (returning a Result) again while it fails with kUnavailable, waiting 200 ms
+// doubling to 5 s in between, for at most two minutes; a definite error, a stop, or transient
+// ones for longer than that return the last result. `what` names the step in the warnings.
+template <typename Attempt>
+auto WaitOutUnavailable(std::string_view what, const RunOptions& options, Attempt&& attempt) -> decltype(attempt()) {
   constexpr auto kPatience = std::chrono::seconds(120);
   const auto first = std::chrono::steady_clock::now();
   auto backoff = std::chrono::milliseconds(200);
-  for (int attempt = 1;; ++attempt) {
-    Result<std::unique_ptr<Sink>> sink = OpenSink(config);
-    if (sink.ok() || sink.status().code() != StatusCode::kUnavailable || Stopping(options) ||
+  for (int n = 1;; ++n) {
+    auto result = attempt();
+    if (result.ok() || result.status().code() != StatusCode::kUnavailable || Stopping(options) ||
         std::chrono::steady_clock::now() - first >= kPatience) {
-      return sink;
+      return result;
     }
-    LogWarning("sink: opening failed (attempt {}): {}; trying again in {} ms", attempt, sink.status().message(),
+    LogWarning("{} failed (attempt {}): {}; trying again in {} ms", what, n, result.status().message(),
                backoff.count());
     const auto until = std::chrono::steady_clock::now() + backoff;
     while (std::chrono::steady_clock::now() < until && !Stopping(options))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
   }
+}
+
+// A destination server that is restarting or briefly unreachable when the run starts is
+// waited for, as the stream waits for it mid-run (Streamer's sink retries).
+Result<std::unique_ptr<Sink>> OpenSinkWaiting(const SinkConfig& config, const RunOptions& options) {
+  return WaitOutUnavailable("sink: opening", options, [&] { return OpenSink(config); });
 }
 
 Status RunPipeline(const Config& config, const RunOptions& options) {
@@ -421,9 +428,15 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   // snapshot's later ranges were read at later points, and a target read before the copy
   // could stop the stream before them, leaving rows copied at those points beside rows that
   // lack the same changes (found by a new-user test: "streaming from P until T < P").
+  // On a connection of its own: the run's first one may have been reset during a long copy
+  // (the snapshot's workers reconnect), and a source briefly away is waited for.
   BinlogPosition target;
   if (options.until_caught_up) {
-    ASSIGN_OR_RETURN(target, ReadBinlogPosition(*meta));
+    meta.reset();
+    ASSIGN_OR_RETURN(target, WaitOutUnavailable("reading the binlog's end", options, [&]() -> Result<BinlogPosition> {
+                       ASSIGN_OR_RETURN(auto c, Connection::Connect(conn_opts));
+                       return ReadBinlogPosition(*c);
+                     }));
   }
   meta.reset();
 
