@@ -354,16 +354,18 @@ TEST(Postgres, SigkillMidLargeTransactionAndRestartMidStreamLoseAndRepeatNothing
   // only, so watch pg_stat_activity for the INSERT).
   const std::string log = dir.File("sluice.log");
   pid_t pid = StartSluice({"run", "--config", config}, log);
+  // One connection for every poll: a new one per poll (a PostgreSQL backend started each time)
+  // made the polls too far apart under load to see the INSERTs (fresh-clone make test, ASan).
   bool seen = false;
+  PGconn* watch = PgServer::Get().Connect(pgdb);
   for (auto deadline = std::chrono::steady_clock::now() + seconds(60); !seen && std::chrono::steady_clock::now() < deadline;) {
-    PGconn* c = PgServer::Get().Connect(pgdb);
-    PGresult* res = PQexec(c, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice' "
-                              "AND state = 'active' AND query LIKE 'INSERT INTO \"it_pg_crash\".\"big\"%'");
+    PGresult* res = PQexec(watch, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice' "
+                                  "AND state = 'active' AND query LIKE 'INSERT INTO \"it_pg_crash\".\"big\"%'");
     seen = PQntuples(res) == 1 && std::string(PQgetvalue(res, 0, 0)) != "0";
     PQclear(res);
-    PQfinish(c);
-    if (!seen) std::this_thread::sleep_for(milliseconds(5));
+    if (!seen) std::this_thread::sleep_for(milliseconds(2));
   }
+  PQfinish(watch);
   kill(pid, SIGKILL);
   EXPECT_EQ(WaitChild(pid, seconds(30)), -SIGKILL) << ReadFile(log);
   EXPECT_TRUE(seen) << "sluice never got to apply the large transaction\n" << ReadFile(log);
@@ -430,20 +432,20 @@ TEST(Postgres, SigkillMidSnapshotCopyResumesExactly) {
   // Kill once some rows are committed and a COPY is running.
   int committed = 0;
   bool copying = false;
+  PGconn* watch = PgServer::Get().Connect(pgdb);  // one for every poll, as above
   for (auto deadline = std::chrono::steady_clock::now() + seconds(60);
        !(committed > 0 && copying) && std::chrono::steady_clock::now() < deadline;) {
-    PGconn* c = PgServer::Get().Connect(pgdb);
-    PGresult* res = PQexec(c, "SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice' "
-                              "AND state = 'active' AND query LIKE 'COPY \"it_pg_merge\".%'), "
-                              "(SELECT count(*) FROM it_pg_merge.big) + (SELECT count(*) FROM it_pg_merge.kl)");
+    PGresult* res = PQexec(watch, "SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice' "
+                                  "AND state = 'active' AND query LIKE 'COPY \"it_pg_merge\".%'), "
+                                  "(SELECT count(*) FROM it_pg_merge.big) + (SELECT count(*) FROM it_pg_merge.kl)");
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
       copying = std::string(PQgetvalue(res, 0, 0)) != "0";
       committed = std::stoi(PQgetvalue(res, 0, 1));
     }
     PQclear(res);
-    PQfinish(c);
-    if (!(committed > 0 && copying)) std::this_thread::sleep_for(milliseconds(5));
+    if (!(committed > 0 && copying)) std::this_thread::sleep_for(milliseconds(2));
   }
+  PQfinish(watch);
   kill(pid, SIGKILL);
   EXPECT_EQ(WaitChild(pid, seconds(30)), -SIGKILL) << ReadFile(log);
   ASSERT_TRUE(committed > 0 && copying) << "never saw a COPY running after a commit\n" << ReadFile(log);
