@@ -430,15 +430,14 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   // lack the same changes (found by a new-user test: "streaming from P until T < P").
   // On a connection of its own: the run's first one may have been reset during a long copy
   // (the snapshot's workers reconnect), and a source briefly away is waited for.
+  meta.reset();
   BinlogPosition target;
   if (options.until_caught_up) {
-    meta.reset();
     ASSIGN_OR_RETURN(target, WaitOutUnavailable("reading the binlog's end", options, [&]() -> Result<BinlogPosition> {
                        ASSIGN_OR_RETURN(auto c, Connection::Connect(conn_opts));
                        return ReadBinlogPosition(*c);
                      }));
   }
-  meta.reset();
 
   StreamerOptions sopts;
   sopts.connection = conn_opts;
