@@ -350,25 +350,39 @@ TEST(Postgres, SigkillMidLargeTransactionAndRestartMidStreamLoseAndRepeatNothing
                        "it_pg_crash"),
             0);
 
-  // Kill once the big transaction is being written (rows are visible to its own session
-  // only, so watch pg_stat_activity for the INSERT).
+  // Kill while the big transaction is being written, half-way through it: a trigger on the
+  // destination table stops the insert of row rows / 2 on an advisory lock this test holds, so
+  // sluice's PostgreSQL transaction stays open with rows / 2 - 1 rows written until the kill
+  // (watching for the INSERT instead had a window that polls missed under load).
+  const std::string hold_err = PgServer::Get().Exec(
+      pgdb, fmt::format("CREATE FUNCTION it_pg_crash.hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                        "IF NEW.id = {} THEN PERFORM pg_advisory_xact_lock_shared(5504); END IF; RETURN NEW; END $$;"
+                        "CREATE TRIGGER hold BEFORE INSERT ON it_pg_crash.big FOR EACH ROW "
+                        "EXECUTE FUNCTION it_pg_crash.hold()",
+                        rows / 2));
+  ASSERT_EQ(hold_err, "");
+  PGconn* holder = PgServer::Get().Connect(pgdb);
+  PGresult* held = PQexec(holder, "SELECT pg_advisory_lock(5504)");
+  ASSERT_EQ(PQresultStatus(held), PGRES_TUPLES_OK) << PQerrorMessage(holder);
+  PQclear(held);
   const std::string log = dir.File("sluice.log");
   pid_t pid = StartSluice({"run", "--config", config}, log);
-  // One connection for every poll: a new one per poll (a PostgreSQL backend started each time)
-  // made the polls too far apart under load to see the INSERTs (fresh-clone make test, ASan).
   bool seen = false;
   PGconn* watch = PgServer::Get().Connect(pgdb);
-  for (auto deadline = std::chrono::steady_clock::now() + seconds(60); !seen && std::chrono::steady_clock::now() < deadline;) {
+  for (auto deadline = std::chrono::steady_clock::now() + seconds(120); !seen && std::chrono::steady_clock::now() < deadline;) {
     PGresult* res = PQexec(watch, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice' "
-                                  "AND state = 'active' AND query LIKE 'INSERT INTO \"it_pg_crash\".\"big\"%'");
+                                  "AND wait_event_type = 'Lock' AND wait_event = 'advisory'");
     seen = PQntuples(res) == 1 && std::string(PQgetvalue(res, 0, 0)) != "0";
     PQclear(res);
-    if (!seen) std::this_thread::sleep_for(milliseconds(2));
+    if (!seen) std::this_thread::sleep_for(milliseconds(20));
   }
   PQfinish(watch);
   kill(pid, SIGKILL);
   EXPECT_EQ(WaitChild(pid, seconds(30)), -SIGKILL) << ReadFile(log);
-  EXPECT_TRUE(seen) << "sluice never got to apply the large transaction\n" << ReadFile(log);
+  // The killed run's backend finishes its statement once the lock is free, then finds its
+  // client gone and rolls back.
+  PQfinish(holder);
+  ASSERT_TRUE(seen) << "sluice never got half-way through the large transaction\n" << ReadFile(log);
 
   // Streaming again; PostgreSQL restarted in the middle of a run of small transactions.
   pid = StartSluice({"run", "--config", config}, log);
