@@ -925,8 +925,10 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
     std::fprintf(out, "%s  %-36s %s\n", OutcomeName(l.outcome), l.name.c_str(), l.detail.c_str());
     if (l.outcome != CheckOutcome::kPass && !l.fix.empty()) std::fprintf(out, "      fix: %s\n", l.fix.c_str());
   }
-  std::fprintf(out, "%s: %zu passed, %zu warning(s), %zu failed\n",
-               counts[1] + counts[2] == 0 ? "OK" : "NOT READY", counts[0], counts[1], counts[2]);
+  // Warnings alone do not stop `sluice run` (it starts and logs them); failures do. The exit
+  // code is 1 for either (README, "Exit codes").
+  const char* verdict = counts[2] > 0 ? "NOT READY" : counts[1] > 0 ? "READY, WITH WARNINGS" : "OK";
+  std::fprintf(out, "%s: %zu passed, %zu warning(s), %zu failed\n", verdict, counts[0], counts[1], counts[2]);
   std::fflush(out);
   return counts[1] + counts[2] == 0 ? 0 : 1;
 }

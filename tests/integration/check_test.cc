@@ -339,6 +339,21 @@ TEST(Check, CorrectSetupPassesEveryLine) {
     EXPECT_THAT(LineOf(r.output, name), ::testing::StartsWith("PASS")) << name << "\n" << r.output;
   // The LONGBLOB is measured (1000 bytes), not taken at its declared 4 GiB.
   EXPECT_THAT(LineOf(r.output, "max_allowed_packet"), ::testing::HasSubstr("largest row is about 1004 bytes"));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("\nOK: 17 passed, 0 warning(s), 0 failed"));
+}
+
+// Warnings alone (here: a server without TLS, source.tls = "preferred") do not stop a run: the
+// verdict says ready, with warnings (it said NOT READY: a new-user test), and the exit code
+// stays 1 as README's exit codes say.
+TEST(Check, WarningsOnlyAreReadyWithWarnings) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_chk_ok; CREATE TABLE IF NOT EXISTS it_chk_ok.t (id INT PRIMARY KEY, b LONGBLOB);"), 0);
+  TempDir dir;
+  Spec s = Good();
+  s.tls = "preferred";
+  auto r = Check(Config(dir, s));
+  if (LineOf(r.output, "TLS").rfind("WARN", 0) != 0) GTEST_SKIP() << "the test server offers TLS:\n" << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("\nREADY, WITH WARNINGS: 16 passed, 1 warning(s), 0 failed")) << r.output;
 }
 
 // An SQLite file that already holds a captured table's name with other columns (another
@@ -404,6 +419,7 @@ TEST(Check, ServerIdOfAConnectedReplica) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(LineOf(r.output, "server_id"), ::testing::StartsWith("FAIL")) << r.output;
   EXPECT_THAT(LineOf(r.output, "server_id"), ::testing::HasSubstr("5622 is in use by a connected replica"));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("\nNOT READY: "));
   // Right after that run stopped, the server still lists its id for a second or two: check
   // waits for it to go rather than failing (it failed here, and in make demo's resume step).
   auto after = Check(Config(other, t));
