@@ -312,28 +312,43 @@ TEST_F(MysqlDest, KillAndRestart) {
             0);
   TempDir dir;
   std::string config = WriteMysqlConfig(dir, {"it_fault.*"}, 5414, "it_meta_fault");
+  // big exists in the destination as sluice would create it (it is used as it is), so that
+  // a key of it can be held below before any row arrives.
+  auto dest = DestConnect();
+  ASSERT_NE(dest, nullptr);
+  ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_fault").ok());
+  ASSERT_TRUE(dest->Execute("CREATE DATABASE it_fault").ok());
+  ASSERT_TRUE(dest->Execute("CREATE TABLE it_fault.big (id INT PRIMARY KEY, v VARCHAR(100), n INT)").ok());
   pid_t pid = StartSluice({"run", "--config", config}, dir.File("log1"));
   std::string last;
   ASSERT_TRUE(WaitEqual({"it_fault.*"}, std::chrono::seconds(30), &last)) << last << ReadFile(dir.File("log1"));
 
-  // One large source transaction; sluice is killed while its INSERTs run in the destination.
+  // One large source transaction; sluice is killed while its INSERTs run in the destination,
+  // half-way through: key rows / 2 is inserted by a destination transaction left open, so
+  // sluice's insert of that key waits on its lock until the kill (watching for the INSERTs
+  // alone left a window that polls could miss under load).
   const int rows = SluiceSanitized() ? 20000 : 40000;
+  auto blocker = DestConnect();
+  ASSERT_NE(blocker, nullptr);
+  ASSERT_TRUE(blocker->Execute("BEGIN").ok());
+  Status held = blocker->Execute(fmt::format("INSERT INTO it_fault.big VALUES ({}, 'held', 0)", rows / 2));
+  ASSERT_TRUE(held.ok()) << held.ToString();
   ASSERT_EQ(RunSqlText(fmt::format("START TRANSACTION; INSERT INTO it_fault.big SELECT seq, REPEAT('x', 90), 0 FROM seq_1_to_{0};"
                                    "INSERT INTO it_fault.log VALUES (1, {0}); COMMIT;",
                                    rows),
                        "it_fault"),
             0);
-  auto dest = DestConnect();
-  ASSERT_NE(dest, nullptr);
   bool in_flight = false;
   for (int i = 0; i < 3000 && !in_flight; ++i) {
-    auto r = dest->Query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO `it_fault`.`big`%'");
+    auto r = dest->Query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO `it_fault`.`big`%' "
+                         "AND TIME_MS > 300");
     in_flight = r.ok() && r->rows[0][0] != std::optional<std::string>("0");
-    if (!in_flight) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (!in_flight) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   kill(pid, SIGKILL);
   EXPECT_EQ(WaitChild(pid), -SIGKILL);
-  EXPECT_TRUE(in_flight) << "an INSERT of the large transaction was seen running in the destination";
+  ASSERT_TRUE(blocker->Execute("ROLLBACK").ok());
+  EXPECT_TRUE(in_flight) << "an INSERT of the large transaction was seen waiting for the held key in the destination";
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server rolls back the killed session
   auto seen = dest->Query("SELECT COUNT(*) FROM it_fault.big");
   ASSERT_TRUE(seen.ok());
