@@ -417,8 +417,8 @@ TEST(Postgres, SigkillMidLargeTransactionAndRestartMidStreamLoseAndRepeatNothing
 }
 
 // The snapshot sends the fetches ready together as one destination transaction and one COPY
-// stream, committed with the checkpoint. SIGKILL while such a COPY runs, after some commits,
-// then a resume: the destination equals the source and no row is there twice (table kl has no
+// stream (an INSERT when the group is small), committed with the checkpoint. SIGKILL while
+// such a transaction is open, after some commits, then a resume: the destination equals the source and no row is there twice (table kl has no
 // key: a row copied twice would be an extra row that compare reports; its interrupted pass
 // starts over).
 TEST(Postgres, SigkillMidSnapshotCopyResumesExactly) {
@@ -441,28 +441,53 @@ TEST(Postgres, SigkillMidSnapshotCopyResumesExactly) {
   spec.chunk_rows = rows / 4;
   spec.snapshot_extra = "workers = 2\nfetch_rows = 500\n";
   const std::string config = WritePgConfig(dir, spec, pgdb);
+  // Kill once some rows are committed and a later destination transaction waits: the tables
+  // exist in PostgreSQL as sluice would create them (they are used as they are; a table created
+  // in the waiting transaction would be invisible here), and big's last key is inserted by a
+  // transaction left open, so the statement that carries that key (a COPY, or an INSERT when
+  // its group is small) waits on it until the kill. Polling for a running COPY alone had a
+  // window that polls missed under load.
+  ASSERT_EQ(PgServer::Get().Exec(pgdb, "CREATE SCHEMA it_pg_merge; "
+                                       "CREATE TABLE it_pg_merge.big (id integer PRIMARY KEY, v text); "
+                                       "CREATE TABLE it_pg_merge.kl (n integer, v text)"),
+            "");
+  PGconn* holder = PgServer::Get().Connect(pgdb);
+  PGresult* held = PQexec(holder, fmt::format("BEGIN; INSERT INTO it_pg_merge.big VALUES ({}, 'held')", rows).c_str());
+  ASSERT_EQ(PQresultStatus(held), PGRES_COMMAND_OK) << PQerrorMessage(holder);
+  PQclear(held);
   const std::string log = dir.File("sluice.log");
   pid_t pid = StartSluice({"run", "--config", config}, log);
-  // Kill once some rows are committed and a COPY is running.
   int committed = 0;
   bool copying = false;
-  PGconn* watch = PgServer::Get().Connect(pgdb);  // one for every poll, as above
-  for (auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  PGconn* watch = PgServer::Get().Connect(pgdb);
+  for (auto deadline = std::chrono::steady_clock::now() + seconds(120);
        !(committed > 0 && copying) && std::chrono::steady_clock::now() < deadline;) {
     PGresult* res = PQexec(watch, "SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice' "
-                                  "AND state = 'active' AND query LIKE 'COPY \"it_pg_merge\".%'), "
+                                  "AND wait_event_type = 'Lock' AND (query LIKE 'COPY \"it_pg_merge\".%' "
+                                  "OR query LIKE 'INSERT INTO \"it_pg_merge\".%')), "
                                   "(SELECT count(*) FROM it_pg_merge.big) + (SELECT count(*) FROM it_pg_merge.kl)");
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
       copying = std::string(PQgetvalue(res, 0, 0)) != "0";
       committed = std::stoi(PQgetvalue(res, 0, 1));
     }
     PQclear(res);
-    if (!(committed > 0 && copying)) std::this_thread::sleep_for(milliseconds(2));
+    if (!(committed > 0 && copying)) std::this_thread::sleep_for(milliseconds(20));
+  }
+  std::string activity;
+  if (!(committed > 0 && copying)) {
+    PGresult* res = PQexec(watch, "SELECT state || ' ' || coalesce(wait_event_type, '-') || ' ' || coalesce(wait_event, '-') "
+                                  "|| ' ' || left(query, 120) FROM pg_stat_activity WHERE application_name = 'sluice'");
+    for (int i = 0; PQresultStatus(res) == PGRES_TUPLES_OK && i < PQntuples(res); ++i)
+      activity += std::string(PQgetvalue(res, i, 0)) + "\n";
+    PQclear(res);
   }
   PQfinish(watch);
   kill(pid, SIGKILL);
   EXPECT_EQ(WaitChild(pid, seconds(30)), -SIGKILL) << ReadFile(log);
-  ASSERT_TRUE(committed > 0 && copying) << "never saw a COPY running after a commit\n" << ReadFile(log);
+  PQfinish(holder);  // rolls the held key back
+  ASSERT_TRUE(committed > 0 && copying) << "never saw a COPY or INSERT waiting after a commit (waiting: " << copying
+                                         << ", rows committed: " << committed << ")\nsluice's sessions:\n"
+                                         << activity << ReadFile(log);
   EXPECT_LT(committed, rows + rows / 4) << "the snapshot had finished before the kill";
 
   auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
