@@ -36,6 +36,30 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser: spreads hash bits before su
   return x ^ (x >> 31);
 }
 
+// The ORDER BY that reads the source in the order the replica keeps its keys: SQLite compares
+// the TEXT it stores (text, ENUM, SET, DECIMAL, TIME, UUID and INET values) by their UTF-8
+// bytes, not under the source column's collation or type. Those key columns are ordered by
+// the same bytes on the server (a sort there, as the index's order is not this one); integer,
+// date and binary keys keep their index order, which both sides share. Without it a
+// case-insensitive VARCHAR key cut the replica into other ranges than the source, and a large
+// table was reported DIFFERENT when it was equal (more than kMaxCandidates rows seemed to move).
+std::string ReplicaKeyOrder(const TableSchema& t) {
+  std::string out;
+  for (size_t k = 0; k < t.primary_key.size(); ++k) {
+    const ColumnDesc& c = t.columns[t.primary_key[k]];
+    const std::string q = QuoteIdentifier(c.name);
+    if (k > 0) out += ", ";
+    if (HasCharset(c.type) && c.charset != "binary") {
+      out += "CAST(CONVERT(" + q + " USING utf8mb4) AS BINARY)";
+    } else if (c.type == SqlType::kDecimal || c.type == SqlType::kTime || IsFixedBinaryTextType(c.type)) {
+      out += "CAST(CAST(" + q + " AS CHAR) AS BINARY)";
+    } else {
+      out += q;
+    }
+  }
+  return out;
+}
+
 // The canonical text of a whole row, kinds included (Int(5) is not Text("5")).
 std::string RowText(const Row& row) {
   std::string s;
@@ -366,7 +390,7 @@ class Verifier {
       lower = std::move(upper);
       return Status::Ok();
     };
-    std::string sql = fmt::format("SELECT {} FROM {} ORDER BY {}", select_, from_, KeyColumnsList(t));
+    std::string sql = fmt::format("SELECT {} FROM {} ORDER BY {}", select_, from_, ReplicaKeyOrder(t));
     Status streamed = conn_.QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
       ASSIGN_OR_RETURN(Row row, SourceRow(t, cells));
       // A full range is closed when the next key arrives, so the table's last range is a

@@ -28,9 +28,11 @@
 // Tables without a primary key: counts and one checksum over the whole table, re-checked the
 // same way; such rows cannot be named.
 // Key order: ranges are bounded by the source's keys and read from SQLite with the same
-// bounds. Where SQLite orders keys differently (text keys under a case-insensitive
-// collation), a range picks up other rows on the replica side; those become candidates and
-// are cleared by the by-key re-reads, so the result stays right but is slower.
+// bounds, so both sides must order keys alike. SQLite compares the TEXT it stores by bytes;
+// key columns the replica keeps as TEXT (text, ENUM, SET, DECIMAL, TIME, UUID, INET) are
+// therefore read from the source ordered by their UTF-8 bytes (CAST(... AS BINARY)), not under
+// their collation or type: the server sorts such a table for the read instead of following
+// its index. Integer, date and binary keys keep their index order, which both sides share.
 // Only SQLite holds tables: JSON lines, Kafka and NATS carry changes, not tables, and cannot
 // be verified (the CLI says so).
 // Errors: connection and SQLite errors (kUnavailable/kInvalidArgument as in compare.h).

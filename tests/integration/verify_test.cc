@@ -138,6 +138,49 @@ TEST(Verify, MillionRowsEqualAndOneChangedValueNamedIdleAndUnderLoad) {
 }
 
 // JSON lines holds no tables: verify says so instead of comparing nothing.
+// Keys the server orders other than SQLite does: a case- and accent-insensitive VARCHAR
+// ('a' < 'B' under the collation, 'B' < 'a' by bytes), a DECIMAL with negative values (compared
+// as numbers on the server, as TEXT in SQLite) and a composite (VARCHAR, INT) key. The ranges
+// must hold the same rows on both sides: before, the replica side of each range held other
+// rows, every range "differed in passing", and past kMaxCandidates a correct replica was
+// reported DIFFERENT. One changed value is still found and named.
+TEST(Verify, KeysOrderedUnlikeSqliteCutTheSameRanges) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_verify_ci; CREATE DATABASE it_verify_ci; USE it_verify_ci;"
+                       "CREATE TABLE ci (k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci PRIMARY KEY,"
+                       "  v INT);"
+                       "INSERT INTO ci SELECT CONCAT(ELT(1 + seq % 4, 'a', 'B', '\xC3\xA9', 'Z'), LPAD(seq, 5, '0')), seq"
+                       "  FROM seq_1_to_3000;"
+                       "CREATE TABLE dec_key (d DECIMAL(8,2) PRIMARY KEY, v INT);"
+                       "INSERT INTO dec_key SELECT seq * 1.25 - 1500, seq FROM seq_1_to_2000;"
+                       "CREATE TABLE comp (tenant VARCHAR(10) COLLATE utf8mb4_unicode_ci, id INT, v INT,"
+                       "  PRIMARY KEY (tenant, id));"
+                       "INSERT INTO comp SELECT ELT(1 + seq % 3, 'acme', 'Beta', 'zed'), seq, seq FROM seq_1_to_2000;"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_verify_ci.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto snap = RunSluice({"run", "--config", config, "--until-caught-up", "-q"});
+  ASSERT_EQ(snap.exit_code, 0) << snap.output;
+
+  auto equal = RunSluice({"verify", "--config", config, "--chunk-rows", "150"});
+  EXPECT_EQ(equal.exit_code, 0) << equal.output;
+  EXPECT_NE(equal.output.find("3000 rows  equal (20 ranges)\n"), std::string::npos) << equal.output;
+  EXPECT_NE(equal.output.find("2000 rows  equal (14 ranges)\n"), std::string::npos) << equal.output;
+  EXPECT_EQ(equal.output.find("differed in passing"), std::string::npos) << equal.output;
+  EXPECT_NE(equal.output.find("OK: 3 of 3 tables"), std::string::npos) << equal.output;
+
+  ReplicaExec(spec.sink_path, "UPDATE \"it_verify_ci.ci\" SET v = -1 WHERE k = 'B00001' OR k = 'B00005'");
+  ReplicaExec(spec.sink_path, "UPDATE \"it_verify_ci.dec_key\" SET v = -1 WHERE d = '-2.50'");
+  auto changed = RunSluice({"verify", "--config", config, "--chunk-rows", "150"});
+  EXPECT_EQ(changed.exit_code, 1) << changed.output;
+  EXPECT_NE(changed.output.find("2 rows differ persistently"), std::string::npos) << changed.output;
+  EXPECT_NE(changed.output.find("k=B00005: column v: source Int(5) replica Int(-1)"), std::string::npos) << changed.output;
+  EXPECT_NE(changed.output.find("1 rows differ persistently"), std::string::npos) << changed.output;
+  EXPECT_NE(changed.output.find("MISMATCH: 1 of 3 tables"), std::string::npos) << changed.output;
+}
+
 TEST(Verify, JsonLinesIsNotATableStore) {
   TempDir dir;
   SluiceConfigSpec spec;
