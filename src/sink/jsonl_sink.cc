@@ -133,6 +133,20 @@ Status OutputShorter(const std::string& path, uint64_t size, const std::string& 
       path, size, state_path, recorded));
 }
 
+// The output's length against the length its state file records, without opening it: a
+// missing output counts as empty. Open refuses before it creates or changes anything.
+Status CheckOutputLength(const std::string& path, const std::string& state_path, uint64_t recorded) {
+  struct stat sb;
+  uint64_t size = 0;
+  if (::stat(path.c_str(), &sb) == 0) {
+    size = static_cast<uint64_t>(sb.st_size);
+  } else if (errno != ENOENT) {
+    return IoError("stat", path, errno);
+  }
+  if (size < recorded) return OutputShorter(path, size, state_path, recorded);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::optional<std::string>> ReadJsonlCheckpoint(const std::string& state_path) {
@@ -151,15 +165,7 @@ Status CheckJsonlOutput(const std::string& path, const std::string& state_path) 
   ASSIGN_OR_RETURN(State state, ParseState(state_path, *text));
   if (state.checkpoint) RETURN_IF_ERROR(ReadSchemasFile(state_path, *state.checkpoint).status());
   if (!state.output_bytes) return Status::Ok();
-  struct stat sb;
-  uint64_t size = 0;  // a missing output is created empty by Open
-  if (::stat(path.c_str(), &sb) == 0) {
-    size = static_cast<uint64_t>(sb.st_size);
-  } else if (errno != ENOENT) {
-    return IoError("stat", path, errno);
-  }
-  if (size < *state.output_bytes) return OutputShorter(path, size, state_path, *state.output_bytes);
-  return Status::Ok();
+  return CheckOutputLength(path, state_path, *state.output_bytes);
 }
 
 JsonlSink::Stored JsonlSink::ToStored(const std::string& text,
@@ -204,6 +210,10 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
     ASSIGN_OR_RETURN(auto history, ReadSchemasFile(sink->state_path_, *state.checkpoint));
     sink->stored_ = Stored{*state.checkpoint, std::move(history)};
   }
+  // An output shorter than recorded is refused before anything is created or removed (the
+  // output used to be created empty first, and stray history files removed).
+  if (!sink->to_stdout_ && state.output_bytes)
+    RETURN_IF_ERROR(CheckOutputLength(o.path, sink->state_path_, *state.output_bytes));
   RemoveOtherSchemasFiles(sink->state_path_, sink->stored_ && sink->stored_->schemas ? sink->stored_->schemas->ref : "");
 
   if (sink->to_stdout_) {

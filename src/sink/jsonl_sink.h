@@ -89,7 +89,8 @@ Status CheckJsonlOutput(const std::string& path, const std::string& state_path);
 class JsonlSink : public Sink {
  public:
   // Errors: kInvalidArgument (empty path, stdout without checkpoint_path), kUnavailable
-  // (I/O), kCorruption (unreadable state file), kDataLoss (output shorter than recorded).
+  // (I/O), kCorruption (unreadable state file), kDataLoss (output shorter than recorded, a
+  // missing one counting as empty). A refused open creates, changes and removes nothing.
   [[nodiscard]] static Result<std::unique_ptr<JsonlSink>> Open(JsonlSinkOptions options);
   ~JsonlSink() override;
 

@@ -237,6 +237,29 @@ TEST_F(JsonlSinkTest, ShorterOutputIsDataLoss) {
   EXPECT_EQ(CheckJsonlOutput(path_, path_ + ".checkpoint").code(), StatusCode::kDataLoss);
 }
 
+// A refused open leaves the destination as it found it: a missing output is not created
+// (it was created empty before the refusal, so the next `sluice check` saw a 0-byte file),
+// and schema history files beside the state file are not cleared.
+TEST_F(JsonlSinkTest, RefusedOpenCreatesAndRemovesNothing) {
+  auto s = OpenSink();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
+  ASSERT_TRUE(s->Close().ok());
+  s.reset();
+  ASSERT_EQ(::unlink(path_.c_str()), 0);
+  const std::string stray = path_ + ".checkpoint.schemas-stray";
+  Append(stray, "{}");
+  JsonlSinkOptions o;
+  o.path = path_;
+  Result<std::unique_ptr<JsonlSink>> r = JsonlSink::Open(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss) << r.status().ToString();
+  EXPECT_EQ(r.status().ToString(), CheckJsonlOutput(path_, path_ + ".checkpoint").ToString());
+  struct stat sb {};
+  EXPECT_NE(::stat(path_.c_str(), &sb), 0) << "the refused open created the output";
+  EXPECT_EQ(::stat(stray.c_str(), &sb), 0) << "the refused open removed a file";
+}
+
 TEST_F(JsonlSinkTest, CorruptStateFile) {
   ASSERT_TRUE(WriteFileAtomic(path_ + ".checkpoint", "{nonsense").ok());
   JsonlSinkOptions o;

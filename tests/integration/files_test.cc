@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -231,6 +232,37 @@ TEST(SinkPath, DirectoryOrMissingParentIsNamedWithTheReason) {
     EXPECT_NE(r.output.find("directory " + dir.File("no/such/dir") + " does not exist"), std::string::npos)
         << r.output;
   }
+}
+
+// The JSON lines output removed, its checkpoint kept: the run refuses with exit code 3 and
+// leaves the directory as it found it (it used to create a new, empty output first).
+TEST(SinkPath, JsonlOutputMissingIsRefusedWithoutCreatingIt) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_jsonl_gone; CREATE DATABASE it_jsonl_gone;"
+                       "CREATE TABLE it_jsonl_gone.t (id INT PRIMARY KEY, v INT);"
+                       "INSERT INTO it_jsonl_gone.t VALUES (1, 1), (2, 2);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_jsonl_gone.t"};
+  spec.sink_type = "jsonl";
+  spec.sink_path = dir.File("out.jsonl");
+  const std::string config = WriteConfig(dir, spec);
+  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_TRUE(std::filesystem::exists(spec.sink_path + ".checkpoint"));
+  ASSERT_TRUE(std::filesystem::remove(spec.sink_path));
+  const auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path())) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> before = listing();
+  auto second = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(second.exit_code, 3) << second.output;
+  EXPECT_NE(second.output.find("the output was truncated or replaced"), std::string::npos) << second.output;
+  EXPECT_FALSE(std::filesystem::exists(spec.sink_path)) << "the refused run created the output";
+  EXPECT_EQ(listing(), before);
 }
 
 }  // namespace
