@@ -58,6 +58,8 @@ Status ParseMysqlSinkConfig(const toml::table& t, std::string_view origin, Mysql
     const char* pw = std::getenv(password_env.c_str());
     if (!pw) return KeyError(origin, "password_env", fmt::format("environment variable {} is not set", password_env));
     c.password = pw;
+    c.password_env = password_env;
+    c.password_env_key = "sink.mysql.password_env";
   }
   RETURN_IF_ERROR(GetString(t, "database", &out->database, origin));
   if (out->database.empty()) return KeyError(origin, "database", "must not be empty (it holds _sluice_checkpoint)");

@@ -120,6 +120,8 @@ ConnectOptions SourceConnectOptions(const SourceConfig& s) {
   o.port = s.port;
   o.user = s.user;
   o.password = s.password;
+  o.password_env = s.password_env;
+  o.password_env_key = "source.password_env";
   o.connect_timeout_s = s.connect_timeout_seconds;
   o.tls = s.tls;
   o.tls_ca = s.ca;

@@ -73,10 +73,17 @@ std::string ConnectHint(const ConnectOptions& o, unsigned int err, std::string_v
              "text; sluice refuses it unless source.tls is verify_ca or verify_identity, or "
              "source.allow_cleartext_auth = true";
   }
+  std::string hint;
+  // The server says only "(using password: NO)"; the variable is what the person can fix.
+  // 1698 is MySQL's ER_ACCESS_DENIED_NO_PASSWORD_ERROR.
+  if ((err == ER_ACCESS_DENIED_ERROR || err == 1698) && o.password.empty() && !o.password_env.empty())
+    hint = fmt::format("the environment variable {} ({}) is set but empty, so no password was sent",
+                       o.password_env, o.password_env_key);
   if (err == ER_ACCESS_DENIED_ERROR && o.tls == TlsMode::kDisabled)
-    return "source.tls = \"disabled\": a server with require_secure_transport=ON refuses every "
-           "connection without TLS with this same message; try tls = \"preferred\" or stronger";
-  return "";
+    hint += std::string(hint.empty() ? "" : "; ") +
+            "source.tls = \"disabled\": a server with require_secure_transport=ON refuses every "
+            "connection without TLS with this same message; try tls = \"preferred\" or stronger";
+  return hint;
 }
 
 }  // namespace

@@ -76,6 +76,11 @@ struct ConnectOptions {
   uint16_t port = 3306;
   std::string user;
   std::string password;  // never logged, never put in a Status message
+  // The environment variable the password was read from and the config key that names it
+  // ("SLUICE_PASSWORD", "source.password_env"), for messages; empty when it came from
+  // elsewhere. A login refused while that variable was set but empty says so.
+  std::string password_env;
+  std::string password_env_key;
   std::optional<std::string> database;
   uint32_t connect_timeout_s = 10;
   // Socket read/write timeouts; 0 = none. A replication session needs a read timeout larger

@@ -115,6 +115,34 @@ TEST(ConnectionTest, WrongPasswordIsFailedPreconditionWithoutPassword) {
   EXPECT_THAT(c.status().message(), Not(HasSubstr(o.password)));
 }
 
+// A password read from an environment variable that is set but empty: the server's refusal
+// is kept and the variable and its config key are named (the server only says "Access
+// denied ... (using password: NO)").
+TEST(ConnectionTest, RefusedEmptyPasswordFromEnvironmentNamesTheVariable) {
+  auto admin = testing::ConnectTestServer();
+  ASSERT_NE(admin, nullptr);
+  ASSERT_TRUE(admin->Execute("CREATE OR REPLACE USER 'conn_emptypw'@'127.0.0.1' IDENTIFIED BY 'pwE'").ok());
+  ConnectOptions o;
+  ASSERT_TRUE(testing::TestServerOptions(&o));
+  o.user = "conn_emptypw";
+  o.password = "";
+  o.password_env = "SLUICE_EMPTY_PW";
+  o.password_env_key = "source.password_env";
+  auto c = Connection::Connect(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition) << c.status().ToString();
+  EXPECT_THAT(c.status().message(), HasSubstr("[1045] Access denied for user 'conn_emptypw'"));
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("the environment variable SLUICE_EMPTY_PW (source.password_env) is set but empty"));
+  // A wrong, non-empty password from the same variable gets no such hint.
+  o.password = "wrong";
+  c = Connection::Connect(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("1045"));
+  EXPECT_THAT(c.status().message(), Not(HasSubstr("SLUICE_EMPTY_PW")));
+  ASSERT_TRUE(admin->Execute("DROP USER 'conn_emptypw'@'127.0.0.1'").ok());
+}
+
 TEST(ConnectionTest, UnreachableServerIsUnavailable) {
   ConnectOptions o;
   ASSERT_TRUE(testing::TestServerOptions(&o));

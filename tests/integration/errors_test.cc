@@ -104,5 +104,31 @@ TEST(Errors, MissingPrivilegesAreNamedBeforeTheSnapshot) {
   EXPECT_EQ(r.output.find("matches no table"), std::string::npos) << r.output;
 }
 
+// source.password_env names a variable that is set but empty: the server's "Access denied"
+// is kept, and the message names the variable and the key (it used to be the server's
+// message alone). The password is never in the output.
+TEST(Errors, EmptyPasswordVariableIsNamedWhenTheLoginIsRefused) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_emptypw; CREATE DATABASE it_emptypw;"
+                       "CREATE TABLE it_emptypw.t (id INT PRIMARY KEY);"
+                       "CREATE OR REPLACE USER 'it_emptypw'@'127.0.0.1' IDENTIFIED BY 'pwEmptyVar';"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_emptypw.*"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = ConfigForUser(dir, spec, "it_emptypw", "");
+  for (const std::string command : {"run", "check"}) {
+    std::vector<std::string> args = {command, "--config", config};
+    if (command == "run") args.push_back("--until-caught-up");
+    auto r = RunSluice(args);
+    EXPECT_EQ(r.exit_code, 1) << command << ":\n" << r.output;
+    EXPECT_NE(r.output.find("Access denied for user 'it_emptypw'"), std::string::npos) << command << ":\n" << r.output;
+    EXPECT_NE(r.output.find("the environment variable SLUICE_IT_OTHER_PASSWORD (source.password_env) is set but empty"),
+              std::string::npos)
+        << command << ":\n" << r.output;
+    EXPECT_EQ(r.output.find("pwEmptyVar"), std::string::npos) << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::testing
