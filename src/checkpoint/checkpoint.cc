@@ -16,6 +16,7 @@
 //                                   "expected_rows": n (optional),
 //                                   "reread": true (optional: an online re-read, see
 //                                                   checkpoint.h),
+//                                   "db": string (optional: the key's database part),
 //                                   "ranges": [{"lower": key, "upper": key, "done": bool,
 //                                               "rows": n, "last_key": key,
 //                                               "segments": [{"end": key,
@@ -230,6 +231,12 @@ Result<Checkpoint> FromParsed(const Json& doc) {
     if (auto rr = it->find("reread"); rr != it->end()) {
       ASSIGN_OR_RETURN(p.reread, GetBool(*it, "reread", field + ".reread"));
     }
+    if (it->contains("db")) {
+      ASSIGN_OR_RETURN(p.db, GetString(*it, "db", field + ".db"));
+      if (!it.key().starts_with(p.db + "."))
+        return Status::Corruption(fmt::format("checkpoint: {}.db \"{}\" is not the database part of \"{}\"", field,
+                                              p.db, it.key()));
+    }
     auto at = it->find("copied_at");
     if (at != it->end()) {
       if (!at->is_object()) return Missing(field + ".copied_at", "an object");
@@ -317,6 +324,7 @@ OJson SnapshotToJson(bool snapshot_done, const std::map<std::string, TableSnapsh
       t[name]["copied_at"] = OJson{{"file", p.copied_at.file}, {"pos", p.copied_at.pos}};
     if (p.expected_rows > 0) t[name]["expected_rows"] = p.expected_rows;
     if (p.reread) t[name]["reread"] = true;
+    if (!p.db.empty()) t[name]["db"] = p.db;
     if (!p.ranges.empty()) {
       OJson rs = OJson::array();
       for (const RangeProgress& r : p.ranges) rs.push_back(RangeToJson(r));
@@ -330,8 +338,8 @@ OJson SnapshotToJson(bool snapshot_done, const std::map<std::string, TableSnapsh
 std::string Checkpoint::SnapshotFingerprint() const {
   std::string f = snapshot_done ? "1" : "0";
   for (const auto& [name, p] : tables)
-    f += fmt::format("|{}:{}:{}:{}:{}:{}", name.size(), p.done, p.rows, p.ranges.size(),
-                     p.copied_at.pos, p.reread);
+    f += fmt::format("|{}:{}:{}:{}:{}:{}:{}", name.size(), p.done, p.rows, p.ranges.size(),
+                     p.copied_at.pos, p.reread, p.db.size());
   return f;
 }
 

@@ -91,6 +91,11 @@ struct TableSnapshotProgress {
   // the copy is done its definition enters the schema history at `copied_at` and the flag
   // is cleared (snapshot/coordinator.h).
   bool reread = false;
+  // The database part of the table's "db.table" key, when whoever marked it knew it (the
+  // stream, from a DDL's quoted names): a key is ambiguous when a database or table name
+  // holds a dot (`a.b`.`c` and `a`.`b.c`). Empty when unknown (checkpoints before it, names
+  // given to `sluice resnapshot`): then each split is tried where one is needed.
+  std::string db;
 };
 
 // The snapshot -> stream hand-off of one table copied by ranges (pipeline/handoff_rule.h):

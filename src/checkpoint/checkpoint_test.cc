@@ -82,6 +82,32 @@ TEST(CheckpointTest, RereadMarkRoundTrips) {
   EXPECT_NE(bad.status().message().find("reread"), std::string::npos) << bad.status().ToString();
 }
 
+// "a.b.c" is `a`.`b.c` or `a.b`.`c`: a mark made by the stream keeps the database part
+// ("db"), written only when known, so checkpoints without it read as before (each split is
+// then tried). A "db" that is not the key's prefix is corruption.
+TEST(CheckpointTest, RereadMarkKeepsTheDatabasePartOfADottedName) {
+  Checkpoint cp = Sample();
+  cp.FreezeSnapshotJson();
+  cp.tables["it.dot.m.n"].reread = true;
+  cp.tables["it.dot.m.n"].db = "it.dot";
+  std::string text = cp.ToJson();
+  EXPECT_NE(text.find(R"("it.dot.m.n":{"done":false,"rows":0,"last_key":[],"reread":true,"db":"it.dot"})"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("\"db\"", text.find("sakila.film_actor")), std::string::npos) << text;
+  Result<Checkpoint> back = Checkpoint::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->tables["it.dot.m.n"].db, "it.dot");
+  EXPECT_EQ(back->tables["sakila.film_actor"].db, "");
+  EXPECT_EQ(back->ToJson(), text);
+  Result<Checkpoint> bad = Checkpoint::FromJson(
+      R"({"version":1,"flavor":"mysql","stream_start":{"file":"b.1","pos":4},"gtid":"",)"
+      R"("snapshot":{"done":false,"tables":{"d.t":{"done":false,"rows":0,"last_key":[],"db":"d.t"}}}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kCorruption) << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find("is not the database part"), std::string::npos) << bad.status().ToString();
+}
+
 // The state of a re-read beside the stream (others_at, rereading) round-trips as "ahead",
 // is absent when there is none, and a malformed one is named.
 TEST(CheckpointTest, AheadOfAReReadRoundTrips) {

@@ -1033,6 +1033,7 @@ Status RunSnapshot(const SnapshotRunOptions& options, Connection& meta,
       LogInfo("snapshot: re-planning table {}: {}; its copy starts over", name, why);
       TableSnapshotProgress fresh;
       fresh.reread = true;
+      fresh.db = ckpt.tables[name].db;
       ckpt.tables[name] = std::move(fresh);
     }
     if (!replan.empty())

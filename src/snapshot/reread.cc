@@ -39,6 +39,7 @@ void MarkForReread(Checkpoint& ckpt, const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     TableSnapshotProgress p;
     p.reread = true;
+    if (auto it = ckpt.tables.find(name); it != ckpt.tables.end()) p.db = it->second.db;  // a mark's split stays
     ckpt.tables[name] = std::move(p);
   }
   if (!names.empty()) ckpt.snapshot_done = false;
@@ -47,7 +48,7 @@ void MarkForReread(Checkpoint& ckpt, const std::vector<std::string>& names) {
 Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sink) {
   ASSIGN_OR_RETURN(auto meta, Connection::Connect(options.connection));
   std::vector<TableName> names;
-  std::vector<std::string> gone;
+  std::vector<std::pair<std::string, std::string>> gone;  // "db.table" name, its db part if known
   for (const auto& [name, p] : ckpt.tables) {
     if (p.done) continue;
     ASSIGN_OR_RETURN(QueryResult r,
@@ -62,7 +63,7 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
     if (found) {
       names.push_back(*found);
     } else {
-      gone.push_back(name);
+      gone.emplace_back(name, p.db);
     }
   }
   if (!gone.empty()) {
@@ -72,7 +73,7 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
     ASSIGN_OR_RETURN(BinlogPosition now, ReadBinlogPosition(*meta));
     SchemaHistory h = ckpt.schemas ? *ckpt.schemas : SchemaHistory();
     std::vector<SchemaChange> drops;
-    for (const std::string& name : gone) {
+    for (const auto& [name, db_part] : gone) {
       LogWarning("table {} was marked for a re-read but no longer exists at the source (dropped "
                  "or renamed away); not copied, its sink table is treated as dropped",
                  name);
@@ -80,15 +81,23 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
       p.done = true;
       p.copied_at = now;
       ckpt.tables[name] = std::move(p);
-      // The history is keyed by (db, table); a name with dots in it is split where the
-      // history knows the table. A table renamed into the patterns has no version before
-      // its copy: it gets one at `now` too (split at its first dot, as the stream names
-      // tables), or a restart that reads its RENAME again would mark it again, and a later
-      // RENAME of it would find no definition to move instead of re-reading its new name.
+      // The history is keyed by (db, table). A table renamed into the patterns has no version
+      // before its copy: it gets one at `now` too, under the (db, table) the stream looks it
+      // up by, or a restart that reads its RENAME again would mark it again (a run that never
+      // ends when the database name holds a dot: the version used to go under the split at
+      // the first dot), and a later RENAME of it would find no definition to move instead of
+      // re-reading its new name. The split is the one the stream marked the table with; a
+      // name marked without one (`sluice resnapshot`, older checkpoints) is split where the
+      // history knows the table, else at its first dot.
+      std::vector<size_t> dots;
+      if (!db_part.empty() && name.size() > db_part.size() && name.starts_with(db_part + ".")) {
+        dots.push_back(db_part.size());
+      } else {
+        for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) dots.push_back(dot);
+      }
       bool known = false;
-      for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1))
-        known = known || h.Latest(name.substr(0, dot), name.substr(dot + 1)) != nullptr;
-      for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+      for (size_t dot : dots) known = known || h.Latest(name.substr(0, dot), name.substr(dot + 1)) != nullptr;
+      for (size_t dot : dots) {
         const std::string db = name.substr(0, dot), table = name.substr(dot + 1);
         const TableVersion* latest = h.Latest(db, table);
         if (!latest && !known) {

@@ -167,7 +167,7 @@ class SchemaRegistry {
   // again from the source: snapshot/reread.h); fails when the run must stop. `resume` is
   // where a restart would read from after this statement (versions before it are pruned).
   Status OnDdl(const CommittedTransaction& txn, const binlog::Event& ev, const BinlogPosition& resume,
-               std::vector<SchemaChange>* changes, TableSchemaPtr* reset, std::vector<std::string>* rereads) {
+               std::vector<SchemaChange>* changes, TableSchemaPtr* reset, std::vector<ddl::TableRef>* rereads) {
     if (ev.file.empty() || ev.end_pos == 0)
       return Status::Internal(fmt::format("DDL \"{}\" read at an unknown binlog position", Shorten(txn.ddl_query)));
     const BinlogPosition since{ev.file, ev.end_pos};
@@ -192,25 +192,26 @@ class SchemaRegistry {
     if (!skipping_.empty()) {
       // Beside an online re-read: a statement on a table being copied waits for the copy
       // (the caller stops before it); one on the other tables before others_at is applied.
-      std::vector<std::string> names;
-      for (const auto& t : st.tables) names.push_back(t.ToString());
+      std::vector<ddl::TableRef> refs = st.tables;
       for (const auto& [from, to] : st.renames) {
-        names.push_back(from.ToString());
-        names.push_back(to.ToString());
+        refs.push_back(from);
+        refs.push_back(to);
       }
       // A statement on tables being copied only is left to the copy: one before the copy's
       // point is in its definition; one after it is read again when the table's binlog is
       // replayed after the copy (a copy that meets the new definition starts over). One that
       // also moves another captured table waits for the copy.
       bool on_rereading = false, on_pending = false, on_other = false;
-      for (const std::string& n : names) {
+      for (const ddl::TableRef& t : refs) {
+        const std::string n = t.ToString();
         if (pending_.count(n)) {
           on_pending = true;
           continue;
         }
         on_rereading = on_rereading || rereading_.count(n) > 0;
-        const size_t dot = n.find('.');
-        on_other = on_other || (dot != std::string::npos && TableSelected(filter_, n.substr(0, dot), n.substr(dot + 1)));
+        // The statement's own (db, table): its "db.table" text split at the first dot was
+        // another table when the database name holds a dot.
+        on_other = on_other || TableSelected(filter_, t.db, t.table);
       }
       if (on_pending) {
         if (on_other) wait_for_copy_ = true;
@@ -294,14 +295,14 @@ class SchemaRegistry {
         if (st.like) {
           const TableVersion* v = history_.At(st.like->db, st.like->table, BinlogPosition{ev.file, ev.pos});
           if (!v || !v->schema) {
-            if (can_reread_) { rereads->push_back(t.ToString()); break; }
+            if (can_reread_) { rereads->push_back(t); break; }
             return stop(t.ToString(), fmt::format("LIKE {}: sluice has no recorded definition of {} (only of "
                                                   "captured tables)",
                                                   st.like->ToString(), st.like->ToString()));
           }
           def = *v->schema;
         } else if (st.as_select || !st.definition) {
-          if (can_reread_) { rereads->push_back(t.ToString()); break; }
+          if (can_reread_) { rereads->push_back(t); break; }
           return stop(t.ToString(), "CREATE TABLE ... SELECT takes its columns from the query");
         } else {
           def = *st.definition;
@@ -328,7 +329,7 @@ class SchemaRegistry {
           if (st.renames.empty()) return Status::Ok();
           const ddl::TableRef& to = st.renames[0].second;
           if (!selected(to) || recorded(to)) return Status::Ok();
-          if (can_reread_) { rereads->push_back(to.ToString()); break; }
+          if (can_reread_) { rereads->push_back(to); break; }
           return stop(to.ToString(), "a table renamed into the captured set needs a snapshot, which sluice does not "
                                      "take while streaming yet");
         }
@@ -352,7 +353,7 @@ class SchemaRegistry {
             }
             LogInfo("{}: \"{}\" on {}: {}; re-reading the table from the source", where, Shorten(txn.ddl_query),
                     t.ToString(), applied->why_not_exact);
-            rereads->push_back(target.ToString());
+            rereads->push_back(target);
             break;
           }
           return stop(t.ToString(), applied->why_not_exact +
@@ -440,7 +441,7 @@ class SchemaRegistry {
           // A later pair may have moved it on again; only names that still hold it are read.
           auto it = now.find({t.db, t.table});
           if (it != now.end() && it->second) continue;
-          rereads->push_back(t.ToString());
+          rereads->push_back(t);
         }
         break;
       }
@@ -1030,8 +1031,11 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   // Marks `tables` for a re-read at the position `passed` is at, in `item` (stored with it);
   // the copy starts once the item is queued.
   bool copy_wanted = false;
-  auto mark = [&](const std::vector<std::string>& tables, SinkItem* item) {
-    for (const std::string& t : tables) {
+  // `tables` by their "db.table" names; `dbs`, when given, the database part of each (a DDL
+  // names both; "a.b.c" alone may be `a`.`b.c` or `a.b`.`c`).
+  auto mark = [&](const std::vector<std::string>& tables, SinkItem* item, const std::vector<std::string>* dbs) {
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const std::string& t = tables[i];
       if (pending.count(t)) continue;  // already being copied (read again after a restart)
       if (!ahead) {
         ahead = true;
@@ -1042,11 +1046,13 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       pending.insert(t);
       TableSnapshotProgress p;
       p.reread = true;
+      if (dbs) p.db = (*dbs)[i];
       passed.tables[t] = std::move(p);
       if (std::find(passed.rereading.begin(), passed.rereading.end(), t) == passed.rereading.end())
         passed.rereading.push_back(t);
       passed.snapshot_done = false;
       item->marks.push_back(t);
+      item->mark_dbs.push_back(dbs ? (*dbs)[i] : std::string());
     }
     if (item->marks.empty()) return;
     schemas.SetSkipping(pending, passed.rereading, passed.others_at);
@@ -1094,7 +1100,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     SinkItem item;
     item.abort_parts = committed->rolled_back && committed->has_parts;
     if (committed->is_ddl) {
-      std::vector<std::string> rereads;
+      std::vector<ddl::TableRef> rereads;
       RETURN_IF_ERROR(schemas.OnDdl(*committed, ev, ahead ? ahead_resume : passed.stream_start, &item.schema_changes,
                                     &item.reset, &rereads));
       if (schemas.TakeWaitForCopy()) {
@@ -1104,7 +1110,14 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
         return Status::Ok();
       }
       passed.schemas = schemas.history();
-      if (!rereads.empty()) mark(rereads, &item);
+      if (!rereads.empty()) {
+        std::vector<std::string> names, dbs;
+        for (const ddl::TableRef& t : rereads) {
+          names.push_back(t.ToString());
+          dbs.push_back(t.db);
+        }
+        mark(names, &item, &dbs);
+      }
     }
     stamp(item);
     if (!committed->unknown_xa.empty()) {
@@ -1162,7 +1175,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       if (!asked.empty()) {
         // Marked at the position after the last whole transaction read, like a DDL's re-read.
         SinkItem item;
-        mark(asked, &item);
+        mark(asked, &item, nullptr);
         stamp(item);
         item.txn.schemas = history_text;
         LogInfo("re-read requested (sluice resnapshot) at {}", passed.stream_start.ToString());
@@ -1347,10 +1360,11 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     cp.schemas = merged();
     cp.others_at = item.others_at;
     cp.rereading = item.rereading;
-    for (const std::string& m : item.marks) {
+    for (size_t i = 0; i < item.marks.size(); ++i) {
       TableSnapshotProgress p;
       p.reread = true;
-      cp.tables[m] = std::move(p);
+      p.db = item.mark_dbs[i];
+      cp.tables[item.marks[i]] = std::move(p);
       cp.snapshot_done = false;
     }
   };

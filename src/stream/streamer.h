@@ -131,6 +131,7 @@ class Streamer {
     // Online re-reads beside the stream (checkpoint.h): tables marked at this item, and the
     // others_at/rereading state once it is applied.
     std::vector<std::string> marks;
+    std::vector<std::string> mark_dbs;  // the database part of each of `marks` ("" when unknown)
     BinlogPosition others_at;
     std::vector<std::string> rereading;
     // A sink call of the copy running beside the stream (streamer.cc CopyCall); nothing else
