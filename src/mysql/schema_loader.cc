@@ -73,6 +73,21 @@ bool TableSelected(const TableFilter& filter, std::string_view db, std::string_v
                       [&](const std::string& p) { return PatternMatchesTable(p, db, table); });
 }
 
+std::string SchemaScope(Connection& conn, const std::vector<std::string>& include) {
+  std::vector<std::string_view> dbs;
+  for (const std::string& p : include) {
+    const size_t dot = p.find('.');
+    if (dot == std::string::npos) return "";
+    std::string_view db = std::string_view(p).substr(0, dot);
+    if (HasWildcard(db)) return "";
+    if (std::find(dbs.begin(), dbs.end(), db) == dbs.end()) dbs.push_back(db);
+  }
+  if (dbs.empty()) return "";
+  std::string in;
+  for (std::string_view db : dbs) in += (in.empty() ? "" : ", ") + conn.Quote(db);
+  return " AND TABLE_SCHEMA IN (" + in + ")";
+}
+
 Result<std::vector<TableName>> ListTables(Connection& conn, const TableFilter& filter) {
   if (filter.include.empty())
     return Status::InvalidArgument("no tables selected: the include list is empty");
@@ -84,8 +99,8 @@ Result<std::vector<TableName>> ListTables(Connection& conn, const TableFilter& f
 
   ASSIGN_OR_RETURN(QueryResult r,
                    conn.Query("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
-                              "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') "
-                              "ORDER BY TABLE_SCHEMA, TABLE_NAME"));
+                              "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED')" +
+                              SchemaScope(conn, filter.include) + " ORDER BY TABLE_SCHEMA, TABLE_NAME"));
   std::vector<TableName> all;
   for (const TextRow& row : r.rows)
     if (row.size() >= 2 && row[0] && row[1]) all.push_back({*row[0], *row[1]});

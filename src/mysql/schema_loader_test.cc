@@ -113,6 +113,24 @@ TEST_F(SchemaLoaderLiveTest, ListsSelectedBaseTables) {
             StatusCode::kInvalidArgument);
 }
 
+// Patterns with a literal database read only those databases (SchemaScope); the patterns
+// still decide, byte for byte, though the scope compares case-insensitively.
+TEST_F(SchemaLoaderLiveTest, LiteralDatabasesScopeTheListingWithoutChangingIt) {
+  EXPECT_EQ(SchemaScope(*c_, {"sl_test.*", "sl_test2.other", "sl_test.nopk"}),
+            " AND TABLE_SCHEMA IN ('sl_test', 'sl_test2')");
+  EXPECT_EQ(SchemaScope(*c_, {"sl_test.*", "sl_*.x"}), "");  // a wildcard database: every table
+  EXPECT_EQ(SchemaScope(*c_, {"it's.t"}), " AND TABLE_SCHEMA IN ('it\\'s')");
+
+  auto two = ListTables(*c_, TableFilter{{"sl_test2.other", "sl_test.nopk"}, {}});
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_THAT(*two, ElementsAre(TableName{"sl_test", "nopk"}, TableName{"sl_test2", "other"}));
+
+  auto upper = ListTables(*c_, TableFilter{{"SL_TEST.*"}, {}});
+  EXPECT_EQ(upper.status().code(), StatusCode::kNotFound) << upper.status().ToString();
+  auto quoted = ListTables(*c_, TableFilter{{"it's.t"}, {}});
+  EXPECT_EQ(quoted.status().code(), StatusCode::kNotFound) << quoted.status().ToString();
+}
+
 TEST_F(SchemaLoaderLiveTest, LoadsEveryColumnField) {
   auto s = LoadTableSchema(*c_, "sl_test", "wide");
   ASSERT_TRUE(s.ok()) << s.status().ToString();

@@ -268,8 +268,8 @@ Result<std::vector<ServerCheck>> CheckPrivileges(Connection& conn,
   // SELECT on the selected tables.
   ASSIGN_OR_RETURN(QueryResult visible,
                    conn.Query("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
-                              "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') "
-                              "ORDER BY TABLE_SCHEMA, TABLE_NAME"));
+                              "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED')" +
+                              SchemaScope(conn, include_patterns) + " ORDER BY TABLE_SCHEMA, TABLE_NAME"));
   for (const std::string& pattern : include_patterns) {
     ServerCheck c;
     c.name = "SELECT on " + pattern;
