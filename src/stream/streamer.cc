@@ -1031,11 +1031,11 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   // Marks `tables` for a re-read at the position `passed` is at, in `item` (stored with it);
   // the copy starts once the item is queued.
   bool copy_wanted = false;
-  // `tables` by their "db.table" names; `dbs`, when given, the database part of each (a DDL
-  // names both; "a.b.c" alone may be `a`.`b.c` or `a.b`.`c`).
-  auto mark = [&](const std::vector<std::string>& tables, SinkItem* item, const std::vector<std::string>* dbs) {
-    for (size_t i = 0; i < tables.size(); ++i) {
-      const std::string& t = tables[i];
+  // Each mark names its table as "db.table" and, when known, its database part (a DDL names
+  // both; a `sluice resnapshot` request only the first: "a.b.c" may be `a`.`b.c` or `a.b`.`c`).
+  auto mark = [&](const std::vector<SinkItem::Mark>& tables, SinkItem* item) {
+    for (const SinkItem::Mark& m : tables) {
+      const std::string& t = m.table;
       if (pending.count(t)) continue;  // already being copied (read again after a restart)
       if (!ahead) {
         ahead = true;
@@ -1046,13 +1046,12 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       pending.insert(t);
       TableSnapshotProgress p;
       p.reread = true;
-      if (dbs) p.db = (*dbs)[i];
+      p.db = m.db;
       passed.tables[t] = std::move(p);
       if (std::find(passed.rereading.begin(), passed.rereading.end(), t) == passed.rereading.end())
         passed.rereading.push_back(t);
       passed.snapshot_done = false;
-      item->marks.push_back(t);
-      item->mark_dbs.push_back(dbs ? (*dbs)[i] : std::string());
+      item->marks.push_back(m);
     }
     if (item->marks.empty()) return;
     schemas.SetSkipping(pending, passed.rereading, passed.others_at);
@@ -1111,12 +1110,9 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       }
       passed.schemas = schemas.history();
       if (!rereads.empty()) {
-        std::vector<std::string> names, dbs;
-        for (const ddl::TableRef& t : rereads) {
-          names.push_back(t.ToString());
-          dbs.push_back(t.db);
-        }
-        mark(names, &item, &dbs);
+        std::vector<SinkItem::Mark> marks;
+        for (const ddl::TableRef& t : rereads) marks.push_back({t.ToString(), t.db});
+        mark(marks, &item);
       }
     }
     stamp(item);
@@ -1175,7 +1171,9 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       if (!asked.empty()) {
         // Marked at the position after the last whole transaction read, like a DDL's re-read.
         SinkItem item;
-        mark(asked, &item, nullptr);
+        std::vector<SinkItem::Mark> marks;
+        for (std::string& t : asked) marks.push_back({std::move(t), ""});
+        mark(marks, &item);
         stamp(item);
         item.txn.schemas = history_text;
         LogInfo("re-read requested (sluice resnapshot) at {}", passed.stream_start.ToString());
@@ -1360,11 +1358,11 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     cp.schemas = merged();
     cp.others_at = item.others_at;
     cp.rereading = item.rereading;
-    for (size_t i = 0; i < item.marks.size(); ++i) {
+    for (const SinkItem::Mark& m : item.marks) {
       TableSnapshotProgress p;
       p.reread = true;
-      p.db = item.mark_dbs[i];
-      cp.tables[item.marks[i]] = std::move(p);
+      p.db = m.db;
+      cp.tables[m.table] = std::move(p);
       cp.snapshot_done = false;
     }
   };

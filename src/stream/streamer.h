@@ -130,8 +130,11 @@ class Streamer {
     std::shared_ptr<const SchemaHistory> schemas;
     // Online re-reads beside the stream (checkpoint.h): tables marked at this item, and the
     // others_at/rereading state once it is applied.
-    std::vector<std::string> marks;
-    std::vector<std::string> mark_dbs;  // the database part of each of `marks` ("" when unknown)
+    struct Mark {
+      std::string table;  // "db.table"
+      std::string db;     // its database part ("" when unknown: "a.b.c" may split either way)
+    };
+    std::vector<Mark> marks;
     BinlogPosition others_at;
     std::vector<std::string> rereading;
     // A sink call of the copy running beside the stream (streamer.cc CopyCall); nothing else
