@@ -1,6 +1,8 @@
 #include "cli/compare.h"
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
 #include <map>
 
 #include <sqlite3.h>
@@ -37,22 +39,24 @@ Result<Value> ReplicaValue(sqlite3_stmt* s, int i, const ColumnDesc& col) {
     case SQLITE_NULL: return Value::Null();
     case SQLITE_INTEGER: {
       int64_t v = sqlite3_column_int64(s, i);
-      bool unsigned_kind = IsUnsignedInteger(col);
-      return unsigned_kind ? Value::UInt(static_cast<uint64_t>(v)) : Value::Int(v);
+      return IsUnsignedInteger(col) && v >= 0 ? Value::UInt(static_cast<uint64_t>(v)) : Value::Int(v);
     }
     case SQLITE_FLOAT: {
       double d = sqlite3_column_double(s, i);
-      return col.type == SqlType::kFloat ? Value::Float(static_cast<float>(d)) : Value::Double(d);
+      const float f = static_cast<float>(d);
+      if (col.type == SqlType::kFloat && (static_cast<double>(f) == d || d != d)) return Value::Float(f);
+      return Value::Double(d);
     }
     case SQLITE_TEXT: {
       std::string text(reinterpret_cast<const char*>(sqlite3_column_text(s, i)),
                        sqlite3_column_bytes(s, i));
-      if (IsUnsignedInteger(col)) {
-        try {
-          return Value::UInt(std::stoull(text));
-        } catch (...) {
-          return Status::Corruption(fmt::format("column {}: '{}' is not an unsigned integer", col.name, text));
-        }
+      if (IsUnsignedInteger(col) && !text.empty() && text[0] != '0') {
+        // The sink's text of a value above 2^63-1: digits only, no sign, space or leading 0.
+        uint64_t u = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), u);
+        if (ec == std::errc() && end == text.data() + text.size() &&
+            u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+          return Value::UInt(u);
       }
       return Value::Text(std::move(text));
     }

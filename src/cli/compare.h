@@ -38,7 +38,12 @@ struct TableComparison {
 
 // The canonical Value of result column `i` of a replica row, mapped back from its SQLite
 // storage class using the column's source type (shared with `sluice verify`, so both read
-// the replica the same way). kCorruption when the stored value cannot be the column's.
+// the replica the same way). Only what the sink itself writes maps back to the column's kind:
+// an unsigned integer is an INTEGER from 0 to 2^63-1 or the decimal TEXT of a larger one, a
+// FLOAT a REAL that is exactly a float. Anything else stored there (a negative INTEGER, "5
+// apples", "007", a REAL between floats) keeps the kind SQLite gives it (Int, Text, Double),
+// so that it compares unequal to every source value and is reported, never read as one.
+// Never fails for a value that SQLite returns.
 Result<Value> ReplicaValue(sqlite3_stmt* stmt, int i, const ColumnDesc& col);
 
 Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,

@@ -43,13 +43,25 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser: spreads hash bits before su
 // date and binary keys keep their index order, which both sides share. Without it a
 // case-insensitive VARCHAR key cut the replica into other ranges than the source, and a large
 // table was reported DIFFERENT when it was equal (more than kMaxCandidates rows seemed to move).
-std::string ReplicaKeyOrder(const TableSchema& t) {
+// Unsigned 64-bit keys (BIGINT UNSIGNED, BIT(64)) above 2^63-1 are TEXT in the replica (the
+// sink's mapping), which SQLite sorts after every INTEGER and by its digits: `texts_above`
+// holds the key columns that have such values (Verifier::Table asks the server), ordered so.
+bool MayExceedInt64(const ColumnDesc& c) {
+  return (c.type == SqlType::kBit && c.numeric_precision > 63) || (c.type == SqlType::kBigInt && c.is_unsigned);
+}
+
+constexpr const char* kInt64Max = "9223372036854775807";
+
+std::string ReplicaKeyOrder(const TableSchema& t, const std::vector<bool>& texts_above) {
   std::string out;
   for (size_t k = 0; k < t.primary_key.size(); ++k) {
     const ColumnDesc& c = t.columns[t.primary_key[k]];
     const std::string q = QuoteIdentifier(c.name);
     if (k > 0) out += ", ";
-    if (HasCharset(c.type) && c.charset != "binary") {
+    if (texts_above[k]) {
+      out += fmt::format("{0} + 0 > {1}, IF({0} + 0 > {1}, CAST(CAST({0} + 0 AS CHAR) AS BINARY), NULL), {0}", q,
+                         kInt64Max);
+    } else if (HasCharset(c.type) && c.charset != "binary") {
       out += "CAST(CONVERT(" + q + " USING utf8mb4) AS BINARY)";
     } else if (c.type == SqlType::kDecimal || c.type == SqlType::kTime || IsFixedBinaryTextType(c.type)) {
       out += "CAST(CAST(" + q + " AS CHAR) AS BINARY)";
@@ -117,18 +129,48 @@ Row KeyOf(const Row& row, const TableSchema& t) {
   return key;
 }
 
-// "id=42" / "a=1, b=x": how a person names the row.
+// `s` with control characters (NUL included: the report is printed as C strings) and bytes
+// that are not UTF-8 written as \xNN, and backslashes doubled.
+std::string Escaped(std::string_view s) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size() && !(c < 0x20 || c == 0x7f || c == '\\');
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += c == '\\' ? std::string("\\\\") : fmt::format("\\x{:02x}", c);
+      ++i;
+    }
+  }
+  return out;
+}
+
+// "id=42" / "a=1, b=x" / "k=0x0102": how a person names the row.
 std::string KeyName(const Row& key, const TableSchema& t) {
   std::string out;
   for (size_t j = 0; j < key.size(); ++j) {
     if (!out.empty()) out += ", ";
-    out += t.columns[t.primary_key[j]].name + "=" + (key[j].is_null() ? "NULL" : key[j].ToText());
+    std::string v;
+    if (key[j].is_null()) {
+      v = "NULL";
+    } else if (key[j].kind == Value::Kind::kBytes) {
+      v = "0x";
+      for (unsigned char c : key[j].s) v += fmt::format("{:02x}", c);
+    } else {
+      v = Escaped(key[j].ToText());
+    }
+    out += t.columns[t.primary_key[j]].name + "=" + v;
   }
   return out;
 }
 
 std::string Short(const Value& v) {
-  std::string s = v.DebugString();
+  std::string s = Escaped(v.DebugString());
   return s.size() > 80 ? s.substr(0, 77) + "..." : s;
 }
 
@@ -251,17 +293,24 @@ class Replica {
     return Step(s.get(), on_row);
   }
 
-  Result<std::optional<Row>> ReadKey(const Row& key) {
+  // The replica's row with `key` (IS: a NULL in a key, which SQLite allows outside INTEGER
+  // PRIMARY KEY, is found too) and how many rows hold it (more than one: the replica is not
+  // the source's table whatever their values).
+  Result<std::optional<Row>> ReadKey(const Row& key, size_t* count) {
     if (!point_) {
       ASSIGN_OR_RETURN(StmtPtr s, Prepare("SELECT " + select_ + " FROM " + SqliteQuote(name_) + " WHERE " +
-                                          key_cols_ + " = " + key_marks_));
+                                          key_cols_ + " IS " + key_marks_));
       point_.emplace(std::move(s));
     }
     sqlite3_stmt* s = point_->get();
     sqlite3_reset(s);
     for (size_t j = 0; j < key.size(); ++j) RETURN_IF_ERROR(BindValue(s, static_cast<int>(j) + 1, key[j]));
     std::optional<Row> found;
-    RETURN_IF_ERROR(Step(s, [&](Row r) { found = std::move(r); }));
+    *count = 0;
+    RETURN_IF_ERROR(Step(s, [&](Row r) {
+      ++*count;
+      found = std::move(r);
+    }));
     return found;
   }
 
@@ -311,6 +360,14 @@ class Verifier {
       return out;
     }
     if (t.has_primary_key()) {
+      texts_above_.assign(t.primary_key.size(), false);
+      for (size_t k = 0; k < t.primary_key.size(); ++k) {
+        const ColumnDesc& c = t.columns[t.primary_key[k]];
+        if (!MayExceedInt64(c)) continue;
+        ASSIGN_OR_RETURN(QueryResult above, conn_.Query(fmt::format("SELECT 1 FROM {} WHERE {} + 0 > {} LIMIT 1", from_,
+                                                                    QuoteIdentifier(c.name), kInt64Max)));
+        texts_above_[k] = !above.rows.empty();
+      }
       RETURN_IF_ERROR(ByRanges(t, &out));
     } else {
       RETURN_IF_ERROR(WholeTable(t, &out));
@@ -355,7 +412,6 @@ class Verifier {
       ++out->differing_ranges;
       // Narrow the range down to its rows, matched by key.
       std::map<std::string, const Row*> by_key;
-      for (const Row& r : replica_rows) by_key.emplace(RowText(KeyOf(r, t)), &r);
       auto note = [&](const Row& key, std::string what) {
         ++out->candidates;
         if (candidates.size() >= kMaxCandidates) {
@@ -364,6 +420,8 @@ class Verifier {
         }
         candidates.emplace(RowText(key), Candidate{key, std::move(what)});
       };
+      for (const Row& r : replica_rows)
+        if (!by_key.emplace(RowText(KeyOf(r, t)), &r).second) note(KeyOf(r, t), "more than one row in the replica");
       for (const Row& s : chunk) {
         Row key = KeyOf(s, t);
         auto it = by_key.find(RowText(key));
@@ -390,7 +448,7 @@ class Verifier {
       lower = std::move(upper);
       return Status::Ok();
     };
-    std::string sql = fmt::format("SELECT {} FROM {} ORDER BY {}", select_, from_, ReplicaKeyOrder(t));
+    std::string sql = fmt::format("SELECT {} FROM {} ORDER BY {}", select_, from_, ReplicaKeyOrder(t, texts_above_));
     Status streamed = conn_.QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
       ASSIGN_OR_RETURN(Row row, SourceRow(t, cells));
       // A full range is closed when the next key arrives, so the table's last range is a
@@ -423,28 +481,51 @@ class Verifier {
       std::map<std::string, Row> src;
       std::vector<const Candidate*> list;
       for (const auto& [k, c] : *candidates) list.push_back(&c);
-      for (size_t i = 0; i < list.size(); i += kKeysPerQuery) {
-        std::string in;
-        for (size_t j = i; j < list.size() && j < i + kKeysPerQuery; ++j) {
-          std::vector<std::string> texts;
-          for (const Value& v : list[j]->key) texts.push_back(v.ToText());
-          ASSIGN_OR_RETURN(std::string tuple, KeyTuple(conn_, t, texts, false));
-          in += (in.empty() ? "" : ", ") + tuple;
+      // A key the source's columns cannot hold (a NULL, 'c' for ENUM('a','b'), text a latin1
+      // column cannot store: replica rows only) is not looked up: no source row has it.
+      std::vector<std::string> tuples;
+      for (const Candidate* c : list) {
+        std::vector<std::string> texts;
+        bool null = false;
+        for (const Value& v : c->key) {
+          null |= v.is_null();
+          texts.push_back(v.ToText());
         }
+        auto tuple = null ? Result<std::string>(Status::InvalidArgument("NULL key")) : KeyTuple(conn_, t, texts, false);
+        if (tuple.ok()) tuples.push_back(std::move(tuple).value());
+      }
+      auto lookup = [&](const std::string& in) -> Status {
         std::string sql = fmt::format("SELECT {} FROM {} WHERE {} IN ({})", select_, from_, KeyColumnsTuple(t), in);
-        RETURN_IF_ERROR(conn_.QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
+        return conn_.QueryStream(sql, [&](const std::vector<TextCellView>& cells) -> Status {
           ASSIGN_OR_RETURN(Row row, SourceRow(t, cells));
           src.emplace(RowText(KeyOf(row, t)), std::move(row));
           return Status::Ok();
-        }, nullptr));
+        }, nullptr);
+      };
+      for (size_t i = 0; i < tuples.size(); i += kKeysPerQuery) {
+        std::string in;
+        for (size_t j = i; j < tuples.size() && j < i + kKeysPerQuery; ++j) in += (in.empty() ? "" : ", ") + tuples[j];
+        Status st = lookup(in);
+        if (st.ok() || st.code() == StatusCode::kUnavailable) {
+          RETURN_IF_ERROR(st);
+          continue;
+        }
+        // The server refused a literal (e.g. 1267, a mix of collations for text the column's
+        // character set cannot hold): one key at a time; a key it refuses is not in the source.
+        for (size_t j = i; j < tuples.size() && j < i + kKeysPerQuery; ++j) {
+          Status one = lookup(tuples[j]);
+          if (one.code() == StatusCode::kUnavailable) return one;
+        }
       }
       const bool caught_up = WaitForReplica();
       std::map<std::string, Candidate> still;
       std::map<std::string, std::string> now;
       for (const auto& [k, c] : *candidates) {
-        ASSIGN_OR_RETURN(std::optional<Row> rep, replica_.ReadKey(c.key));
+        size_t copies = 0;
+        ASSIGN_OR_RETURN(std::optional<Row> rep, replica_.ReadKey(c.key, &copies));
         auto s = src.find(k);
-        std::string what = RowDifference(s == src.end() ? std::nullopt : std::optional<Row>(s->second), rep, t);
+        std::string what = copies > 1 ? fmt::format("{} rows in the replica", copies)
+                                      : RowDifference(s == src.end() ? std::nullopt : std::optional<Row>(s->second), rep, t);
         if (what.empty()) continue;
         now[k] = what;
         still.emplace(k, Candidate{c.key, std::move(what)});
@@ -522,6 +603,7 @@ class Verifier {
   uint32_t server_id_;
   bool idle_ = false;
   std::string from_, select_;
+  std::vector<bool> texts_above_;  // per key column: values above 2^63-1 (ReplicaKeyOrder)
 };
 
 }  // namespace

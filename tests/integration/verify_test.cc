@@ -181,6 +181,67 @@ TEST(Verify, KeysOrderedUnlikeSqliteCutTheSameRanges) {
   EXPECT_NE(changed.output.find("MISMATCH: 1 of 3 tables"), std::string::npos) << changed.output;
 }
 
+// A new user's probe of verify (2026-12-02): keys the replica stores other than the source
+// (BIGINT UNSIGNED above 2^63 as text), binary keys, and replica rows the source cannot hold.
+TEST(Verify, UnusualKeysAndImpossibleReplicaRowsAreJudgedAndNamed) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_verify_odd; CREATE DATABASE it_verify_odd; USE it_verify_odd;"
+                       "CREATE TABLE u64 (k BIGINT UNSIGNED PRIMARY KEY, v INT);"
+                       "INSERT INTO u64 SELECT 9300000000000000000 + seq * 1000, seq FROM seq_1_to_150;"
+                       "INSERT INTO u64 SELECT 10000000000000000000 + seq * 1000, seq FROM seq_1_to_150;"
+                       "INSERT INTO u64 SELECT seq, seq FROM seq_1_to_100;"
+                       "CREATE TABLE bits (b BIT(64) PRIMARY KEY, v INT);"
+                       "INSERT INTO bits VALUES (b'1', 1), (0xFFFFFFFFFFFFFFFF, 2), (0x8000000000000000, 3), (0x7FFFFFFFFFFFFFFF, 4);"
+                       "CREATE TABLE bin (k BINARY(4) PRIMARY KEY, v INT);"
+                       "INSERT INTO bin VALUES (X'0102', 1), (X'ABCDEF00', 2);"
+                       "CREATE TABLE en (k ENUM('a','b') PRIMARY KEY, v INT); INSERT INTO en VALUES ('a', 1), ('b', 2);"
+                       "CREATE TABLE l1 (k VARCHAR(10) CHARACTER SET latin1 PRIMARY KEY, v INT);"
+                       "INSERT INTO l1 VALUES ('x', 1), ('y', 2);"
+                       "CREATE TABLE txt (k VARCHAR(10) PRIMARY KEY, v INT); INSERT INTO txt VALUES ('a', 1), ('b', 2), ('c', 3);"
+                       "CREATE TABLE vals (id INT PRIMARY KEY, n BIGINT UNSIGNED, f FLOAT);"
+                       "INSERT INTO vals VALUES (1, 5, 0.5), (2, 18446744073709551615, 0.1), (3, 7, 1);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_verify_odd.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto snap = RunSluice({"run", "--config", config, "--until-caught-up", "-q"});
+  ASSERT_EQ(snap.exit_code, 0) << snap.output;
+
+  auto equal = RunSluice({"verify", "--config", config, "--chunk-rows", "40"});
+  EXPECT_EQ(equal.exit_code, 0) << equal.output;
+  EXPECT_NE(equal.output.find("400 rows  equal (10 ranges)\n"), std::string::npos) << equal.output;
+  EXPECT_EQ(equal.output.find("differed in passing"), std::string::npos) << equal.output;
+  EXPECT_NE(equal.output.find("OK: 7 of 7 tables"), std::string::npos) << equal.output;
+
+  const std::string db = spec.sink_path;
+  ReplicaExec(db, "UPDATE \"it_verify_odd.bin\" SET v = 100 WHERE v = 1");
+  ReplicaExec(db, "INSERT INTO \"it_verify_odd.en\" VALUES ('c', 3)");
+  ReplicaExec(db, "INSERT INTO \"it_verify_odd.l1\" VALUES ('\xE4\xB8\xAD', 3)");
+  ReplicaExec(db, "INSERT INTO \"it_verify_odd.txt\" VALUES (NULL, 4)");
+  ReplicaExec(db, "UPDATE \"it_verify_odd.vals\" SET n = '5 apples' WHERE id = 1");
+  ReplicaExec(db, "UPDATE \"it_verify_odd.vals\" SET n = -1, f = 0.1 WHERE id = 2");
+  auto changed = RunSluice({"verify", "--config", config});
+  EXPECT_EQ(changed.exit_code, 1) << changed.output;
+  EXPECT_NE(changed.output.find("k=0x01020000: column v: source Int(1) replica Int(100)"), std::string::npos)
+      << changed.output;
+  EXPECT_NE(changed.output.find("k=c: extra in the replica"), std::string::npos) << changed.output;
+  EXPECT_NE(changed.output.find("k=\xE4\xB8\xAD: extra in the replica"), std::string::npos) << changed.output;
+  EXPECT_NE(changed.output.find("k=NULL: extra in the replica"), std::string::npos) << changed.output;
+  EXPECT_NE(changed.output.find("id=1: column n: source UInt(5) replica Text(\"5 apples\")"), std::string::npos)
+      << changed.output;
+  EXPECT_NE(changed.output.find("id=2: column n: source UInt(18446744073709551615) replica Int(-1)"),
+            std::string::npos) << changed.output;
+  EXPECT_NE(changed.output.find("MISMATCH: 2 of 7 tables"), std::string::npos) << changed.output;
+
+  // A float the replica holds as another double is not the source's float.
+  ReplicaExec(db, "UPDATE \"it_verify_odd.vals\" SET n = 18446744073709551615 WHERE id = 2");
+  ReplicaExec(db, "UPDATE \"it_verify_odd.vals\" SET n = '18446744073709551615' WHERE id = 2");
+  auto f = RunSluice({"verify", "--config", config, "--tables", "it_verify_odd.vals"});
+  EXPECT_EQ(f.exit_code, 1) << f.output;
+  EXPECT_NE(f.output.find("id=2: column f: source Float(0.1) replica Double(0.1)"), std::string::npos) << f.output;
+}
+
 TEST(Verify, JsonLinesIsNotATableStore) {
   TempDir dir;
   SluiceConfigSpec spec;
