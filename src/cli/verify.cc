@@ -466,7 +466,10 @@ class Verifier {
     RETURN_IF_ERROR(Settle(t, &candidates));
     out->differing = candidates.size() + overflow;
     for (const auto& [k, c] : candidates) {
-      if (out->rows.size() >= o_.max_reported) break;
+      if (out->rows.size() >= o_.max_reported) {
+        out->rows.push_back(fmt::format("... and {} more rows that differ (not listed)", candidates.size() - o_.max_reported));
+        break;
+      }
       out->rows.push_back(KeyName(c.key, t) + ": " + c.what);
     }
     if (overflow > 0)
