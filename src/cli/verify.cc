@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -380,6 +381,7 @@ class Verifier {
   struct Candidate {
     Row key;
     std::string what;
+    uint64_t seen = 0;  // the order it was found in: the source's key order, range by range
   };
 
   Result<Row> SourceRow(const TableSchema& t, const std::vector<TextCellView>& cells) {
@@ -419,7 +421,7 @@ class Verifier {
           ++overflow;
           return;
         }
-        candidates.emplace(RowText(key), Candidate{key, std::move(what)});
+        candidates.emplace(RowText(key), Candidate{key, std::move(what), out->candidates});
       };
       for (const Row& r : replica_rows)
         if (!by_key.emplace(RowText(KeyOf(r, t)), &r).second) note(KeyOf(r, t), "more than one row in the replica");
@@ -466,12 +468,15 @@ class Verifier {
     RETURN_IF_ERROR(wait());
     RETURN_IF_ERROR(Settle(t, &candidates));
     out->differing = candidates.size() + overflow;
-    for (const auto& [k, c] : candidates) {
+    std::vector<const Candidate*> listed;
+    for (const auto& [k, c] : candidates) listed.push_back(&c);
+    std::sort(listed.begin(), listed.end(), [](const Candidate* a, const Candidate* b) { return a->seen < b->seen; });
+    for (const Candidate* c : listed) {
       if (out->rows.size() >= o_.max_reported) {
         out->rows.push_back(fmt::format("... and {} more rows that differ (not listed)", candidates.size() - o_.max_reported));
         break;
       }
-      out->rows.push_back(KeyName(c.key, t) + ": " + c.what);
+      out->rows.push_back(KeyName(c->key, t) + ": " + c->what);
     }
     if (overflow > 0)
       out->rows.push_back(fmt::format("... and {} more rows that differed in the first pass (not re-checked)", overflow));
@@ -532,7 +537,7 @@ class Verifier {
                                       : RowDifference(s == src.end() ? std::nullopt : std::optional<Row>(s->second), rep, t);
         if (what.empty()) continue;
         now[k] = what;
-        still.emplace(k, Candidate{c.key, std::move(what)});
+        still.emplace(k, Candidate{c.key, std::move(what), c.seen});
       }
       *candidates = std::move(still);
       if (caught_up && now == previous) break;  // the same differences with the replica caught up
