@@ -194,8 +194,8 @@ int RunCommand(int argc, char** argv) {
     if (config->sink.type != SinkType::kSqlite)
       return Fail(Status::InvalidArgument(
           "verify checks SQLite destinations only (sink.type = \"sqlite\"): JSON lines, Kafka and NATS carry "
-          "changes, not tables, so there is nothing to compare row by row, and a PostgreSQL destination is "
-          "checked with `sluice compare`"));
+          "changes, not tables, so there is nothing to compare row by row, and PostgreSQL and MySQL/MariaDB "
+          "destinations are checked with `sluice compare`"));
     verify_opts.source = SourceConnectOptions(config->source);
     verify_opts.filter = TableFilter{verify_tables.empty() ? config->source.tables : verify_tables,
                                      config->source.exclude};

@@ -68,6 +68,25 @@ Result<Value> ReplicaValue(sqlite3_stmt* s, int i, const ColumnDesc& col) {
   }
 }
 
+std::string PrintableText(std::string_view s) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size() && !(c < 0x20 || c == 0x7f || c == '\\');
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += c == '\\' ? std::string("\\\\") : fmt::format("\\x{:02x}", c);
+      ++i;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 std::string Describe(const Row& row, const TableSchema& t) {
@@ -108,7 +127,7 @@ void MatchReplicaRow(const Row& row, const TableSchema& schema, SourceRows& src,
   auto it = src.find(key);
   if (it == src.end()) {
     ++cmp.extra;
-    if (cmp.examples.size() < 5) cmp.examples.push_back("extra in replica: " + Describe(row, schema));
+    if (cmp.examples.size() < 5) cmp.examples.push_back(PrintableText("extra in replica: " + Describe(row, schema)));
     return;
   }
   if (!(it->second == row)) {
@@ -116,9 +135,12 @@ void MatchReplicaRow(const Row& row, const TableSchema& schema, SourceRows& src,
     if (cmp.examples.size() < 5) {
       for (size_t i = 0; i < row.size(); ++i) {
         if (!(it->second[i] == row[i])) {
-          cmp.examples.push_back(fmt::format("key {}: column {}: source {} replica {}", KeyOf(row, schema),
-                                             schema.columns[i].name, it->second[i].DebugString(),
-                                             row[i].DebugString()));
+          std::string key_text;
+          for (size_t k : schema.primary_key) key_text += (key_text.empty() ? "" : ", ") + row[k].DebugString();
+          if (key_text.empty()) key_text = Describe(row, schema);
+          cmp.examples.push_back(PrintableText(fmt::format("key {}: column {}: source {} replica {}", key_text,
+                                                           schema.columns[i].name, it->second[i].DebugString(),
+                                                           row[i].DebugString())));
           break;
         }
       }
@@ -140,7 +162,7 @@ void NormalizeJson(Row& row, const TableSchema& schema) {
 void FinishComparison(const TableSchema& schema, const SourceRows& src, TableComparison& cmp) {
   cmp.missing = src.size();
   for (auto it = src.begin(); it != src.end() && cmp.examples.size() < 5; ++it)
-    cmp.examples.push_back("missing in replica: " + Describe(it->second, schema));
+    cmp.examples.push_back(PrintableText("missing in replica: " + Describe(it->second, schema)));
 }
 
 }  // namespace

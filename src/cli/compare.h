@@ -46,6 +46,10 @@ struct TableComparison {
 // Never fails for a value that SQLite returns.
 Result<Value> ReplicaValue(sqlite3_stmt* stmt, int i, const ColumnDesc& col);
 
+// `s` for a report line: control characters (NUL and newline included: reports are printed
+// as C strings, a line each) and bytes that are not UTF-8 as \xNN, backslashes doubled.
+std::string PrintableText(std::string_view s);
+
 Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
                                                    const TableFilter& filter,
                                                    const std::string& sqlite_path);

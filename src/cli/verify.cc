@@ -65,7 +65,7 @@ std::string ReplicaKeyOrder(const TableSchema& t, const std::vector<bool>& texts
     } else if (HasCharset(c.type) && c.charset != "binary") {
       out += "CAST(CONVERT(" + q + " USING utf8mb4) AS BINARY)";
     } else if (c.type == SqlType::kDecimal || c.type == SqlType::kTime || IsFixedBinaryTextType(c.type)) {
-      out += "CAST(CAST(" + q + " AS CHAR) AS BINARY)";
+      out += "CAST(CAST(" + SnapshotSelectExpr(c) + " AS CHAR) AS BINARY)";  // the text the sink stores
     } else {
       out += q;
     }
@@ -130,27 +130,6 @@ Row KeyOf(const Row& row, const TableSchema& t) {
   return key;
 }
 
-// `s` with control characters (NUL included: the report is printed as C strings) and bytes
-// that are not UTF-8 written as \xNN, and backslashes doubled.
-std::string Escaped(std::string_view s) {
-  std::string out;
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = n > 0 && i + n <= s.size() && !(c < 0x20 || c == 0x7f || c == '\\');
-    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (ok) {
-      out.append(s.substr(i, n));
-      i += n;
-    } else {
-      out += c == '\\' ? std::string("\\\\") : fmt::format("\\x{:02x}", c);
-      ++i;
-    }
-  }
-  return out;
-}
-
 // "id=42" / "a=1, b=x" / "k=0x0102": how a person names the row.
 std::string KeyName(const Row& key, const TableSchema& t) {
   std::string out;
@@ -163,7 +142,11 @@ std::string KeyName(const Row& key, const TableSchema& t) {
       v = "0x";
       for (unsigned char c : key[j].s) v += fmt::format("{:02x}", c);
     } else {
-      v = Escaped(key[j].ToText());
+      // A value of another kind than the column's own (the replica's TEXT '3000' in an
+      // integer key, a REAL) is shown with its kind, so that it is not taken for one.
+      const ColumnDesc& col = t.columns[t.primary_key[j]];
+      auto own = ValueFromText(col, key[j].ToText());
+      v = PrintableText(own.ok() && *own == key[j] ? key[j].ToText() : key[j].DebugString());
     }
     out += t.columns[t.primary_key[j]].name + "=" + v;
   }
@@ -171,7 +154,7 @@ std::string KeyName(const Row& key, const TableSchema& t) {
 }
 
 std::string Short(const Value& v) {
-  std::string s = Escaped(v.DebugString());
+  std::string s = PrintableText(v.DebugString());
   return s.size() > 80 ? s.substr(0, 77) + "..." : s;
 }
 

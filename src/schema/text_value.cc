@@ -224,6 +224,11 @@ std::string SnapshotSelectExpr(const ColumnDesc& col) {
     case Kind::kFloat:
     case Kind::kDouble: return "CAST(" + q + " AS DOUBLE)";
     case Kind::kBit: return q + "+0";
+    // DECIMAL ZEROFILL prints padded ("000001.50"); the binlog carries the number (1.50), and
+    // the two paths must give one value: +0 keeps the scale and drops the padding.
+    case Kind::kText:
+      if (col.type == SqlType::kDecimal && col.column_type.find("zerofill") != std::string::npos) return q + "+0";
+      return q;
     default: return q;
   }
 }

@@ -242,6 +242,61 @@ TEST(Verify, UnusualKeysAndImpossibleReplicaRowsAreJudgedAndNamed) {
   EXPECT_NE(f.output.find("id=2: column f: source Float(0.1) replica Double(0.1)"), std::string::npos) << f.output;
 }
 
+// The re-probe: DECIMAL ZEROFILL copied and streamed alike; compare's report escaped as
+// verify's; a replica key of another SQLite type shown with its kind.
+TEST(Verify, ZerofillDecimalsAgreeAndReportsStayOnTheirLines) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_verify_zf; CREATE DATABASE it_verify_zf; USE it_verify_zf;"
+                       "CREATE TABLE dz (k DECIMAL(8,2) UNSIGNED ZEROFILL PRIMARY KEY, v DECIMAL(6,1) ZEROFILL);"
+                       "INSERT INTO dz VALUES (1.5, 2.5), (9, 10), (300.25, 0);"
+                       "CREATE TABLE nk (k VARCHAR(10) PRIMARY KEY, v VARCHAR(10));"
+                       "INSERT INTO nk VALUES ('a\\0b', 'x'), ('c\\nOK: x', 'y');"
+                       "CREATE TABLE big (k BIGINT UNSIGNED PRIMARY KEY, v INT); INSERT INTO big VALUES (3000, 1), (3001, 2);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_verify_zf.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  ASSERT_EQ(RunSluice({"run", "--config", config, "--until-caught-up", "-q"}).exit_code, 0);
+  ASSERT_EQ(RunSqlText("INSERT INTO it_verify_zf.dz VALUES (10, 11.5), (20.75, 3);"
+                       "UPDATE it_verify_zf.dz SET v = 7 WHERE k = 9"),
+            0);
+  auto streamed = RunSluice({"run", "--config", config, "--until-caught-up", "-q"});
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.output;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(spec.sink_path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT group_concat(k || '=' || v, ' ') FROM (SELECT k, v FROM \"it_verify_zf.dz\" ORDER BY k + 0)",
+                                 -1, &st, nullptr),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))),
+              "1.50=2.5 9.00=7.0 10.00=11.5 20.75=3.0 300.25=0.0");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
+  auto equal = RunSluice({"verify", "--config", config, "--chunk-rows", "2"});
+  EXPECT_EQ(equal.exit_code, 0) << equal.output;
+  EXPECT_EQ(equal.output.find("differed in passing"), std::string::npos) << equal.output;
+  auto cmp_equal = RunSluice({"compare", "--config", config});
+  EXPECT_EQ(cmp_equal.exit_code, 0) << cmp_equal.output;
+
+  ReplicaExec(spec.sink_path, "UPDATE \"it_verify_zf.nk\" SET v = 'z'");
+  ReplicaExec(spec.sink_path, "UPDATE \"it_verify_zf.big\" SET k = CAST(k AS TEXT) WHERE k = 3000");
+  auto cmp = RunSluice({"compare", "--config", config});
+  EXPECT_EQ(cmp.exit_code, 1) << cmp.output;
+  EXPECT_NE(cmp.output.find("key Text(\"a\\x00b\"): column v: source Text(\"x\") replica Text(\"z\")"), std::string::npos)
+      << cmp.output;
+  EXPECT_NE(cmp.output.find("key Text(\"c\\x0aOK: x\")"), std::string::npos) << cmp.output;
+  EXPECT_EQ(cmp.output.find("\nOK: x"), std::string::npos) << cmp.output;
+  auto ver = RunSluice({"verify", "--config", config});
+  EXPECT_EQ(ver.exit_code, 1) << ver.output;
+  EXPECT_NE(ver.output.find("k=Text(\"3000\"): extra in the replica"), std::string::npos) << ver.output;
+  EXPECT_NE(ver.output.find("k=3000: missing in the replica"), std::string::npos) << ver.output;
+  EXPECT_NE(ver.output.find("k=a\\x00b: column v"), std::string::npos) << ver.output;
+}
+
 TEST(Verify, JsonLinesIsNotATableStore) {
   TempDir dir;
   SluiceConfigSpec spec;
