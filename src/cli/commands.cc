@@ -217,11 +217,15 @@ int RunCommand(int argc, char** argv) {
         std::printf("  %-40s DIFFERENT: %s\n", t.table.c_str(), t.problem.c_str());
         continue;
       }
+      const std::string unchecked =
+          t.unchecked == 0 ? "" : fmt::format(", and {} more differed in the first pass (past the limit of rows re-read)",
+                                              t.unchecked);
       std::printf("  %-40s DIFFERENT: source %llu rows, replica %llu; %llu of %llu ranges differed; %llu rows "
-                  "differ persistently\n",
+                  "differ persistently%s\n",
                   t.table.c_str(), static_cast<unsigned long long>(t.source_rows),
                   static_cast<unsigned long long>(t.replica_rows), static_cast<unsigned long long>(t.differing_ranges),
-                  static_cast<unsigned long long>(t.ranges), static_cast<unsigned long long>(t.differing));
+                  static_cast<unsigned long long>(t.ranges),
+                  static_cast<unsigned long long>(t.differing - t.unchecked), unchecked.c_str());
       for (const auto& r : t.rows) std::printf("      %s\n", r.c_str());
     }
     bool all = equal == result->size();

@@ -66,7 +66,8 @@ struct VerifiedTable {
   uint64_t ranges = 0;            // ranges checksummed
   uint64_t differing_ranges = 0;  // ranges whose checksums differed in the first pass
   uint64_t candidates = 0;        // rows that differed in the first pass
-  uint64_t differing = 0;         // rows that differ persistently (the verdict)
+  uint64_t differing = 0;         // rows that differ persistently (the verdict), unchecked included
+  uint64_t unchecked = 0;         // of `differing`: past the candidate limit, not re-read
   std::vector<std::string> rows;  // up to max_reported: "id=42: column v: source ... replica ..."
   std::string problem;            // a table-level difference (no such table in the replica, ...)
   bool equal() const { return differing == 0 && problem.empty(); }
