@@ -335,15 +335,14 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     // its own snapshot point (copied_at), so the stream skips their earlier changes.
     std::vector<std::string> added;
     // A table the stored patterns already selected but the checkpoint does not know was
-    // created after it: the stream creates it from its CREATE (docs/schema-changes.md).
+    // created after it: the stream creates it from its CREATE (docs/schema-changes.md). One
+    // they did not select is copied, even if the schema history knows it: a table excluded
+    // for a while and selected again missed the changes made meanwhile.
     const TableFilter stored_filter{ckpt.filter_include, ckpt.filter_exclude};
     const bool know_created = ckpt.schemas != nullptr && !ckpt.filter_include.empty();
     for (const auto& t : tables) {
       if (ckpt.tables.count(t.QualifiedName())) continue;
-      if (know_created) {
-        const TableVersion* v = ckpt.schemas->Latest(t.db, t.table);
-        if (v || TableSelected(stored_filter, t.db, t.table)) continue;
-      }
+      if (know_created && TableSelected(stored_filter, t.db, t.table)) continue;
       added.push_back(t.QualifiedName());
     }
     if (!added.empty()) {
@@ -396,17 +395,22 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   }
   bool rereads = false;
   for (auto it = ckpt.tables.begin(); it != ckpt.tables.end();) {
-    if (!it->second.reread || it->second.done) { ++it; continue; }
-    // Marked for a re-read (by a DDL, a table added to source.tables, `sluice resnapshot`)
-    // but no longer selected: nothing to copy.
+    // A table no longer selected: its copy, finished or not (an interrupted snapshot, or a
+    // re-read marked by a DDL, a table added to source.tables, `sluice resnapshot`), is
+    // forgotten. Kept, an excluded table's interrupted first copy was finished by the next
+    // re-read of any other table (a new user's probe: excluded because it could not be
+    // copied, the run then failed on it at every start), and a table selected again later
+    // was taken as copied though it missed the changes made meanwhile (now it is new again).
     bool selected = false;
     for (size_t dot = it->first.find('.'); !selected && dot != std::string::npos; dot = it->first.find('.', dot + 1))
       selected = TableSelected(filter, it->first.substr(0, dot), it->first.substr(dot + 1));
     if (!selected) {
+      LogInfo("{}: no longer selected by source.tables/exclude; it is no longer kept up to date, and is copied "
+              "again if it is selected again", it->first);
       it = ckpt.tables.erase(it);
       continue;
     }
-    rereads = true;
+    if (it->second.reread && !it->second.done) rereads = true;
     ++it;
   }
   if (!ckpt.snapshot_done) {

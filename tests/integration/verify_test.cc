@@ -297,6 +297,36 @@ TEST(Verify, ZerofillDecimalsAgreeAndReportsStayOnTheirLines) {
   EXPECT_NE(ver.output.find("k=a\\x00b: column v"), std::string::npos) << ver.output;
 }
 
+// A table excluded for a while and selected again missed the changes made meanwhile: it is
+// copied again (it was taken as copied; a new user's probe of compare found the neighbour of
+// this: an excluded table's unfinished copy finished by the next re-read of another table).
+TEST(Verify, ATableExcludedAndSelectedAgainIsCopiedAgain) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_verify_ex; CREATE DATABASE it_verify_ex; USE it_verify_ex;"
+                       "CREATE TABLE a (k INT PRIMARY KEY, v INT); INSERT INTO a SELECT seq, seq FROM seq_1_to_50;"
+                       "CREATE TABLE b (k INT PRIMARY KEY, v INT); INSERT INTO b SELECT seq, seq FROM seq_1_to_50;"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_verify_ex.*"};
+  spec.sink_path = dir.File("replica.db");
+  ASSERT_EQ(RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up", "-q"}).exit_code, 0);
+  spec.exclude = {"it_verify_ex.b"};
+  auto excluded = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+  ASSERT_EQ(excluded.exit_code, 0) << excluded.output;
+  EXPECT_NE(excluded.output.find("it_verify_ex.b: no longer selected"), std::string::npos) << excluded.output;
+  ASSERT_EQ(RunSqlText("DELETE FROM it_verify_ex.b WHERE k % 5 = 0; UPDATE it_verify_ex.b SET v = -v WHERE k < 10;"
+                       "INSERT INTO it_verify_ex.b VALUES (100, 100)"),
+            0);
+  spec.exclude.clear();
+  const std::string config = WriteConfig(dir, spec);
+  auto again = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("new to this replica: it_verify_ex.b"), std::string::npos) << again.output;
+  auto v = RunSluice({"verify", "--config", config});
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_NE(v.output.find("OK: 2 of 2 tables"), std::string::npos) << v.output;
+}
+
 TEST(Verify, JsonLinesIsNotATableStore) {
   TempDir dir;
   SluiceConfigSpec spec;
