@@ -87,6 +87,32 @@ std::string PrintableText(std::string_view s) {
   return out;
 }
 
+std::string ColumnDifferences(const Row& source, const Row& replica, const TableSchema& t, size_t max_value_chars) {
+  constexpr size_t kMaxDescribed = 3;
+  auto cut = [&](const Value& v) {
+    std::string text = v.DebugString();
+    if (text.size() <= max_value_chars) return text;
+    size_t n = max_value_chars > 3 ? max_value_chars - 3 : 0;
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;  // not inside a UTF-8 character
+    return text.substr(0, n) + "...";
+  };
+  std::string out, rest;
+  size_t described = 0, more = 0;
+  for (size_t i = 0; i < source.size() && i < replica.size() && i < t.columns.size(); ++i) {
+    if (source[i] == replica[i]) continue;
+    if (described < kMaxDescribed) {
+      out += fmt::format("{}column {}: source {} replica {}", described == 0 ? "" : "; ", t.columns[i].name,
+                         cut(source[i]), cut(replica[i]));
+      ++described;
+    } else {
+      rest += (more == 0 ? "" : ", ") + t.columns[i].name;
+      ++more;
+    }
+  }
+  if (more > 0) out += fmt::format("; and {} more column{}: {}", more, more == 1 ? "" : "s", rest);
+  return out;
+}
+
 namespace {
 
 std::string Describe(const Row& row, const TableSchema& t) {
@@ -133,17 +159,11 @@ void MatchReplicaRow(const Row& row, const TableSchema& schema, SourceRows& src,
   if (!(it->second == row)) {
     ++cmp.differing;
     if (cmp.examples.size() < 5) {
-      for (size_t i = 0; i < row.size(); ++i) {
-        if (!(it->second[i] == row[i])) {
-          std::string key_text;
-          for (size_t k : schema.primary_key) key_text += (key_text.empty() ? "" : ", ") + row[k].DebugString();
-          if (key_text.empty()) key_text = Describe(row, schema);
-          cmp.examples.push_back(PrintableText(fmt::format("key {}: column {}: source {} replica {}", key_text,
-                                                           schema.columns[i].name, it->second[i].DebugString(),
-                                                           row[i].DebugString())));
-          break;
-        }
-      }
+      std::string key_text;
+      for (size_t k : schema.primary_key) key_text += (key_text.empty() ? "" : ", ") + row[k].DebugString();
+      if (key_text.empty()) key_text = Describe(row, schema);
+      cmp.examples.push_back(PrintableText(
+          fmt::format("key {}: {}", key_text, ColumnDifferences(it->second, row, schema, 200))));
     }
   }
   src.erase(it);

@@ -50,6 +50,12 @@ Result<Value> ReplicaValue(sqlite3_stmt* stmt, int i, const ColumnDesc& col);
 // as C strings, a line each) and bytes that are not UTF-8 as \xNN, backslashes doubled.
 std::string PrintableText(std::string_view s);
 
+// What differs between a source row and a replica row of one key, for a report line: every
+// differing column in table order, the first kMaxDescribed as "column c: source X replica Y"
+// joined by "; " (values as DebugString, cut to `max_value_chars`), then "and N more
+// columns: d, e" naming the rest. "" when the rows are equal. Not escaped (PrintableText).
+std::string ColumnDifferences(const Row& source, const Row& replica, const TableSchema& t, size_t max_value_chars);
+
 Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
                                                    const TableFilter& filter,
                                                    const std::string& sqlite_path);

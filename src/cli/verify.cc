@@ -153,21 +153,13 @@ std::string KeyName(const Row& key, const TableSchema& t) {
   return out;
 }
 
-std::string Short(const Value& v) {
-  std::string s = PrintableText(v.DebugString());
-  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
-}
-
 // "" when equal, else what differs.
 std::string RowDifference(const std::optional<Row>& src, const std::optional<Row>& rep,
                           const TableSchema& t) {
   if (!src && !rep) return "";
   if (!rep) return "missing in the replica";
   if (!src) return "extra in the replica (not in the source)";
-  for (size_t i = 0; i < src->size() && i < rep->size(); ++i)
-    if (!((*src)[i] == (*rep)[i]))
-      return fmt::format("column {}: source {} replica {}", t.columns[i].name, Short((*src)[i]), Short((*rep)[i]));
-  return "";
+  return PrintableText(ColumnDifferences(*src, *rep, t, 80));
 }
 
 Status BindValue(sqlite3_stmt* s, int index, const Value& v) {

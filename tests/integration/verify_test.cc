@@ -250,7 +250,9 @@ TEST(Verify, ZerofillDecimalsAgreeAndReportsStayOnTheirLines) {
                        "INSERT INTO dz VALUES (1.5, 2.5), (9, 10), (300.25, 0);"
                        "CREATE TABLE nk (k VARCHAR(10) PRIMARY KEY, v VARCHAR(10));"
                        "INSERT INTO nk VALUES ('a\\0b', 'x'), ('c\\nOK: x', 'y');"
-                       "CREATE TABLE big (k BIGINT UNSIGNED PRIMARY KEY, v INT); INSERT INTO big VALUES (3000, 1), (3001, 2);"),
+                       "CREATE TABLE big (k BIGINT UNSIGNED PRIMARY KEY, v INT); INSERT INTO big VALUES (3000, 1), (3001, 2);"
+                       "CREATE TABLE wide (k INT PRIMARY KEY, a INT, b INT, c INT, d INT, e INT, f INT);"
+                       "INSERT INTO wide VALUES (1, 1, 2, 3, 4, 5, 6);"),
             0);
   TempDir dir;
   SluiceConfigSpec spec;
@@ -284,6 +286,8 @@ TEST(Verify, ZerofillDecimalsAgreeAndReportsStayOnTheirLines) {
 
   ReplicaExec(spec.sink_path, "UPDATE \"it_verify_zf.nk\" SET v = 'z'");
   ReplicaExec(spec.sink_path, "UPDATE \"it_verify_zf.big\" SET k = CAST(k AS TEXT) WHERE k = 3000");
+  // Every differing column is named, not only the first: three described, the rest counted.
+  ReplicaExec(spec.sink_path, "UPDATE \"it_verify_zf.wide\" SET a = -1, c = -3, d = -4, e = -5, f = -6");
   auto cmp = RunSluice({"compare", "--config", config});
   EXPECT_EQ(cmp.exit_code, 1) << cmp.output;
   EXPECT_NE(cmp.output.find("key Text(\"a\\x00b\"): column v: source Text(\"x\") replica Text(\"z\")"), std::string::npos)
@@ -295,6 +299,11 @@ TEST(Verify, ZerofillDecimalsAgreeAndReportsStayOnTheirLines) {
   EXPECT_NE(ver.output.find("k=Text(\"3000\"): extra in the replica"), std::string::npos) << ver.output;
   EXPECT_NE(ver.output.find("k=3000: missing in the replica"), std::string::npos) << ver.output;
   EXPECT_NE(ver.output.find("k=a\\x00b: column v"), std::string::npos) << ver.output;
+  const std::string wide =
+      "column a: source Int(1) replica Int(-1); column c: source Int(3) replica Int(-3); "
+      "column d: source Int(4) replica Int(-4); and 2 more columns: e, f";
+  EXPECT_NE(cmp.output.find("key Int(1): " + wide), std::string::npos) << cmp.output;
+  EXPECT_NE(ver.output.find("k=1: " + wide), std::string::npos) << ver.output;
 }
 
 // A table excluded for a while and selected again missed the changes made meanwhile: it is
