@@ -380,6 +380,62 @@ TEST(GroupCommitTest, DumpByGtidDoesNotMoveTheResumePositionBack) {
   EXPECT_EQ(a.boundary().position.ToString(), "bin.000005:4") << "a rotation moves it to the next file";
 }
 
+// MySQL: a stream started at a file/position alone (a watermark snapshot's point has no GTID
+// set) must not record the set of only the GTIDs it streamed: resumed from by GTID, the
+// server would send every older transaction it still holds again. The boundary carries no
+// set (a resume goes by position) until the next file's PREVIOUS_GTIDS gives the whole one.
+TEST(GroupCommitTest, MysqlStreamWithoutAStartSetRecordsNoPartialGtidSet) {
+  const std::string u = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
+  TableSchemaPtr schema = std::make_shared<TableSchema>();
+  auto resolve = [&](const binlog::TableMap&) -> Result<TableSchemaPtr> { return schema; };
+  auto event = [](auto body, const std::string& file, uint64_t pos, uint64_t end) {
+    Event e;
+    e.file = file;
+    e.pos = pos;
+    e.end_pos = end;
+    e.body = std::move(body);
+    return e;
+  };
+  // One empty transaction (GTID, BEGIN, XID) at `pos` of `file`.
+  auto transaction = [&](TransactionAssembler& a, const std::string& file, uint64_t pos, int64_t gno) {
+    binlog::GtidEvent g;
+    g.uuid = u;
+    g.gno = gno;
+    binlog::QueryEvent begin;
+    begin.query = "BEGIN";
+    ASSERT_TRUE(a.Feed(event(g, file, pos, pos + 79)).ok());
+    ASSERT_TRUE(a.Feed(event(begin, file, pos + 79, pos + 150)).ok());
+    auto r = a.Feed(event(binlog::XidEvent{7}, file, pos + 150, pos + 181));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(r->has_value()) << "the XID ends the transaction";
+  };
+
+  TransactionAssembler known(Flavor::kMySQL, resolve, StreamPoint{{"bin.000007", 5000}, u + ":1-9"});
+  transaction(known, "bin.000007", 5000, 10);
+  EXPECT_EQ(known.boundary().gtid, u + ":1-10") << "a start set grows with each transaction";
+
+  TransactionAssembler unknown(Flavor::kMySQL, resolve, StreamPoint{{"bin.000007", 5000}, ""});
+  transaction(unknown, "bin.000007", 5000, 10);
+  EXPECT_EQ(unknown.boundary().gtid, "") << "not " << u << ":10 alone";
+  EXPECT_EQ(unknown.boundary().position.ToString(), "bin.000007:5181");
+  binlog::RotateEvent rotate;
+  rotate.next_file = "bin.000008";
+  rotate.position = 4;
+  ASSERT_TRUE(unknown.Feed(event(rotate, "bin.000007", 5181, 5225)).ok());
+  ASSERT_TRUE(unknown.Feed(event(binlog::FormatDescriptionEvent{}, "bin.000008", 4, 126)).ok());
+  auto prev = unknown.Feed(event(binlog::PreviousGtidsEvent{u + ":1-10"}, "bin.000008", 126, 197));
+  ASSERT_TRUE(prev.ok());
+  ASSERT_TRUE(prev->has_value()) << "a position-only advance, with the set";
+  EXPECT_EQ((*prev)->end.gtid, u + ":1-10");
+  EXPECT_EQ(unknown.boundary().position.ToString(), "bin.000008:197");
+  transaction(unknown, "bin.000008", 197, 11);
+  EXPECT_EQ(unknown.boundary().gtid, u + ":1-11") << "the whole set from the file's head on";
+
+  // A set known from the start is not replaced by a later file's PREVIOUS_GTIDS.
+  ASSERT_TRUE(known.Feed(event(binlog::PreviousGtidsEvent{u + ":1-3"}, "bin.000008", 126, 197)).ok());
+  EXPECT_EQ(known.boundary().gtid, u + ":1-10");
+}
+
 TEST(GroupCommitTest, EachItemItsOwnGroup) { RunScenario(1, 0, "one transaction per group"); }
 TEST(GroupCommitTest, EverythingReadyInOneGroup) { RunScenario(1u << 30, 0, "groups as large as possible"); }
 TEST(GroupCommitTest, LargeTransactionsInPartsOneTransactionPerGroup) {

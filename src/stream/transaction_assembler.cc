@@ -70,6 +70,9 @@ TransactionAssembler::TransactionAssembler(Flavor flavor, SchemaResolver resolve
   } else if (flavor_ == Flavor::kMySQL) {
     auto set = gtid::MysqlGtidSet::Parse(boundary_.gtid);
     if (set.ok()) mysql_pos_ = *set;
+    // An empty set is taken as unknown: a server whose gtid_executed really is empty has
+    // its set back at the next PREVIOUS_GTIDS event, and until then resumes by position.
+    mysql_set_known_ = set.ok() && !boundary_.gtid.empty();
   }
 }
 
@@ -177,6 +180,19 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
     mariadb_gtid_->AppendTo(&gtid_);
     return std::optional<CommittedTransaction>();
   }
+  if (auto* prev = std::get_if<PreviousGtidsEvent>(&ev.body)) {
+    // Every GTID of the earlier files: the whole executed set at this file's head, which
+    // the first one after a start without a set (mysql_set_known_) becomes.
+    if (flavor_ == Flavor::kMySQL && !mysql_set_known_ && !in_txn_) {
+      auto set = gtid::MysqlGtidSet::Parse(prev->gtid_set);
+      if (set.ok()) {
+        mysql_pos_ = *set;
+        mysql_set_known_ = true;
+        boundary_.gtid = mysql_pos_.ToString();
+      }
+    }
+    // The position moves on as for the other events between groups (below).
+  }
   if (auto* g = std::get_if<GtidEvent>(&ev.body)) {
     Reset();
     group_start_ = boundary_;
@@ -281,7 +297,7 @@ void TransactionAssembler::NoteGtid(const std::string&) {
     boundary_.gtid.clear();  // in place: once per transaction
     mariadb_pos_.AppendTo(&boundary_.gtid);
   }
-  if (flavor_ == Flavor::kMySQL) boundary_.gtid = mysql_pos_.ToString();
+  if (flavor_ == Flavor::kMySQL && mysql_set_known_) boundary_.gtid = mysql_pos_.ToString();
 }
 
 Result<std::optional<CommittedTransaction>> TransactionAssembler::Prepare(const binlog::Event& ev,

@@ -181,6 +181,13 @@ class TransactionAssembler {
   std::vector<binlog::DecodedRow> decoded_;  // AddRows' rows, reused (capacity only)
   gtid::MariadbGtidList mariadb_pos_;
   gtid::MysqlGtidSet mysql_pos_;
+  // MySQL: mysql_pos_ is the whole executed set at the boundary, not only the GTIDs streamed
+  // since the start. False when the stream started with no set (a watermark snapshot's point
+  // is a file/position alone): the boundary then carries no GTID set, so that a resume goes
+  // by file/position, until a PREVIOUS_GTIDS event (every file's head, sent after a
+  // rotation) gives the whole set. A set of only the streamed GTIDs, resumed from by GTID,
+  // would have the server send every older transaction it still holds again.
+  bool mysql_set_known_ = false;
 };
 
 }  // namespace sluice
