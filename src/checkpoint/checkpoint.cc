@@ -28,7 +28,8 @@
 //     "filter": {"include": [string...], "exclude": [string...]}   optional
 //     "incremental": {"<db>.<table>": {"mode": string, "backfill_done": bool,
 //                     "backfill_last_key": key, "backfill_rows": n, "watermark": key,
-//                     "run_high": key, "runs": n}, ...}                  optional
+//                     "run_high": key, "runs": n, "definition": string (optional),
+//                     "restart": true (optional)}, ...}                    optional
 //     "ahead": {"file": string, "pos": n, "tables": [string...]}   optional: others_at and
 //                                                   rereading (checkpoint.h)
 //     "schemas": SchemaHistory JSON (schema/schema_history.h)    versions 2 and 3 only
@@ -270,6 +271,12 @@ Result<Checkpoint> FromParsed(const Json& doc) {
       ASSIGN_OR_RETURN(p.watermark, KeyFromJson(*it, "watermark", field + ".watermark"));
       ASSIGN_OR_RETURN(p.run_high, KeyFromJson(*it, "run_high", field + ".run_high"));
       ASSIGN_OR_RETURN(p.runs, GetUnsigned(*it, "runs", field + ".runs"));
+      if (it->contains("definition")) {
+        ASSIGN_OR_RETURN(p.definition, GetString(*it, "definition", field + ".definition"));
+      }
+      if (it->contains("restart")) {
+        ASSIGN_OR_RETURN(p.restart, GetBool(*it, "restart", field + ".restart"));
+      }
       cp.incremental.emplace(it.key(), std::move(p));
     }
   }
@@ -367,7 +374,7 @@ std::string Checkpoint::ToJsonWithoutSchemas() const {
     doc["filter"] = OJson{{"include", filter_include}, {"exclude", filter_exclude}};
   if (!incremental.empty()) {
     OJson inc = OJson::object();
-    for (const auto& [name, p] : incremental)
+    for (const auto& [name, p] : incremental) {
       inc[name] = OJson{{"mode", p.mode},
                         {"backfill_done", p.backfill_done},
                         {"backfill_last_key", KeyToJson(p.backfill_last_key)},
@@ -375,6 +382,9 @@ std::string Checkpoint::ToJsonWithoutSchemas() const {
                         {"watermark", KeyToJson(p.watermark)},
                         {"run_high", KeyToJson(p.run_high)},
                         {"runs", p.runs}};
+      if (!p.definition.empty()) inc[name]["definition"] = p.definition;
+      if (p.restart) inc[name]["restart"] = true;
+    }
     doc["incremental"] = std::move(inc);
   }
   if (!others_at.empty())

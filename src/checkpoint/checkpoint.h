@@ -114,6 +114,11 @@ struct IncrementalProgress {
   KeyTexts watermark;          // (cursor, pk...) of the last row paged (or the backfill's H)
   KeyTexts run_high;           // the high watermark captured by the last (or current) run
   uint64_t runs = 0;           // finished runs
+  // The table's definition as the reads saw it (IncrementalDefinition: columns, types, key
+  // and cursor); another one starts over. Empty: not recorded (an older checkpoint).
+  std::string definition;
+  // `sluice resnapshot` asked for the table to be read again from the start.
+  bool restart = false;
   friend bool operator==(const IncrementalProgress&, const IncrementalProgress&) = default;
 };
 

@@ -7,11 +7,14 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "checkpoint/checkpoint.h"
 #include "cli/run.h"
+#include "cli/table_config.h"
 #include "mysql/schema_loader.h"
+#include "snapshot/incremental.h"
 #include "snapshot/reread.h"
 
 namespace sluice::cli {
@@ -35,6 +38,33 @@ bool Selected(const TableFilter& filter, const std::string& name) {
   return false;
 }
 
+// The tables of `names` read without the binlog (a [table] section gives them a mode other
+// than cdc), with their mode.
+Result<std::map<std::string, std::string>> BinlogFreeTables(const Config& config, const TableFilter& filter,
+                                                            const std::vector<std::string>& names) {
+  std::map<std::string, std::string> out;
+  for (const std::string& name : names) {
+    for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+      TableName t{name.substr(0, dot), name.substr(dot + 1)};
+      if (!TableSelected(filter, t.db, t.table)) continue;
+      ASSIGN_OR_RETURN(TableModes modes, ModesForTables(config, {t}));
+      if (!modes.other.empty()) out[name] = TableModeName(modes.other[0].mode);
+      break;
+    }
+  }
+  return out;
+}
+
+// Marks `tables` in `ckpt`; a table read without the binlog that no run has read yet is left
+// out (its first run copies it; marked, it would be taken for a binlog table).
+void MarkRequested(Checkpoint& ckpt, const std::vector<std::string>& tables,
+                   const std::map<std::string, std::string>& binlog_free) {
+  std::vector<std::string> marked;
+  for (const std::string& t : tables)
+    if (!binlog_free.count(t) || ckpt.incremental.count(t)) marked.push_back(t);
+  MarkForReread(ckpt, marked);
+}
+
 }  // namespace
 
 Status RequestResnapshot(const Config& config, const std::vector<std::string>& tables, std::string* outcome) {
@@ -46,6 +76,10 @@ Status RequestResnapshot(const Config& config, const std::vector<std::string>& t
     if (!Selected(filter, t))
       return Status::InvalidArgument(fmt::format(
           "table {} is not selected by source.tables/source.exclude; name tables as db.table", t));
+  // Tables of modes incremental, full and snapshot_only are read when a run starts: they are
+  // marked in the checkpoint to start over (snapshot/reread.h MarkForReread), which needs the
+  // run stopped; one never read yet needs nothing (its first run copies it).
+  ASSIGN_OR_RETURN(auto binlog_free, BinlogFreeTables(config, filter, tables));
   if (server_sink) {
     // No local file to hand a request to a running run: opening the sink takes the
     // destination's one-writer lock (MySQL named lock, PostgreSQL advisory lock), which a
@@ -58,7 +92,7 @@ Status RequestResnapshot(const Config& config, const std::vector<std::string>& t
       if (!stored)
         return Status::InvalidArgument("the destination has no checkpoint yet: the first run copies every table anyway");
       ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::FromJson(*stored));
-      MarkForReread(ckpt, tables);
+      MarkRequested(ckpt, tables, binlog_free);
       RETURN_IF_ERROR((*sink)->SaveCheckpoint(ckpt.ToJson()));
       return (*sink)->Flush();
     }();
@@ -72,6 +106,11 @@ Status RequestResnapshot(const Config& config, const std::vector<std::string>& t
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
     // A run holds the sink: hand the request to it.
+    for (const auto& [name, mode] : binlog_free)
+      return Status::FailedPrecondition(fmt::format(
+          "table {} is read in mode {} when a run starts (docs/incremental.md), and a run holds the sink now: "
+          "ask again once it has stopped (or ended), and the next run reads the table again from the start",
+          name, mode));
     const std::string path = RequestPath(config.sink);
     int rfd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (rfd < 0)
@@ -92,7 +131,7 @@ Status RequestResnapshot(const Config& config, const std::vector<std::string>& t
       return Status::InvalidArgument(fmt::format(
           "sink {} has no checkpoint yet: the first run copies every table anyway", config.sink.path));
     ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::FromJson(*stored));
-    MarkForReread(ckpt, tables);
+    MarkRequested(ckpt, tables, binlog_free);
     RETURN_IF_ERROR(sink->SaveCheckpoint(ckpt.ToJson()));
     return sink->Flush();
   }();

@@ -330,6 +330,37 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     if (!history.empty()) ckpt.schemas = std::make_shared<const SchemaHistory>(std::move(history));
     RETURN_IF_ERROR(sink->SaveCheckpoint(ckpt.ToJson()));
   }
+  if (stored) {
+    // A table read without the binlog until now (modes incremental, full, snapshot_only) and
+    // in mode cdc from this run on: its rows in the sink are of some earlier read, and rows
+    // deleted since are there too. It is copied again, its sink table replaced: as a table new
+    // to the stream once the snapshot is done (marked below), or with the others (its sink
+    // table replaced here, in one step with the checkpoint that forgets its old state).
+    std::vector<std::string> switched;
+    std::vector<SchemaChange> replaced;
+    for (const auto& t : tables) {
+      auto it = ckpt.incremental.find(t.QualifiedName());
+      if (it == ckpt.incremental.end()) continue;
+      LogInfo("{}: mode changed from \"{}\" to \"cdc\": copying it again, its sink table replaced", it->first,
+              it->second.mode);
+      ckpt.incremental.erase(it);
+      switched.push_back(t.QualifiedName());
+      if (!ckpt.snapshot_done) {
+        ASSIGN_OR_RETURN(TableSchema s, LoadTableSchema(*meta, t.db, t.table));
+        SchemaChange c;
+        c.kind = SchemaChange::Kind::kCreate;
+        c.after = std::make_shared<const TableSchema>(std::move(s));
+        c.ddl = "-- sluice: " + t.QualifiedName() + " read from the binlog from now on";
+        c.source.flavor = info.flavor;
+        c.source.server_id = info.server_id;
+        c.source.timestamp = static_cast<uint32_t>(std::time(nullptr));
+        c.source.snapshot = true;
+        replaced.push_back(std::move(c));
+      }
+    }
+    if (!replaced.empty()) RETURN_IF_ERROR(sink->ApplySchemaChanges(replaced, ckpt.ToJson()));
+    if (!switched.empty() && ckpt.snapshot_done) MarkForReread(ckpt, switched);
+  }
   if (stored && ckpt.snapshot_done && config.snapshot.mode == SnapshotMode::kInitial) {
     // Tables added to the configuration since the snapshot: copy them now. Their copy gets
     // its own snapshot point (copied_at), so the stream skips their earlier changes.

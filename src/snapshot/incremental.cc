@@ -315,6 +315,27 @@ Result<bool> CursorSettled(Connection& conn, const ColumnDesc& cursor, const std
   return !r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1";
 }
 
+// The server's clock as a value of `cursor`'s type, `offset_seconds` from now (UTC for
+// TIMESTAMP, compared in the UTC session; the server's time zone for DATETIME), cut to the
+// column's fractional digits: the cursor text rows are compared with.
+Result<std::string> ClockCursorText(Connection& conn, const ColumnDesc& cursor, int offset_seconds) {
+  const std::string now = cursor.type == SqlType::kTimestamp
+                              ? "UTC_TIMESTAMP(6)"
+                              : "CONVERT_TZ(UTC_TIMESTAMP(6), '+00:00', @@global.time_zone)";
+  ASSIGN_OR_RETURN(QueryResult r, conn.Query(fmt::format("SELECT CAST({} + INTERVAL {} SECOND AS DATETIME({}))", now,
+                                                         offset_seconds, std::min<uint32_t>(cursor.fsp, 6))));
+  if (r.rows.empty() || r.rows[0].empty() || !r.rows[0][0])
+    return Status::Internal("the server's clock could not be read (SELECT UTC_TIMESTAMP returned no value)");
+  return *r.rows[0][0];
+}
+
+// Whether cursor text `a` is after `b` (both of `cursor`'s type), as the server compares them.
+Result<bool> CursorAfter(Connection& conn, const std::string& a, const std::string& b) {
+  ASSIGN_OR_RETURN(QueryResult r, conn.Query(fmt::format("SELECT CAST({} AS DATETIME(6)) > CAST({} AS DATETIME(6))",
+                                                         conn.Quote(a), conn.Quote(b))));
+  return !r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1";
+}
+
 // The max (cursor, pk...) of the read view, or empty for an empty table.
 Result<KeyTexts> CaptureHigh(Connection& conn, const TableSchema& schema, const std::vector<size_t>& wm) {
   std::string desc;
@@ -376,15 +397,21 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
       bool settled = true;
       if (!p.run_high.empty()) {
         ASSIGN_OR_RETURN(settled, CursorSettled(conn, *cursor_col, p.run_high[0]));
-        if (!settled) p.watermark = KeyTexts{p.run_high[0]};
+        // Rows from a second before the server's clock on (they may still be committing, and
+        // a value in the future must not carry the watermark past rows written meanwhile) are
+        // left to paging: the watermark is that point in time alone.
+        if (!settled) {
+          ASSIGN_OR_RETURN(std::string settle, ClockCursorText(conn, *cursor_col, -1));
+          p.watermark = KeyTexts{settle};
+        }
       }
       RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
       LogInfo("incremental: {}: backfill up to high watermark {}{}", name,
               p.run_high.empty() ? "(empty table)" : KeyText(p.run_high),
               settled ? std::string()
-                      : fmt::format("; rows at its cursor value {} are left for the next run (they may still be "
-                                    "committing)",
-                                    p.run_high[0]));
+                      : fmt::format("; rows with cursor values from {} on are left for the next run (they may "
+                                    "still be committing)",
+                                    p.watermark[0]));
     } else if (p.backfill_rows > 0 || !p.backfill_last_key.empty()) {
       if (incremental && p.watermark.empty() && !p.run_high.empty())
         p.watermark = KeyTexts{p.run_high[0]};  // a checkpoint of a version that set it at the end
@@ -437,10 +464,33 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
   // A paging run.
   ASSIGN_OR_RETURN(KeyTexts high, CaptureHigh(conn, schema, wm));
   const ColumnDesc& cursor_col = schema.columns[t.cursor];
-  bool hold_back = false;  // leave the rows sharing H's cursor value for the next run
-  if (!high.empty() && high != p.run_high) {
+  // Rows whose cursor is not a second older than the server's clock are left for a later run:
+  // they may still be committing (a later commit with that value and a lower key would fall
+  // behind the watermark), and a value in the future must never carry the watermark past the
+  // rows written until then (a new user's probe: one row dated 2030 hid every later change).
+  // A run whose newest value had not settled used to take it anyway when the next run saw the
+  // same newest row; a transaction still committing with that value defeated that.
+  bool hold_back = false;
+  std::string settle;  // hold_back: the server's clock a second ago, in the cursor's type
+  uint64_t future = 0;  // rows more than a second ahead of the server's clock, read again
+  std::string future_from;
+  if (!high.empty()) {
     ASSIGN_OR_RETURN(bool settled, CursorSettled(conn, cursor_col, high[0]));
     hold_back = !settled;
+    if (hold_back) {
+      ASSIGN_OR_RETURN(settle, ClockCursorText(conn, cursor_col, -1));
+      ASSIGN_OR_RETURN(future_from, ClockCursorText(conn, cursor_col, 1));
+      ASSIGN_OR_RETURN(bool ahead, CursorAfter(conn, high[0], future_from));
+      if (!ahead) future_from.clear();
+    }
+  }
+  if (!p.watermark.empty()) {
+    ASSIGN_OR_RETURN(std::string now_text, ClockCursorText(conn, cursor_col, 1));
+    ASSIGN_OR_RETURN(bool wm_ahead, CursorAfter(conn, p.watermark[0], now_text));
+    if (wm_ahead)
+      LogWarning("incremental: {}: the watermark {} is ahead of the server's clock ({}): rows with earlier cursor "
+                 "values are not read; `sluice resnapshot --config FILE {}` reads the table again",
+                 name, KeyText(p.watermark), now_text, name);
   }
   p.run_high = high;
   const Op op = opt.write == WritePolicy::kAppend ? Op::kCreate : Op::kRead;
@@ -460,7 +510,10 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
     } else {
       ASSIGN_OR_RETURN(lb.upper, KeyTuple(conn, wm_schema, p.watermark, /*standalone=*/false));
     }
-    RETURN_IF_ERROR(ReadPages(conn, schema, wm_schema, lb, {}, options.fetch_rows, &budget, options.stop,
+    // Not out of max_rows: a window holding max_rows rows or more would use all of every
+    // run's budget, and the watermark would never move again (a new user's probe).
+    uint64_t unbounded = std::numeric_limits<uint64_t>::max();
+    RETURN_IF_ERROR(ReadPages(conn, schema, wm_schema, lb, {}, options.fetch_rows, &unbounded, options.stop,
                               [&](std::vector<Row> rows, const KeyTexts&) -> Status {
                                 reread += rows.size();
                                 return ApplyPage(sink, t.schema, std::move(rows), op, src, ckpt);
@@ -469,7 +522,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
   }
   if (!high.empty()) {
     if (hold_back) {
-      ASSIGN_OR_RETURN(base.cursor_below, KeyLiteral(conn, cursor_col, high[0]));
+      ASSIGN_OR_RETURN(base.cursor_below, KeyLiteral(conn, cursor_col, settle));
     } else {
       ASSIGN_OR_RETURN(base.upper, KeyTuple(conn, wm_schema, high, /*standalone=*/false));
     }
@@ -489,6 +542,24 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
                                 return st;
                               }));
   }
+  if (!future_from.empty() && !Stopping(options.stop)) {
+    // Rows dated ahead of the clock (a wrong clock or time zone where they were written):
+    // delivered by every run until the clock passes them, the watermark left where it is.
+    PageQuery fut = base;
+    fut.upper.clear();
+    fut.cursor_below.clear();
+    ASSIGN_OR_RETURN(fut.cursor_floor, KeyLiteral(conn, cursor_col, future_from));
+    uint64_t unbounded = std::numeric_limits<uint64_t>::max();
+    RETURN_IF_ERROR(ReadPages(conn, schema, wm_schema, fut, {}, options.fetch_rows, &unbounded, options.stop,
+                              [&](std::vector<Row> rows, const KeyTexts&) -> Status {
+                                future += rows.size();
+                                return ApplyPage(sink, t.schema, std::move(rows), op, src, ckpt);
+                              }));
+    LogWarning("incremental: {}: {} row(s) have cursor values ahead of the server's clock (from {} to {}): they are "
+               "delivered by every run until the clock passes them, and the watermark does not move past the "
+               "clock (check the clock and time zone of what writes {})",
+               name, future, future_from, high[0], QuoteIdentifier(cursor_col.name));
+  }
   if (Stopping(options.stop)) return snap->Finish();
   ++p.runs;
   RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
@@ -498,11 +569,24 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
           p.watermark.empty() ? "(none)" : KeyText(p.watermark),
           budget == 0 ? fmt::format("; max_rows ({}) reached, the next run continues", opt.max_rows)
-          : hold_back ? fmt::format("; rows at the newest cursor value {} are left for the next run (they may "
+          : hold_back ? fmt::format("; rows with cursor values from {} on are left for the next run (they may "
                                     "still be committing)",
-                                    high[0])
+                                    settle)
                       : std::string());
   return snap->Finish();
+}
+
+// A fingerprint of what the reads and the sink table depend on: every column's name, type
+// and collation, the primary key and the cursor (FNV-1a, 64 bits, in hex).
+std::string IncrementalDefinition(const TableSchema& schema, const std::string& cursor) {
+  std::string text;
+  for (const ColumnDesc& c : schema.columns)
+    text += c.name + '\0' + c.column_type + '\0' + c.collation + '\0' + (c.nullable ? "1" : "0") + '\n';
+  for (size_t k : schema.primary_key) text += std::to_string(k) + ',';
+  text += '\n' + cursor;
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
 }
 
 }  // namespace
@@ -528,13 +612,56 @@ Status RunIncremental(const IncrementalRunOptions& options, Connection& meta,
   for (TableRun& t : runs) {
     const std::string name = t.schema->QualifiedName();
     IncrementalProgress& p = ckpt.incremental[name];
-    if (!p.mode.empty() && p.mode != TableModeName(t.opt.mode)) {
-      LogInfo("{}: mode changed from \"{}\" to \"{}\": starting over", name, p.mode, TableModeName(t.opt.mode));
-      p = IncrementalProgress{};
-    }
+    const std::string definition = IncrementalDefinition(
+        *t.schema, t.opt.mode == TableMode::kIncremental ? t.schema->columns[t.cursor].name : std::string());
+    // Starting over: another mode; another definition (a column added, dropped, renamed or
+    // retyped, another primary key or cursor: rows already copied may no longer be what the
+    // source holds, and the sink table may no longer fit); or `sluice resnapshot`.
+    std::string why;
+    if (!p.mode.empty() && p.mode != TableModeName(t.opt.mode))
+      why = fmt::format("mode changed from \"{}\" to \"{}\"", p.mode, TableModeName(t.opt.mode));
+    else if (p.restart)
+      why = "a re-read was requested (sluice resnapshot)";
+    else if (!p.definition.empty() && p.definition != definition && p.mode != "snapshot_only")
+      why = "its columns, their types, its primary key or its cursor changed since the last run";
+    const bool left_alone = why.empty() && t.opt.mode == TableMode::kSnapshotOnly && p.backfill_done;
     p.mode = TableModeName(t.opt.mode);
     t.progress = &p;
-    RETURN_IF_ERROR(sink.PrepareTable(*t.schema));
+    if (!why.empty()) {
+      p = IncrementalProgress{};
+      p.mode = TableModeName(t.opt.mode);
+      p.definition = definition;
+      // upsert: the sink table mirrors the source, so it is replaced by an empty one of the
+      // current definition (with the checkpoint saying so, in one step). append: its rows
+      // are a history and stay, unless the table no longer fits the definition.
+      bool replace = t.opt.write == WritePolicy::kUpsert;
+      if (!replace) {
+        Status fits = sink.PrepareTable(*t.schema);
+        if (!fits.ok() && fits.code() != StatusCode::kFailedPrecondition) return fits.WithContext(name);
+        replace = !fits.ok();
+        if (replace)
+          LogWarning("{}: write \"append\": its sink table no longer fits the table ({}): it is replaced, and the "
+                     "rows it held are dropped",
+                     name, fits.message());
+      }
+      LogInfo("{}: {}: starting over{}", name, why, replace ? ", its sink table replaced" : "");
+      if (replace) {
+        SchemaChange reset;
+        reset.kind = SchemaChange::Kind::kCreate;
+        reset.after = t.schema;
+        reset.ddl = "-- sluice: " + name + " read again from the start (" + why + ")";
+        reset.source = MakeSource(options, /*backfill=*/true);
+        Status st = sink.ApplySchemaChanges({reset}, ckpt.ToJson());
+        if (!st.ok()) return st.WithContext(name);
+      } else {
+        RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
+      }
+    } else if (!left_alone) {
+      // A snapshot_only table already copied is not written again: its sink table is left as
+      // it is, whatever the source table became.
+      RETURN_IF_ERROR(sink.PrepareTable(*t.schema));
+      p.definition = definition;
+    }
     if (t.opt.mode == TableMode::kIncremental) {
       const ColumnDesc& c = t.schema->columns[t.cursor];
       LogInfo("incremental: {}: cursor {} ({}{}), write {}, lookback {} s{}; cannot see deletes, nor updates "

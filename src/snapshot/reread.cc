@@ -36,13 +36,19 @@ Result<std::optional<TableName>> OpenTable(Connection& conn, const std::string& 
 }  // namespace
 
 void MarkForReread(Checkpoint& ckpt, const std::vector<std::string>& names) {
+  bool binlog_tables = false;
   for (const std::string& name : names) {
+    if (auto inc = ckpt.incremental.find(name); inc != ckpt.incremental.end()) {
+      inc->second.restart = true;
+      continue;
+    }
+    binlog_tables = true;
     TableSnapshotProgress p;
     p.reread = true;
     if (auto it = ckpt.tables.find(name); it != ckpt.tables.end()) p.db = it->second.db;  // a mark's split stays
     ckpt.tables[name] = std::move(p);
   }
-  if (!names.empty()) ckpt.snapshot_done = false;
+  if (binlog_tables) ckpt.snapshot_done = false;
 }
 
 Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sink) {

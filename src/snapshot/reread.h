@@ -32,7 +32,9 @@ namespace sluice {
 // snapshot_done still false when *options.stop became true. Opens its own connections.
 Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sink);
 
-// Marks `names` ("db.table") for an online re-read in `ckpt` (the caller stores it).
+// Marks `names` ("db.table") for an online re-read in `ckpt` (the caller stores it). A table
+// read without the binlog (ckpt.incremental holds it: modes incremental, full, snapshot_only)
+// is marked to start over at the next run instead (IncrementalProgress::restart).
 void MarkForReread(Checkpoint& ckpt, const std::vector<std::string>& names);
 
 }  // namespace sluice

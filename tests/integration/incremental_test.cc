@@ -33,11 +33,6 @@ using std::chrono::seconds;
 // Cursor values of the writer tests lie a day ahead of the server's clock, so that only the
 // run-to-run rule lets a run read the rows sharing its newest cursor value (incremental.h);
 // the other tests use values in the past.
-std::string FutureBase() {
-  auto r = Connect()->Query("SELECT DATE_FORMAT(NOW() + INTERVAL 1 DAY, '%Y-%m-%d 00:00:00')");
-  EXPECT_TRUE(r.ok() && !r->rows.empty() && r->rows[0][0]);
-  return r.ok() && !r->rows.empty() && r->rows[0][0] ? *r->rows[0][0] : "2030-01-01 00:00:00";
-}
 constexpr const char* kPast = "2020-01-01 00:00:00";
 
 // An empty base: the server's current second (NOW() of a DATETIME column).
@@ -157,25 +152,25 @@ void CreateTable(const std::string& table, int rows, const std::string& base,
             0);
 }
 
-// Upsert into SQLite under a concurrent writer, several scheduled runs (the backfill, then
-// paging runs): after each, every row whose source cursor is below the run's high watermark
-// equals the source. A transaction held open with an old explicit cursor and committed after
-// a run read later rows is missed without a lookback and caught with one.
+// Upsert into SQLite under a concurrent writer (cursor NOW()), several scheduled runs (the
+// backfill, then paging runs): after each, every row whose source cursor is below the
+// watermark's equals the source (rows of the last second are left to a later run). A
+// transaction held open with an old explicit cursor and committed after a run read later rows
+// is missed without a lookback and caught with one.
 TEST(Incremental, UpsertRunsUnderConcurrentWriterAndLateCommit) {
   const std::string table = "it_inc.up";
-  const std::string base = FutureBase();
-  CreateTable(table, 3000, base);  // every row shares one cursor value
+  CreateTable(table, 3000, kPast);  // every row shares one cursor value
   TempDir dir;
   const std::string db = dir.File("replica.db");
   const std::string section = "[table.\"it_inc.up\"]\nmode = \"incremental\"\n";
   const std::string config = IncrementalConfig(dir, {table}, "sqlite", db, section, 97);
-  StampWriter writer(table, base, 3000, 10);  // ids 1..10 are left to the late transaction
+  StampWriter writer(table, "", 3000, 10);  // ids 1..10 are left to the late transaction
 
   auto check_run = [&](const std::string& what, const std::set<int64_t>& skip) {
     nlohmann::json p = Progress(db, table);
     ASSERT_FALSE(p.is_null()) << what << ": no incremental progress in the checkpoint";
-    ASSERT_FALSE(p["run_high"].empty()) << what << ": " << p.dump();
-    const std::string high = p["run_high"][0].get<std::string>();
+    ASSERT_FALSE(p["watermark"].empty()) << what << ": " << p.dump();
+    const std::string high = p["watermark"][0].get<std::string>();
     auto source = SourceRows(table, fmt::format("updated_at < '{}'", high));
     auto replica = ReplicaRows(db, table);
     size_t checked = 0;
@@ -183,7 +178,7 @@ TEST(Incremental, UpsertRunsUnderConcurrentWriterAndLateCommit) {
       if (skip.count(id)) continue;
       ++checked;
       auto it = replica.find(id);
-      ASSERT_NE(it, replica.end()) << what << ": row id=" << id << " (cursor below the high watermark " << high
+      ASSERT_NE(it, replica.end()) << what << ": row id=" << id << " (cursor below the watermark " << high
                                    << ") is missing in the replica";
       ASSERT_EQ(it->second, row) << what << ": row id=" << id << " differs (cursor below " << high << ")";
     }
@@ -216,7 +211,7 @@ TEST(Incremental, UpsertRunsUnderConcurrentWriterAndLateCommit) {
   // reads rows with later cursors, and commits after it.
   auto late = Connect();
   ASSERT_TRUE(late->Execute("START TRANSACTION").ok());
-  ASSERT_TRUE(late->Execute(fmt::format("UPDATE {} SET v = 777, updated_at = {} WHERE id = 7", table, Stamp(base, 2))).ok());
+  ASSERT_TRUE(late->Execute(fmt::format("UPDATE {} SET v = 777, updated_at = NOW() - INTERVAL 10 MINUTE WHERE id = 7", table)).ok());
   writer.Start();
   std::this_thread::sleep_for(milliseconds(300));
   r = RunSluice({"run", "--config", config});
@@ -230,7 +225,9 @@ TEST(Incremental, UpsertRunsUnderConcurrentWriterAndLateCommit) {
   EXPECT_NE(ReplicaRows(db, table)[7], "777|p7")
       << "without a lookback the late commit (older cursor than the watermark) cannot be seen";
 
-  // A lookback covering the late commit catches it; then the replica equals the source.
+  // A lookback covering the late commit catches it; then the replica equals the source (once
+  // the writer's last rows are a second old: newer ones are left to a later run).
+  std::this_thread::sleep_for(milliseconds(1100));
   const std::string with_lookback = IncrementalConfig(dir, {table}, "sqlite", db, section + "lookback = \"1d\"\n", 97);
   r = RunSluice({"run", "--config", with_lookback});
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -274,10 +271,12 @@ TEST(Incremental, AppendRecordsOncePerRunWindowInJsonLines) {
   ASSERT_EQ(writer.error(), "");
   EXPECT_TRUE(held_back_in_backfill) << "the backfill's newest cursor value (the writer's current second) should "
                                         "not be settled: the test would not cover it";
-  // Quiet runs without max_rows until a run reads nothing.
+  // Quiet runs without max_rows until a run reads nothing. Each waits until the rows written
+  // before it are a second old: rows newer than that are left to a later run.
   const std::string unbounded =
       IncrementalConfig(dir, {table}, "jsonl", out, "[table.\"it_inc.ap\"]\nmode = \"incremental\"\nwrite = \"append\"\n", 10);
   for (int run = 0; run < 5; ++run) {
+    std::this_thread::sleep_for(milliseconds(1100));
     ProcessResult r = RunSluice({"run", "--config", unbounded});
     ASSERT_EQ(r.exit_code, 0) << r.output;
     if (r.output.find(": 0 new or changed rows") != std::string::npos &&
@@ -629,6 +628,149 @@ TEST(Incremental, CursorThatIsThePrimaryKeyReadsEachRowOnceInAppend) {
     if (j.contains("op") && j["after"].is_object()) ++records[j["after"]["v"].get<int>()];
   }
   EXPECT_EQ(records, (std::map<int, int>{{1, 1}, {2, 1}, {3, 1}})) << "each row once in " << out;
+}
+
+// A new user's probe (2026-12-02) of what a run does when the table, the configuration or the
+// data move under it: each case below lost changes silently or stopped every later run.
+TEST(Incremental, StartsOverWhenItMustAndNeverMovesPastTheClock) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc;"
+                       "DROP TABLE IF EXISTS lb, fut, alt, cur, sw, rs;"
+                       "CREATE TABLE lb (id INT PRIMARY KEY, v INT, updated_at DATETIME NOT NULL, KEY (updated_at));"
+                       "INSERT INTO lb SELECT seq, seq, '2026-01-01' FROM seq_1_to_50;"
+                       "CREATE TABLE fut (id INT PRIMARY KEY, v INT, updated_at DATETIME NOT NULL);"
+                       "INSERT INTO fut VALUES (1, 1, NOW() - INTERVAL 1 HOUR), (2, 2, NOW() - INTERVAL 1 HOUR);"
+                       "CREATE TABLE alt (id INT PRIMARY KEY, v INT, w INT, updated_at DATETIME NOT NULL);"
+                       "INSERT INTO alt SELECT seq, seq, seq, '2020-01-01' FROM seq_1_to_20;"
+                       "CREATE TABLE cur (id INT PRIMARY KEY, v INT, a_at DATETIME NOT NULL, b_at DATETIME NOT NULL);"
+                       "INSERT INTO cur SELECT seq, seq, NOW() - INTERVAL 1 HOUR, NOW() - INTERVAL 6 HOUR FROM seq_1_to_20;"
+                       "CREATE TABLE sw (id INT PRIMARY KEY, v INT, updated_at DATETIME NOT NULL);"
+                       "INSERT INTO sw SELECT seq, seq, '2020-01-01' FROM seq_1_to_20;"
+                       "CREATE TABLE rs (id INT PRIMARY KEY, v INT, updated_at DATETIME NOT NULL);"
+                       "INSERT INTO rs SELECT seq, seq, '2020-01-01' FROM seq_1_to_20;"),
+            0);
+  TempDir dir;
+  const std::string db = dir.File("r.db");
+  auto config = [&](const std::string& sections) {
+    return IncrementalConfig(dir, {"it_inc.lb", "it_inc.fut", "it_inc.alt", "it_inc.cur", "it_inc.sw", "it_inc.rs"},
+                             "sqlite", db, sections, 7);
+  };
+  const std::string common =
+      "[table.\"it_inc.fut\"]\nmode = \"incremental\"\n[table.\"it_inc.alt\"]\nmode = \"incremental\"\n"
+      "[table.\"it_inc.rs\"]\nmode = \"incremental\"\n";
+  const std::string first = config(common +
+                                   "[table.\"it_inc.lb\"]\nmode = \"incremental\"\nlookback = \"1h\"\nmax_rows = 10\n"
+                                   "[table.\"it_inc.cur\"]\nmode = \"incremental\"\ncursor = \"a_at\"\n"
+                                   "[table.\"it_inc.sw\"]\nmode = \"incremental\"\n");
+  auto run = [&](const std::string& cfg) {
+    ProcessResult r = RunSluice({"run", "--config", cfg});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.output;
+  };
+  for (int i = 0; i < 6; ++i) run(first);  // lb's backfill: 50 rows, 10 per run
+
+  // lookback + max_rows: the window holds more rows than max_rows; the watermark still moves.
+  ASSERT_EQ(RunSqlText("UPDATE it_inc.lb SET v = -v, updated_at = NOW();"
+                       // One row dated in the future must not hide the rows written after it.
+                       "UPDATE it_inc.fut SET v = 10, updated_at = '2030-01-01' WHERE id = 1;"),
+            0);
+  std::this_thread::sleep_for(milliseconds(1100));
+  std::string out;
+  for (int i = 0; i < 7; ++i) out += run(first);
+  ASSERT_EQ(RunSqlText("UPDATE it_inc.fut SET v = 20, updated_at = NOW() WHERE id = 2;"
+                       "INSERT INTO it_inc.fut VALUES (3, 3, NOW());"),
+            0);
+  // With a newest value that never settles (2030), a run reads up to the server's clock a
+  // second ago, cut to the column's whole seconds: rows written at second T from T + 2 s.
+  std::this_thread::sleep_for(milliseconds(2100));
+  out = run(first);
+  EXPECT_NE(out.find("ahead of the server's clock"), std::string::npos) << out;
+  ExpectReplicaEqualsSource({"it_inc.lb", "it_inc.fut"}, db);
+
+  // A dropped column, and another primary key: the table is read again into a new sink table.
+  ASSERT_EQ(RunSqlText("ALTER TABLE it_inc.alt DROP COLUMN w; UPDATE it_inc.alt SET v = 0 WHERE id = 3;"), 0);
+  out = run(first);
+  EXPECT_NE(out.find("it_inc.alt: its columns, their types, its primary key or its cursor changed since the last "
+                     "run: starting over, its sink table replaced"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(RunSqlText("ALTER TABLE it_inc.alt DROP PRIMARY KEY, ADD PRIMARY KEY (v, id)"), 0);
+  out = run(first);
+  EXPECT_NE(out.find("it_inc.alt: its columns"), std::string::npos) << out;
+  ExpectReplicaEqualsSource({"it_inc.alt"}, db);
+
+  // Another cursor, and another mode: both start over; a full copy mirrors deletes at once.
+  ASSERT_EQ(RunSqlText("UPDATE it_inc.cur SET v = -7, b_at = NOW() - INTERVAL 5 HOUR WHERE id = 5;"
+                       "DELETE FROM it_inc.sw WHERE id > 15;"),
+            0);
+  const std::string second = config(common +
+                                    "[table.\"it_inc.lb\"]\nmode = \"incremental\"\n"
+                                    "[table.\"it_inc.cur\"]\nmode = \"incremental\"\ncursor = \"b_at\"\n"
+                                    "[table.\"it_inc.sw\"]\nmode = \"full\"\n");
+  out = run(second);
+  EXPECT_NE(out.find("it_inc.cur: its columns"), std::string::npos) << out;
+  EXPECT_NE(out.find("it_inc.sw: mode changed from \"incremental\" to \"full\": starting over, its sink table replaced"),
+            std::string::npos)
+      << out;
+  ExpectReplicaEqualsSource({"it_inc.cur", "it_inc.sw"}, db);
+
+  // `sluice resnapshot` of a table read without the binlog: read again from the start (a
+  // change the cursor cannot see, a delete, is then in the replica too).
+  ASSERT_EQ(RunSqlText("DELETE FROM it_inc.rs WHERE id = 4"), 0);
+  ProcessResult rs = RunSluice({"resnapshot", "--config", second, "it_inc.rs"});
+  ASSERT_EQ(rs.exit_code, 0) << rs.output;
+  out = run(second);
+  EXPECT_NE(out.find("it_inc.rs: a re-read was requested (sluice resnapshot): starting over"), std::string::npos)
+      << out;
+  ExpectReplicaEqualsSource({"it_inc.rs"}, db);
+  out = run(second);
+  EXPECT_EQ(out.find("starting over"), std::string::npos) << "the request is done once\n" << out;
+}
+
+// A table read without the binlog and switched to mode cdc is copied again, its sink table
+// replaced (a row deleted while it was read by cursor stayed in the replica for good).
+TEST(Incremental, SwitchedToCdcIsCopiedAgain) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS sc_a, sc_b;"
+                       "CREATE TABLE sc_a (id INT PRIMARY KEY, v INT, updated_at DATETIME NOT NULL);"
+                       "CREATE TABLE sc_b (id INT PRIMARY KEY, v INT, updated_at DATETIME NOT NULL);"
+                       "INSERT INTO sc_a SELECT seq, seq, '2020-01-01' FROM seq_1_to_10;"
+                       "INSERT INTO sc_b SELECT seq, seq, '2020-01-01' FROM seq_1_to_10;"),
+            0);
+  TempDir dir;
+  {
+    // A pipeline of sc_b alone, read without the binlog, then switched to cdc: the rows it
+    // copied stay, and the copy at the switch must not keep a row deleted meanwhile.
+    const std::string alone_db = dir.File("alone.db");
+    const std::string inc = IncrementalConfig(dir, {"it_inc.sc_b"}, "sqlite", alone_db,
+                                              "[table.\"it_inc.sc_b\"]\nmode = \"incremental\"\n");
+    ProcessResult r = RunSluice({"run", "--config", inc});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_EQ(RunSqlText("DELETE FROM it_inc.sc_b WHERE id = 9"), 0);
+    const std::string cdc = IncrementalConfig(dir, {"it_inc.sc_b"}, "sqlite", alone_db, "");
+    r = RunSluice({"run", "--config", cdc, "--until-caught-up"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("it_inc.sc_b: mode changed from \"incremental\" to \"cdc\": copying it again"),
+              std::string::npos)
+        << r.output;
+    ExpectReplicaEqualsSource({"it_inc.sc_b"}, alone_db);
+  }
+  const std::string db = dir.File("sc.db");
+  // sc_b: incremental, then cdc in a pipeline that already streams (sc_a is cdc throughout).
+  const std::string mixed = IncrementalConfig(dir, {"it_inc.sc_*"}, "sqlite", db,
+                                              "[table.\"it_inc.sc_b\"]\nmode = \"incremental\"\n");
+  ProcessResult r = RunSluice({"run", "--config", mixed, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("DELETE FROM it_inc.sc_b WHERE id = 2; DELETE FROM it_inc.sc_a WHERE id = 3;"), 0);
+  const std::string all_cdc = IncrementalConfig(dir, {"it_inc.sc_*"}, "sqlite", db, "");
+  r = RunSluice({"run", "--config", all_cdc, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("it_inc.sc_b: mode changed from \"incremental\" to \"cdc\": copying it again"),
+            std::string::npos)
+      << r.output;
+  ExpectReplicaEqualsSource({"it_inc.sc_*"}, db);
+  ASSERT_EQ(RunSqlText("UPDATE it_inc.sc_b SET v = -1 WHERE id = 5"), 0);
+  r = RunSluice({"run", "--config", all_cdc, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_inc.sc_*"}, db);
 }
 
 }  // namespace
