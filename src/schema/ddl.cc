@@ -692,8 +692,20 @@ class Parser {
       return;
     }
     if (PeekWord("CONVERT") && (PeekWord("PARTITION", 1) || PeekWord("TABLE", 1))) {
-      i_ += 2;  // MariaDB 10.7: CONVERT PARTITION p TO TABLE t / CONVERT TABLE t TO PARTITION p
-      s.ops.push_back({OpKind::kPartition, "convert"});
+      // MariaDB 10.7: CONVERT PARTITION p TO TABLE t / CONVERT TABLE t TO PARTITION p. The
+      // other table (new_table) gains or gives its rows with no row events.
+      const bool to_table = PeekWord("PARTITION", 1);
+      i_ += 2;
+      AlterOp op{OpKind::kPartition, "convert"};
+      if (to_table) {
+        Name();
+        if (AcceptWords({"TO", "TABLE"})) {
+          if (auto t = Table()) op.new_table = *t;
+        }
+      } else if (auto t = Table()) {
+        op.new_table = *t;
+      }
+      s.ops.push_back(std::move(op));
       while (!AtEnd() && !PeekPunct(',')) {
         if (PeekPunct('(')) SkipParens();
         else ++i_;
@@ -782,8 +794,13 @@ class Parser {
                                   "OPTIMIZE", "REBUILD", "REPAIR", "DISCARD", "IMPORT"}) {
       if (PeekWord(verb) && (PeekWord("PARTITION", 1) || PeekWord("PARTITIONS", 1))) {
         i_ += 2;
-        s.ops.push_back({OpKind::kPartition, Lower(verb)});
+        AlterOp op{OpKind::kPartition, Lower(verb)};
         SkipNameList();
+        // EXCHANGE PARTITION p WITH TABLE t: t's rows and p's change places, with no row events.
+        if (verb == "EXCHANGE" && AcceptWords({"WITH", "TABLE"})) {
+          if (auto t = Table()) op.new_table = *t;
+        }
+        s.ops.push_back(std::move(op));
         while (!AtEnd() && !PeekPunct(',')) {
           if (PeekPunct('(')) SkipParens();
           else ++i_;

@@ -89,7 +89,7 @@ struct AlterOp {
   std::vector<std::string> key_columns;
   std::string charset;   // CONVERT TO / DEFAULT CHARACTER SET
   std::string collation;
-  TableRef new_table;    // kRenameTable
+  TableRef new_table;    // kRenameTable; kPartition "exchange"/"convert": the other table
   bool if_exists = false;      // DROP COLUMN IF EXISTS, ...
   bool if_not_exists = false;  // ADD COLUMN IF NOT EXISTS, ...
 };

@@ -348,8 +348,17 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
       case OpKind::kAddCheck:
       case OpKind::kDropConstraint:
       case OpKind::kAutoIncrement:
-      case OpKind::kTableOption:
       case OpKind::kPartition:
+        // DROP and TRUNCATE PARTITION remove rows, EXCHANGE and CONVERT move them between this
+        // table and another one, all with no row events (a new user's probe: the replica kept
+        // every removed row). ADD, REORGANIZE, COALESCE, PARTITION BY, REMOVE PARTITIONING and
+        // the maintenance verbs keep every row.
+        if (op.name == "drop" || op.name == "truncate" || op.name == "exchange" || op.name == "convert")
+          NotExact(a, fmt::format("{} PARTITION removes or moves rows without row events",
+                                  op.name == "drop" ? "DROP" : op.name == "truncate" ? "TRUNCATE"
+                                                             : op.name == "exchange" ? "EXCHANGE" : "CONVERT"));
+        break;
+      case OpKind::kTableOption:
       case OpKind::kRebuild:
       case OpKind::kDisableKeys:
         break;  // the rows and their columns stay as they are

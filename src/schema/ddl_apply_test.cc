@@ -75,6 +75,43 @@ TEST(DdlApply, ChangesTheReplicaCannotReproduceAreNotExact) {
   }
 }
 
+// Partition clauses that remove or move rows have no row events for them (a new user's probe:
+// the replica kept every row of a dropped partition); the other partition clauses keep every
+// row. EXCHANGE and CONVERT name the other table, whose rows change too.
+TEST(DdlApply, PartitionClausesThatRemoveOrMoveRowsAreNotExact) {
+  for (const char* sql : {"ALTER TABLE t DROP PARTITION p0", "ALTER TABLE t DROP PARTITION IF EXISTS p0, p1",
+                          "ALTER TABLE t TRUNCATE PARTITION p2", "ALTER TABLE t TRUNCATE PARTITION ALL",
+                          "ALTER TABLE t EXCHANGE PARTITION p1 WITH TABLE stage",
+                          "ALTER TABLE t CONVERT PARTITION p0 TO TABLE arch",
+                          "ALTER TABLE t CONVERT TABLE arch TO PARTITION p0 VALUES LESS THAN (100)"}) {
+    SCOPED_TRACE(sql);
+    auto a = Alter(Base(), sql);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    EXPECT_FALSE(a->exact);
+    EXPECT_NE(a->why_not_exact.find("PARTITION removes or moves rows"), std::string::npos) << a->why_not_exact;
+  }
+  for (const char* sql : {"ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN (900))",
+                          "ALTER TABLE t REORGANIZE PARTITION p0, p1 INTO (PARTITION p01 VALUES LESS THAN (200))",
+                          "ALTER TABLE t COALESCE PARTITION 2", "ALTER TABLE t REMOVE PARTITIONING",
+                          "ALTER TABLE t PARTITION BY HASH (id) PARTITIONS 4", "ALTER TABLE t OPTIMIZE PARTITION p0"}) {
+    SCOPED_TRACE(sql);
+    auto a = Alter(Base(), sql);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    EXPECT_TRUE(a->exact) << a->why_not_exact;
+  }
+  auto other = [](const char* sql) {
+    auto st = Parse(sql, "d");
+    EXPECT_TRUE(st.ok());
+    for (const AlterOp& op : st->ops)
+      if (op.kind == OpKind::kPartition) return op.new_table.ToString();
+    return std::string();
+  };
+  EXPECT_EQ(other("ALTER TABLE t EXCHANGE PARTITION p1 WITH TABLE stage WITHOUT VALIDATION"), "d.stage");
+  EXPECT_EQ(other("ALTER TABLE t CONVERT PARTITION p0 TO TABLE x.arch"), "x.arch");
+  EXPECT_EQ(other("ALTER TABLE t CONVERT TABLE arch TO PARTITION p0 VALUES LESS THAN (100)"), "d.arch");
+  EXPECT_EQ(other("ALTER TABLE t DROP PARTITION p0"), ".");
+}
+
 // A change of fractional digits is a re-read both ways: fewer round the stored values
 // (DATETIME(6) to DATETIME); more pad them, and the replica's old rows would keep the shorter
 // text (as a DECIMAL scale widening would).

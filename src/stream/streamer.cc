@@ -188,11 +188,18 @@ class SchemaRegistry {
     bool touches = false;
     for (const auto& t : st.tables) touches = touches || selected(t);
     for (const auto& [from, to] : st.renames) touches = touches || selected(from) || selected(to);
+    // ALTER TABLE ... EXCHANGE PARTITION p WITH TABLE t / CONVERT PARTITION p TO TABLE t /
+    // CONVERT TABLE t TO PARTITION p: t's rows change with no row events too.
+    std::vector<ddl::TableRef> partition_others;
+    for (const ddl::AlterOp& op : st.ops)
+      if (op.kind == ddl::OpKind::kPartition && !op.new_table.table.empty()) partition_others.push_back(op.new_table);
+    for (const auto& t : partition_others) touches = touches || selected(t);
     if (!touches) return Status::Ok();
     if (!skipping_.empty()) {
       // Beside an online re-read: a statement on a table being copied waits for the copy
       // (the caller stops before it); one on the other tables before others_at is applied.
       std::vector<ddl::TableRef> refs = st.tables;
+      refs.insert(refs.end(), partition_others.begin(), partition_others.end());
       for (const auto& [from, to] : st.renames) {
         refs.push_back(from);
         refs.push_back(to);
@@ -323,6 +330,16 @@ class SchemaRegistry {
       }
       case ddl::Kind::kAlterTable: {
         const ddl::TableRef& t = st.tables.at(0);
+        // The other tables of EXCHANGE/CONVERT PARTITION are copied again (see above).
+        for (const ddl::TableRef& o : partition_others) {
+          if (!selected(o) || recorded(o) || o == t) continue;
+          if (!can_reread_)
+            return stop(o.ToString(), "its rows were exchanged with a partition of " + t.ToString() +
+                                          " without row events; the replica cannot follow that");
+          LogInfo("{}: \"{}\": the rows of {} changed with a partition of {}; re-reading {} from the source", where,
+                  Shorten(txn.ddl_query), o.ToString(), t.ToString(), o.ToString());
+          rereads->push_back(o);
+        }
         if (!selected(t) || (!st.renames.empty() && recorded(t))) {
           // ALTER TABLE x RENAME TO captured: a table renamed into the captured set (or out of
           // a table whose re-read, after this statement, already knows it as gone).

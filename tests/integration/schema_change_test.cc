@@ -338,5 +338,53 @@ TEST(SchemaChange, NotExactDdlReReadsTheTableNamingStatementTableAndPosition) {
   (void)RunSqlText("DROP DATABASE IF EXISTS it_other;");
 }
 
+// Partition clauses that remove or move rows without row events (a new user's probe: the
+// replica kept every row of a dropped or truncated partition, and the exchanged rows of both
+// tables): the tables are copied again, the other table of EXCHANGE/CONVERT included, while
+// streaming and when the statements were made while sluice was stopped.
+TEST(SchemaChange, PartitionsDroppedTruncatedExchangedOrConvertedAreCopiedAgain) {
+  for (bool streaming : {false, true}) {
+    SCOPED_TRACE(streaming ? "while streaming" : "while stopped");
+    ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_part; CREATE DATABASE it_part; USE it_part;"
+                         "CREATE TABLE p (id INT PRIMARY KEY, v VARCHAR(20)) PARTITION BY RANGE (id)"
+                         " (PARTITION p0 VALUES LESS THAN (100), PARTITION p1 VALUES LESS THAN (200),"
+                         "  PARTITION p2 VALUES LESS THAN (MAXVALUE));"
+                         "INSERT INTO p SELECT seq, CONCAT('p', seq) FROM seq_1_to_300;"
+                         "CREATE TABLE stage (id INT PRIMARY KEY, v VARCHAR(20));"
+                         "INSERT INTO stage SELECT seq, CONCAT('stage', seq) FROM seq_100_to_110;"
+                         "CREATE TABLE q (id INT PRIMARY KEY, v VARCHAR(20)) PARTITION BY RANGE (id)"
+                         " (PARTITION q0 VALUES LESS THAN (100), PARTITION q1 VALUES LESS THAN (MAXVALUE));"
+                         "INSERT INTO q SELECT seq, CONCAT('q', seq) FROM seq_1_to_150;"),
+              0);
+    TempDir dir;
+    SluiceConfigSpec spec;
+    spec.tables = {"it_part.*"};
+    spec.sink_path = dir.File("replica.db");
+    const std::string config = WriteConfig(dir, spec);
+    auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string ddl =
+        "USE it_part; ALTER TABLE p DROP PARTITION p0; ALTER TABLE p TRUNCATE PARTITION p2;"
+        "ALTER TABLE p EXCHANGE PARTITION p1 WITH TABLE stage; UPDATE p SET v = 'after' WHERE id = 105;"
+        "ALTER TABLE q CONVERT PARTITION q0 TO TABLE q_arch; UPDATE q_arch SET v = 'moved' WHERE id = 5;";
+    if (streaming) {
+      pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      ASSERT_EQ(RunSqlText(ddl), 0);
+      const bool equal = WaitForReplicaToMatch({"it_part.*"}, spec.sink_path, /*expected_tables=*/4);
+      kill(pid, SIGTERM);
+      EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << ReadFile(dir.File("log"));
+      EXPECT_TRUE(equal) << ReadFile(dir.File("log"));
+      r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    } else {
+      ASSERT_EQ(RunSqlText(ddl), 0);
+      r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    }
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ExpectReplicaEqualsSource({"it_part.*"}, spec.sink_path);
+  }
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_part;");
+}
+
 }  // namespace
 }  // namespace sluice::testing
