@@ -5,7 +5,8 @@
 //              WHERE <column null-safely equal to ?> AND .. LIMIT 1
 //   ckpt     INSERT INTO `meta`.`_sluice_checkpoint` (id, state) VALUES (1, ?)
 //              ON DUPLICATE KEY UPDATE state = VALUES(state)
-//   rebuild  RENAME TABLE `d`.`t` TO `d`.`_sluice_old`, `d`.`_sluice_rebuild` TO `d`.`t`
+//   rebuild  RENAME TABLE `d`.`t` TO `d`.`_sluice_old_<h>`, `d`.`_sluice_rebuild_<h>` TO `d`.`t`
+//            (<h>: 16 hex digits of a hash of the table's name)
 // Prepared statements (binary protocol): one multi-row INSERT of up to 256 rows costs one
 // round trip, and values need no text escaping.
 #include "sink/mysql_sink.h"

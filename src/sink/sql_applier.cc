@@ -503,10 +503,16 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
           // Anything else: a new table filled from the old one column by column.
           if (c.source_of.size() != a.columns.size())
             return Status::Internal(fmt::format("table {}: schema change without a column mapping", to.display));
+          // The scratch tables' names carry a hash of the table's: a source table named
+          // `_sluice_rebuild` or `_sluice_old` in the same database was dropped by the rebuild of
+          // any other table there (a new user's probe). The same for every retry of this
+          // change, so that a redo after a crash finds what the crash left.
+          uint64_t h = 14695981039346656037ull;
+          for (unsigned char ch : to.key) h = (h ^ ch) * 1099511628211ull;
           TableSchema scratch_schema = a;
-          scratch_schema.table = "_sluice_rebuild";
+          scratch_schema.table = fmt::format("_sluice_rebuild_{:016x}", h);
           const SqlTableName scratch = dialect_->TableName(scratch_schema);
-          scratch_schema.table = "_sluice_old";
+          scratch_schema.table = fmt::format("_sluice_old_{:016x}", h);
           const SqlTableName old = dialect_->TableName(scratch_schema);
           const std::string swap = redo_safe ? dialect_->SwapTablesSql(from, old, scratch, to) : "";
           RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + scratch.quoted));
