@@ -98,6 +98,36 @@ std::string NormalizedType(std::string_view type) {
   return std::regex_replace(Lower(type), kWidth, "$1");
 }
 
+// A normalised column definition cut into its type, character set, collation and the rest
+// (" not null default 0"), looking for the keywords outside quoted ENUM/SET labels.
+struct TypeParts {
+  std::string base, charset, collation, rest;
+};
+TypeParts SplitType(const std::string& t) {
+  TypeParts p;
+  size_t cut = std::string::npos;
+  bool quoted = false;
+  for (size_t i = 0; i < t.size() && cut == std::string::npos; ++i) {
+    if (t[i] == '\'') quoted = !quoted;
+    else if (!quoted && t[i] == ' ')
+      for (std::string_view k : {" character set ", " collate ", " null", " not null", " default "})
+        if (t.compare(i, k.size(), k) == 0) cut = i;
+  }
+  p.base = t.substr(0, cut);
+  std::string_view rest = cut == std::string::npos ? std::string_view() : std::string_view(t).substr(cut);
+  auto word = [&](std::string_view key, std::string* out) {
+    if (!rest.starts_with(key)) return;
+    rest.remove_prefix(key.size());
+    const size_t end = rest.find(' ');
+    *out = std::string(rest.substr(0, end));
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
+  };
+  word(" character set ", &p.charset);
+  word(" collate ", &p.collation);
+  p.rest = std::string(rest);
+  return p;
+}
+
 std::string Truncated(std::string_view sql) {
   return sql.size() <= 200 ? std::string(sql) : std::string(sql.substr(0, 200)) + "...";
 }
@@ -402,12 +432,17 @@ class MyDialect : public SqlDialect {
   // `declared` is a whole definition ("int(11) NOT NULL DEFAULT 0"), `existing` the
   // catalog's COLUMN_TYPE ("int(11)") or another definition. Integer display widths are not
   // compared: a schema parsed from DDL has none, and MySQL 8 prints none.
+  // A character set or collation given on both sides must be the same: a key column's
+  // collation decides which keys are equal (a new user's probe: a column changed to
+  // utf8mb4_bin was taken as matching the destination's utf8mb4_general_ci, and 'A' then
+  // overwrote 'a'). `existing` from DescribeTable ends in the column's character set and
+  // collation.
   bool SameType(std::string_view declared, std::string_view existing) const override {
-    const std::string d = NormalizedType(declared), e = NormalizedType(existing);
-    if (!d.starts_with(e)) return false;
-    const std::string_view rest = std::string_view(d).substr(e.size());
-    return rest.empty() || rest.starts_with(" character set ") || rest.starts_with(" null") ||
-           rest.starts_with(" not null");
+    const TypeParts d = SplitType(NormalizedType(declared)), e = SplitType(NormalizedType(existing));
+    if (d.base != e.base) return false;
+    if (!d.charset.empty() && !e.charset.empty() && d.charset != e.charset) return false;
+    if (!d.collation.empty() && !e.collation.empty() && d.collation != e.collation) return false;
+    return d.rest.starts_with(e.rest);
   }
   uint8_t BindKind(const ColumnDesc& c) const override {
     if (c.type == SqlType::kDecimal) return kMyDecimal;
@@ -510,7 +545,9 @@ class MyDialect : public SqlDialect {
   Result<std::optional<std::vector<SqlExistingColumn>>> DescribeTable(SqlConnection& conn,
                                                                       const SqlTableName& table) const override {
     return DescribeByQuery(conn,
-                           "SELECT c.COLUMN_NAME, c.COLUMN_TYPE, IFNULL(k.SEQ_IN_INDEX, 0) FROM information_schema.COLUMNS c "
+                           "SELECT c.COLUMN_NAME, CONCAT(c.COLUMN_TYPE, IF(c.COLLATION_NAME IS NULL, '', CONCAT("
+                           "' CHARACTER SET ', c.CHARACTER_SET_NAME, ' COLLATE ', c.COLLATION_NAME))), "
+                           "IFNULL(k.SEQ_IN_INDEX, 0) FROM information_schema.COLUMNS c "
                            "LEFT JOIN information_schema.STATISTICS k ON k.TABLE_SCHEMA = c.TABLE_SCHEMA AND "
                            "k.TABLE_NAME = c.TABLE_NAME AND k.COLUMN_NAME = c.COLUMN_NAME AND k.INDEX_NAME = 'PRIMARY' "
                            "WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ? ORDER BY c.ORDINAL_POSITION",

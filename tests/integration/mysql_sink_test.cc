@@ -305,6 +305,34 @@ TEST_F(MysqlDest, TransfersAreAtomic) {
   EXPECT_EQ(torn.load(), 0) << "a reader saw a sum of " << torn_example << " instead of 1000 (part of a transaction)";
 }
 
+// A key column changed to another collation (a new user's probe): the destination took the
+// new definition as matching its own (collations were not compared), so 'A' overwrote 'a'.
+TEST_F(MysqlDest, KeyCollationChangeIsFollowed) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_coll; CREATE DATABASE it_coll;"
+                       "CREATE TABLE it_coll.t (code VARCHAR(10) PRIMARY KEY, v INT) COLLATE utf8mb4_general_ci;"
+                       "INSERT INTO it_coll.t VALUES ('a', 1), ('b', 2);"
+                       "CREATE TABLE it_coll.w (code VARCHAR(10) PRIMARY KEY, v INT) COLLATE utf8mb4_general_ci;"
+                       "INSERT INTO it_coll.w VALUES ('a', 1);"),
+            0);
+  TempDir dir;
+  std::string config = WriteMysqlConfig(dir, {"it_coll.*"}, 5417, "it_meta_coll");
+  ProcessResult r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("ALTER TABLE it_coll.t MODIFY code VARCHAR(10) COLLATE utf8mb4_bin;"
+                       "INSERT INTO it_coll.t VALUES ('A', 3);"
+                       "ALTER TABLE it_coll.w CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;"
+                       "INSERT INTO it_coll.w VALUES ('A', 2);"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Differences({"it_coll.*"}), "");
+  auto dest = DestConnect();
+  ASSERT_NE(dest, nullptr);
+  auto rows = dest->Query("SELECT GROUP_CONCAT(code, ':', v ORDER BY v) FROM it_coll.t");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(rows->rows[0][0], std::optional<std::string>("a:1,b:2,A:3"));
+}
+
 TEST_F(MysqlDest, KillAndRestart) {
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_fault; CREATE DATABASE it_fault;"
                        "CREATE TABLE it_fault.big (id INT PRIMARY KEY, v VARCHAR(100), n INT);"
