@@ -32,6 +32,7 @@
 #include "schema/text_value.h"
 #include "sink/jsonl_sink.h"
 #include "sink/mysql_sink.h"
+#include "sink/postgres_sink.h"
 #include "sink/sqlite_sink.h"
 #include "util/log.h"
 
@@ -786,6 +787,17 @@ std::optional<CheckLine> EvaluateSqliteTables(Connection& conn, const SourceFact
               fmt::format("{} captured table(s) already in {} have the source's columns", *existing, k.path));
 }
 
+// What a sink's stored checkpoint holds, for the sink line: the stream position, and the
+// tables read without the binlog (a pipeline of only such tables has no stream position).
+static std::string DescribeCheckpoint(const std::optional<Checkpoint>& cp) {
+  if (!cp) return "no checkpoint yet";
+  std::string out = cp->stream_start.empty() ? "checkpoint without a binlog position"
+                                             : fmt::format("checkpoint at {}", cp->stream_start.ToString());
+  if (!cp->incremental.empty())
+    out += fmt::format(", with the state of {} table(s) read without the binlog", cp->incremental.size());
+  return out;
+}
+
 SinkFacts CheckSink(const Config& config) {
   SinkFacts s;
   const SinkConfig& k = config.sink;
@@ -817,9 +829,41 @@ SinkFacts CheckSink(const Config& config) {
       auto cp = Checkpoint::FromJson(**stored);
       if (cp.ok()) s.checkpoint = std::move(cp).value();
     }
+    if (!stored.ok()) {
+      s.line = Line(name, CheckOutcome::kFail, stored.status().message(), "see the message", true);
+      return s;
+    }
     s.line = Line(name, CheckOutcome::kPass,
-                  fmt::format("MySQL/MariaDB destination {} accepts the session (checkpoint in {}._sluice_checkpoint)",
-                              k.mysql.connect.Describe(), k.mysql.database));
+                  fmt::format("MySQL/MariaDB destination {} accepts the session, {} (in {}._sluice_checkpoint)",
+                              k.mysql.connect.Describe(), DescribeCheckpoint(s.checkpoint), k.mysql.database));
+    return s;
+  }
+  if (k.type == SinkType::kPostgres) {
+    // As for MySQL: connects as the run will (session setup, the _sluice schema), and the
+    // advisory lock it takes tells whether another run writes into this database.
+    Result<std::unique_ptr<PostgresSink>> pg = PostgresSink::Open(k.postgres);
+    if (!pg.ok()) {
+      s.line = Line(name, CheckOutcome::kFail, pg.status().message(),
+                    "check sink.postgres (conninfo, password_env) and that the server runs", true);
+      return s;
+    }
+    Result<std::optional<std::string>> stored = (*pg)->LoadCheckpoint();
+    if (!stored.ok()) {
+      s.line = Line(name, CheckOutcome::kFail, stored.status().message(), "see the message", true);
+      return s;
+    }
+    if (*stored) {
+      auto cp = Checkpoint::FromJson(**stored);
+      if (!cp.ok()) {
+        s.line = Line(name, CheckOutcome::kFail, cp.status().message(), "check the destination's _sluice.checkpoint",
+                      true);
+        return s;
+      }
+      s.checkpoint = std::move(cp).value();
+    }
+    s.line = Line(name, CheckOutcome::kPass,
+                  fmt::format("PostgreSQL destination {} accepts the session, {} (in _sluice.checkpoint)",
+                              k.postgres.conninfo, DescribeCheckpoint(s.checkpoint)));
     return s;
   }
   std::string problem = k.path == "-" ? "" : FileProblem(k.path, "sink.path");
@@ -872,9 +916,8 @@ SinkFacts CheckSink(const Config& config) {
     s.checkpoint = std::move(cp).value();
   }
   s.line = Line(name, CheckOutcome::kPass,
-                fmt::format("{} {} writable{}", k.type == SinkType::kSqlite ? "SQLite replica" : "JSON lines output",
-                            k.path, s.checkpoint && !s.checkpoint->stream_start.empty() ? fmt::format(", checkpoint at {}", s.checkpoint->stream_start.ToString())
-                                                 : ", no checkpoint yet"));
+                fmt::format("{} {} writable, {}", k.type == SinkType::kSqlite ? "SQLite replica" : "JSON lines output",
+                            k.path, DescribeCheckpoint(s.checkpoint)));
   return s;
 }
 

@@ -100,7 +100,10 @@ std::vector<CheckLine> EvaluateRetention(const SourceFacts& facts, const Config&
 std::vector<CheckLine> EvaluateIncremental(Connection& conn, const SourceFacts& facts, const Config& config);
 
 // The sink line (reachable and writable) plus, for a sink with a stored checkpoint, the
-// checkpoint and its age. Reads only: never creates the destination or takes its lock.
+// checkpoint and its age. A file sink is only read: never created, its lock never taken. A
+// MySQL or PostgreSQL sink is opened as the run opens it (the connection, its bookkeeping
+// tables, its one-writer lock, released at once), so an unreachable server or a running run
+// fails the line; its checkpoint is read from the destination.
 struct SinkFacts {
   CheckLine line;
   std::optional<Checkpoint> checkpoint;

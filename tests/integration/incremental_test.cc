@@ -482,6 +482,13 @@ TEST(Incremental, NoReplicationPrivilegesNeededWithoutCdcTables) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("no table uses mode cdc"), std::string::npos) << run.output;
   ExpectReplicaEqualsSource({"it_inc.ro_*"}, dir.File("ro.db"));
+  // The replica's checkpoint has no binlog position, only the three tables' state.
+  check = RunSluice({"check", "--config", config});
+  EXPECT_NE(check.output.find("checkpoint without a binlog position, with the state of 3 table(s) read without the "
+                              "binlog"),
+            std::string::npos)
+      << check.output;
+  EXPECT_EQ(check.output.find("no checkpoint yet"), std::string::npos) << check.output;
   // full re-copies each run, deletes included (upsert empties the table first);
   // snapshot_only was copied once and is left alone.
   ASSERT_EQ(RunSqlText("DELETE FROM it_inc.ro_b WHERE id <= 100; UPDATE it_inc.ro_b SET v = -v WHERE id = 200;"

@@ -600,5 +600,83 @@ TEST(Postgres, RestartDuringSnapshotCopyIsWaitedOut) {
       << "the restart happened while the snapshot applied chunks, and was waited out\n" << ReadFile(log);
 }
 
+// The line of `sluice check` that starts with `name`, "" when there is none.
+std::string CheckLineOf(const std::string& output, const std::string& name) {
+  for (size_t at = 0; at < output.size();) {
+    size_t end = output.find('\n', at);
+    if (end == std::string::npos) end = output.size();
+    const std::string line = output.substr(at, end - at);
+    if (line.size() > 6 && line.compare(6, name.size(), name) == 0) return line;
+    at = end + 1;
+  }
+  return "";
+}
+
+// `sluice check` judges a PostgreSQL sink by connecting to it (an unreachable one fails the
+// sink line with the connection error), and reads the checkpoint from the destination: the
+// state of tables read without the binlog, and the resume position of cdc tables.
+TEST(Postgres, CheckConnectsToTheSinkAndReadsItsCheckpoint) {
+  REQUIRE_PG();
+  const std::string pgdb = PgServer::Get().NewDatabase("it_pg_check");
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_pgchk; CREATE DATABASE it_pgchk; USE it_pgchk;"
+                       "CREATE TABLE it_pgchk.copied (id INT PRIMARY KEY, v INT NOT NULL);"
+                       "INSERT INTO it_pgchk.copied SELECT seq, seq FROM seq_1_to_20;"
+                       "CREATE TABLE it_pgchk.streamed (id INT PRIMARY KEY, v INT NOT NULL);"
+                       "INSERT INTO it_pgchk.streamed SELECT seq, seq FROM seq_1_to_20;"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_pgchk.copied"};
+  spec.server_id = 5502;
+  const std::string full = "\n[table.\"it_pgchk.copied\"]\nmode = \"full\"\n";
+
+  // Nothing listens on port 1.
+  SluiceConfigSpec refused_spec = spec;
+  refused_spec.sink_type = "postgres";
+  refused_spec.sink_path = "unused";
+  const std::string refused = WriteConfig(dir, refused_spec);
+  std::ofstream(refused, std::ios::app) << "\n[sink.postgres]\nconninfo = \"host=127.0.0.1 port=1 dbname=" << pgdb
+                                        << "\"\npassword_env = \"SLUICE_TEST_PG_PASSWORD\"\n" << full;
+  ProcessResult r = RunSluice({"check", "--config", refused});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::string line = CheckLineOf(r.output, "sink reachable and writable");
+  EXPECT_EQ(line.rfind("FAIL", 0), 0u) << r.output;
+  EXPECT_NE(line.find("port=1"), std::string::npos) << r.output;
+  EXPECT_NE(line.find("cannot connect"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("NOT READY"), std::string::npos) << r.output;
+
+  // Only a table of mode full: the checkpoint holds its state and no binlog position.
+  const std::string config = WritePgConfig(dir, spec, pgdb);
+  std::ofstream(config, std::ios::app) << full;
+  r = RunSluice({"check", "--config", config});
+  line = CheckLineOf(r.output, "sink reachable and writable");
+  EXPECT_EQ(line.rfind("PASS", 0), 0u) << r.output;
+  EXPECT_NE(line.find("PostgreSQL destination"), std::string::npos) << r.output;
+  EXPECT_NE(line.find("no checkpoint yet"), std::string::npos) << r.output;
+  EXPECT_EQ(line.find("JSON lines"), std::string::npos) << r.output;
+  r = RunSluice({"run", "--config", config});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunSluice({"check", "--config", config});
+  line = CheckLineOf(r.output, "sink reachable and writable");
+  EXPECT_EQ(line.rfind("PASS", 0), 0u) << r.output;
+  EXPECT_NE(line.find("checkpoint without a binlog position, with the state of 1 table(s) read without the binlog"),
+            std::string::npos)
+      << r.output;
+
+  // With a cdc table: the resume position is the destination's.
+  SluiceConfigSpec both = spec;
+  both.tables = {"it_pgchk.*"};
+  const std::string mixed = WritePgConfig(dir, both, pgdb);
+  std::ofstream(mixed, std::ios::app) << full;
+  r = RunSluice({"run", "--config", mixed, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunSluice({"check", "--config", mixed});
+  line = CheckLineOf(r.output, "sink reachable and writable");
+  EXPECT_NE(line.find("checkpoint at "), std::string::npos) << r.output;
+  line = CheckLineOf(r.output, "binlog retention: resume position");
+  EXPECT_EQ(line.find("no checkpoint yet"), std::string::npos) << r.output;
+  EXPECT_NE(line.find("is on the server"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace sluice::testing
