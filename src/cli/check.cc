@@ -717,6 +717,9 @@ std::vector<CheckLine> EvaluateIncremental(Connection& conn, const SourceFacts& 
                        "make the [table.\"...\"] patterns disjoint", true));
     return out;
   }
+  for (const std::string& key : modes->unmatched)
+    out.push_back(Line("[" + key + "]", CheckOutcome::kWarn, UnmatchedSectionMessage(key),
+                       "correct the section's db.table pattern, or remove the section"));
   for (const IncrementalTableOptions& t : modes->other) {
     const std::string name = fmt::format("{}: {}", TableModeName(t.mode), t.name.QualifiedName());
     auto schema = LoadTableSchema(conn, t.name.db, t.name.table);

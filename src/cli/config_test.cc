@@ -192,6 +192,13 @@ write = "upsert"
   EXPECT_EQ(modes->other[1].mode, TableMode::kFull);
   EXPECT_EQ(modes->other[1].write, WritePolicy::kUpsert);  // the default
   EXPECT_EQ(modes->other[0].config_key, "table.\"shop.orders\"");
+  EXPECT_TRUE(modes->unmatched.empty());
+  // A section whose pattern matches no listed table (a typo) is named, not silently ignored.
+  auto typo = ModesForTables(*c, {{"shop", "orders"}, {"shop", "ref"}});
+  ASSERT_TRUE(typo.ok()) << typo.status().ToString();
+  EXPECT_EQ(typo->unmatched, std::vector<std::string>{"table.\"shop.log_*\""});
+  EXPECT_EQ(UnmatchedSectionMessage(typo->unmatched[0]),
+            "[table.\"shop.log_*\"] matches no table selected by source.tables/source.exclude: it has no effect");
 
   auto twice = ParseConfig(std::string(kGood) + "[table.\"shop.*\"]\nmode = \"full\"\n[table.\"shop.o*\"]\nmode = \"full\"\n",
                            "sluice.toml");

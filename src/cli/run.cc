@@ -255,6 +255,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   // Tables of modes incremental/full/snapshot_only are read by cursor or copied
   // (snapshot/incremental.h), never streamed; the rest go through snapshot + binlog.
   ASSIGN_OR_RETURN(TableModes modes, ModesForTables(config, tables));
+  for (const std::string& key : modes.unmatched) LogWarning("{}", UnmatchedSectionMessage(key));
   tables = modes.cdc;
   for (const IncrementalTableOptions& t : modes.other) filter.exclude.push_back(t.name.QualifiedName());
   IncrementalRunOptions incremental;

@@ -115,8 +115,17 @@ Status ParseTableSections(const toml::table& root, std::string_view origin, Conf
   return Status::Ok();
 }
 
+std::string UnmatchedSectionMessage(const std::string& key) {
+  return fmt::format("[{}] matches no table selected by source.tables/source.exclude: it has no effect", key);
+}
+
 Result<TableModes> ModesForTables(const Config& config, const std::vector<TableName>& listed) {
   TableModes out;
+  for (const TableSection& s : config.tables) {
+    bool matched = false;
+    for (const TableName& t : listed) matched = matched || TableSelected(TableFilter{{s.pattern}, {}}, t.db, t.table);
+    if (!matched) out.unmatched.push_back(s.key);
+  }
   for (const TableName& t : listed) {
     const TableSection* found = nullptr;
     for (const TableSection& s : config.tables) {

@@ -32,11 +32,17 @@ namespace sluice::cli {
 [[nodiscard]] Status ParseTableSections(const toml::table& t, std::string_view origin, Config* config);
 
 // The tables of `listed` split by mode: cdc ones (read as today) and the others with their
-// options. kInvalidArgument when two sections match one table.
+// options; and the keys of the sections that match none of `listed` (a typo in a pattern, a
+// table not selected by source.tables/source.exclude: the section has no effect, which
+// `run` logs as a warning and `check` shows as a WARN line). kInvalidArgument when two
+// sections match one table.
 struct TableModes {
   std::vector<TableName> cdc;
   std::vector<IncrementalTableOptions> other;
+  std::vector<std::string> unmatched;  // "table.\"shop.zzz\"", in the config's order
 };
+// The message for a section that matches no selected table (TableModes::unmatched).
+std::string UnmatchedSectionMessage(const std::string& key);
 [[nodiscard]] Result<TableModes> ModesForTables(const Config& config, const std::vector<TableName>& listed);
 
 }  // namespace sluice::cli

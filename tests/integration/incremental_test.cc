@@ -410,7 +410,8 @@ TEST(Incremental, RefusalNamesCandidatesAndIndexAdvice) {
   TempDir dir;
   const std::string sections =
       "[table.\"it_inc.nocur\"]\nmode = \"incremental\"\n[table.\"it_inc.idx\"]\nmode = \"incremental\"\n"
-      "[table.\"it_inc.noidx\"]\nmode = \"incremental\"\n";
+      "[table.\"it_inc.noidx\"]\nmode = \"incremental\"\n[table.\"it_inc.zzz_typo\"]\nmode = \"full\"\n"
+      "[table.\"nodb.t\"]\nmode = \"snapshot_only\"\n";
   const std::string all = IncrementalConfig(dir, {"it_inc.nocur", "it_inc.idx", "it_inc.noidx"}, "sqlite",
                                             dir.File("a.db"), sections);
   ProcessResult check = RunSluice({"check", "--config", all});
@@ -426,6 +427,11 @@ TEST(Incremental, RefusalNamesCandidatesAndIndexAdvice) {
   EXPECT_NE(check.output.find("PASS  incremental: it_inc.idx"), std::string::npos) << check.output;
   EXPECT_NE(check.output.find("index `ux` serves the paging order"), std::string::npos) << check.output;
   EXPECT_EQ(check.output.find("ON `it_inc`.`idx`"), std::string::npos) << check.output;
+  // Sections that match no selected table are named, not silently ignored.
+  for (const char* key : {"table.\"it_inc.zzz_typo\"", "table.\"nodb.t\""})
+    EXPECT_NE(check.output.find(fmt::format("WARN  [{}]", key)), std::string::npos) << key << "\n" << check.output;
+  EXPECT_NE(check.output.find("matches no table selected by source.tables/source.exclude"), std::string::npos)
+      << check.output;
 
   ProcessResult refused = RunSluice({"run", "--config", all});
   EXPECT_NE(refused.exit_code, 0) << refused.output;
@@ -440,6 +446,10 @@ TEST(Incremental, RefusalNamesCandidatesAndIndexAdvice) {
   EXPECT_EQ(run.output.find("ON `it_inc`.`idx`"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("index `ux` serves the paging order"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("compared in UTC"), std::string::npos) << "TIMESTAMP cursor\n" << run.output;
+  EXPECT_NE(run.output.find("warning: [table.\"it_inc.zzz_typo\"] matches no table selected by "
+                            "source.tables/source.exclude"),
+            std::string::npos)
+      << run.output;
   ExpectReplicaEqualsSource({"it_inc.idx", "it_inc.noidx"}, dir.File("b.db"));
   // The second run pages and gives no advice again.
   run = RunSluice({"run", "--config", two});
