@@ -206,13 +206,6 @@ namespace {
 // True when some selected table is streamed from the binlog (mode cdc, the default). When
 // none is, the binlog, its settings and the replication privileges are not needed: their
 // lines pass, saying so (docs/incremental.md).
-bool NeedsBinlog(const SourceFacts& f, const Config& config) {
-  if (config.tables.empty() || f.tables.empty()) return true;
-  std::vector<TableName> names;
-  for (const TableFacts& t : f.tables) names.push_back(t.name);
-  auto modes = ModesForTables(config, names);
-  return !modes.ok() || !modes->cdc.empty();
-}
 
 void RelaxBinlogLines(std::vector<CheckLine>& lines) {
   static const std::set<std::string> binlog = {
@@ -234,6 +227,14 @@ void RelaxBinlogLines(std::vector<CheckLine>& lines) {
 }
 
 }  // namespace
+
+bool NeedsBinlog(const SourceFacts& f, const Config& config) {
+  if (config.tables.empty() || f.tables.empty()) return true;
+  std::vector<TableName> names;
+  for (const TableFacts& t : f.tables) names.push_back(t.name);
+  auto modes = ModesForTables(config, names);
+  return !modes.ok() || !modes->cdc.empty();
+}
 
 Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bool exact_counts,
                                       bool settle_replica_ids) {

@@ -81,6 +81,10 @@ struct SourceFacts {
 Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bool exact_counts = true,
                                       bool settle_replica_ids = true);
 
+// Whether a run of `config` reads the binlog: some selected table (of `facts`) is in mode cdc,
+// or the modes are unknown (no table found, sections that clash).
+bool NeedsBinlog(const SourceFacts& facts, const Config& config);
+
 // The server lines: flavor/version, log_bin, binlog_format, binlog_row_image,
 // binlog_row_metadata, GTID, privileges (one line each), table engines, server_id, TCP, TLS,
 // max_allowed_packet.

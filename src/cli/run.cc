@@ -216,8 +216,10 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     std::erase_if(lines, [](const CheckLine& l) { return l.name == "TLS"; });  // logged below
     RETURN_IF_ERROR(RefuseOnFatal(lines));
   }
-  LogInfo("connected to {} {} (server_id {}), binlog at {}", FlavorName(info.flavor), info.version,
-          info.server_id, info.position.ToString());
+  // A run of only incremental/full/snapshot_only tables reads no binlog (and its user may not
+  // see the position at all).
+  LogInfo("connected to {} {} (server_id {}){}", FlavorName(info.flavor), info.version, info.server_id,
+          NeedsBinlog(facts, config) ? ", binlog at " + info.position.ToString() : std::string());
   if (meta->tls_cipher().empty()) {
     if (config.source.tls == TlsMode::kPreferred)
       LogWarning("the server offers no TLS: queries, row data and the binlog travel in plain text "

@@ -491,6 +491,7 @@ TEST(Incremental, NoReplicationPrivilegesNeededWithoutCdcTables) {
   ProcessResult run = RunSluice({"run", "--config", config});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("no table uses mode cdc"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("binlog at"), std::string::npos) << "no binlog is read\n" << run.output;
   ExpectReplicaEqualsSource({"it_inc.ro_*"}, dir.File("ro.db"));
   // The replica's checkpoint has no binlog position, only the three tables' state.
   check = RunSluice({"check", "--config", config});
