@@ -68,25 +68,6 @@ Result<Value> ReplicaValue(sqlite3_stmt* s, int i, const ColumnDesc& col) {
   }
 }
 
-std::string PrintableText(std::string_view s) {
-  std::string out;
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = n > 0 && i + n <= s.size() && !(c < 0x20 || c == 0x7f || c == '\\');
-    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (ok) {
-      out.append(s.substr(i, n));
-      i += n;
-    } else {
-      out += c == '\\' ? std::string("\\\\") : fmt::format("\\x{:02x}", c);
-      ++i;
-    }
-  }
-  return out;
-}
-
 std::string ColumnDifferences(const Row& source, const Row& replica, const TableSchema& t, size_t max_value_chars) {
   constexpr size_t kMaxDescribed = 3;
   auto cut = [&](const Value& v) {

@@ -20,6 +20,7 @@
 #include "sink/mysql_sink.h"
 #include "sink/postgres_sink.h"
 #include "util/status.h"
+#include "util/utf8.h"
 
 struct sqlite3_stmt;
 
@@ -46,9 +47,7 @@ struct TableComparison {
 // Never fails for a value that SQLite returns.
 Result<Value> ReplicaValue(sqlite3_stmt* stmt, int i, const ColumnDesc& col);
 
-// `s` for a report line: control characters (NUL and newline included: reports are printed
-// as C strings, a line each) and bytes that are not UTF-8 as \xNN, backslashes doubled.
-std::string PrintableText(std::string_view s);
+// Report lines escape their values with PrintableText (util/utf8.h).
 
 // What differs between a source row and a replica row of one key, for a report line: every
 // differing column in table order, the first kMaxDescribed as "column c: source X replica Y"

@@ -38,6 +38,7 @@
 
 #include "mysql/key_literal.h"
 #include "schema/text_value.h"
+#include "util/utf8.h"
 #include "snapshot/snapshot.h"
 #include "util/log.h"
 
@@ -112,9 +113,21 @@ Result<KeyTexts> KeyOf(const TableSchema& schema, const Row& row, const std::vec
   return key;
 }
 
-std::string KeyText(const KeyTexts& k) {
+// "(2024-01-02 03:04:05, 0x00ff)": key `k` of columns `cols` of `schema` for a log line, as
+// `sluice verify` names keys: binary values in hex, other text through PrintableText (a NUL
+// would cut the line, other bytes would make a JSON log invalid).
+std::string KeyText(const TableSchema& schema, const std::vector<size_t>& cols, const KeyTexts& k) {
   std::string out = "(";
-  for (size_t i = 0; i < k.size(); ++i) out += (i ? ", " : "") + k[i];
+  for (size_t i = 0; i < k.size(); ++i) {
+    out += i ? ", " : "";
+    auto v = i < cols.size() ? ValueFromText(schema.columns[cols[i]], k[i]) : Result<Value>(Value::Text(k[i]));
+    if (v.ok() && v->kind == Value::Kind::kBytes) {
+      out += "0x";
+      for (unsigned char c : v->s) out += fmt::format("{:02x}", c);
+    } else {
+      out += PrintableText(k[i]);
+    }
+  }
   return out + ")";
 }
 
@@ -407,7 +420,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
       }
       RETURN_IF_ERROR(sink.SaveCheckpoint(ckpt.ToJson()));
       LogInfo("incremental: {}: backfill up to high watermark {}{}", name,
-              p.run_high.empty() ? "(empty table)" : KeyText(p.run_high),
+              p.run_high.empty() ? "(empty table)" : KeyText(schema, wm, p.run_high),
               settled ? std::string()
                       : fmt::format("; rows with cursor values from {} on are left for the next run (they may "
                                     "still be committing)",
@@ -416,7 +429,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
       if (incremental && p.watermark.empty() && !p.run_high.empty())
         p.watermark = KeyTexts{p.run_high[0]};  // a checkpoint of a version that set it at the end
       LogInfo("{}: {}: resuming the copy after key {} ({} rows copied)", TableModeName(opt.mode), name,
-              KeyText(p.backfill_last_key), p.backfill_rows);
+              KeyText(schema, schema.primary_key, p.backfill_last_key), p.backfill_rows);
     }
     PageQuery base;
     base.table = QualifiedTable(schema);
@@ -450,7 +463,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
     if (Stopping(options.stop)) return snap->Finish();
     if (budget == 0) {
       LogInfo("{}: {}: max_rows ({}) reached during the copy after key {}; the next run continues",
-              TableModeName(opt.mode), name, opt.max_rows, KeyText(p.backfill_last_key));
+              TableModeName(opt.mode), name, opt.max_rows, KeyText(schema, schema.primary_key, p.backfill_last_key));
       return snap->Finish();
     }
     p.backfill_done = true;  // the watermark is the one set when the backfill began
@@ -490,7 +503,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
     if (wm_ahead)
       LogWarning("incremental: {}: the watermark {} is ahead of the server's clock ({}): rows with earlier cursor "
                  "values are not read; `sluice resnapshot --config FILE {}` reads the table again",
-                 name, KeyText(p.watermark), now_text, name);
+                 name, KeyText(schema, wm, p.watermark), now_text, name);
   }
   p.run_high = high;
   const Op op = opt.write == WritePolicy::kAppend ? Op::kCreate : Op::kRead;
@@ -567,7 +580,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
           opt.lookback_seconds > 0 ? fmt::format(" (and {} read again in the {} s lookback)", reread, opt.lookback_seconds)
                                    : std::string(),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-          p.watermark.empty() ? "(none)" : KeyText(p.watermark),
+          p.watermark.empty() ? "(none)" : KeyText(schema, wm, p.watermark),
           budget == 0 ? fmt::format("; max_rows ({}) reached, the next run continues", opt.max_rows)
           : hold_back ? fmt::format("; rows with cursor values from {} on are left for the next run (they may "
                                     "still be committing)",

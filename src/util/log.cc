@@ -5,6 +5,8 @@
 #include <ctime>
 #include <mutex>
 
+#include "util/utf8.h"
+
 namespace sluice {
 namespace {
 std::atomic<LogLevel> g_level{LogLevel::kInfo};
@@ -13,10 +15,26 @@ std::mutex g_mu;
 std::string g_display;  // guarded by g_mu: the block on screen, "" when none
 std::atomic<bool> g_display_active{false};
 
+// A JSON string's contents for `s`, whatever bytes it holds: a message may quote bytes from
+// the source (a binary key, a name); a byte that is not part of a valid UTF-8 sequence becomes
+// the text \xNN (as PrintableText writes it), so the line stays valid UTF-8 and valid JSON.
 std::string JsonEscape(const std::string& s) {
   std::string out;
   out.reserve(s.size() + 2);
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t n = Utf8SequenceAt(s, i);
+      if (n == 0) {
+        out += fmt::format("\\\\x{:02x}", c);
+        ++i;
+      } else {
+        out.append(s, i, n);
+        i += n;
+      }
+      continue;
+    }
+    ++i;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;

@@ -57,4 +57,27 @@ std::string EscapeInvalidUtf8(std::string_view s) {
   return out;
 }
 
+std::string PrintableText(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = Utf8SequenceAt(s, i);
+    if (c == '\\') {
+      out += "\\\\";
+      ++i;
+    } else if (n == 0 || c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+      ++i;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
 }  // namespace sluice

@@ -20,4 +20,10 @@ bool IsValidUtf8(std::string_view s);
 // valid UTF-8, so it can be dumped as JSON without error.
 std::string EscapeInvalidUtf8(std::string_view s);
 
+// `s` for a line of a report or a log: control characters (NUL and newline included: such
+// lines are printed as C strings, one a line), DEL and bytes that are not part of a valid UTF-8
+// sequence as \xNN (lower-case hex), backslashes doubled; valid printable UTF-8 unchanged.
+// The result is valid UTF-8 without control characters.
+std::string PrintableText(std::string_view s);
+
 }  // namespace sluice

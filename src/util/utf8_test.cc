@@ -24,5 +24,25 @@ TEST(Utf8, InvalidBytesAreEscaped) {
   EXPECT_TRUE(IsValidUtf8(EscapeInvalidUtf8("\xFE\xFF\xC3")));
 }
 
+// Text for a report or log line: printable UTF-8 kept, control characters, DEL, invalid
+// bytes as \xNN, backslashes doubled; the result is valid UTF-8 with no control character.
+TEST(Utf8, PrintableText) {
+  EXPECT_EQ(PrintableText("plain €ü"), "plain €ü");
+  EXPECT_EQ(PrintableText(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(PrintableText("line\nnext\t\x7f"), "line\\x0anext\\x09\\x7f");
+  EXPECT_EQ(PrintableText("back\\slash"), "back\\\\slash");
+  EXPECT_EQ(PrintableText("\xff\xfe" "ok"), "\\xff\\xfeok");
+  EXPECT_EQ(PrintableText("\xC0\xAF"), "\\xc0\\xaf");  // overlong: not UTF-8
+  EXPECT_EQ(PrintableText("\xE2\x82"), "\\xe2\\x82");  // truncated
+  const std::string all = [] {
+    std::string s;
+    for (int b = 0; b < 256; ++b) s.push_back(static_cast<char>(b));
+    return s;
+  }();
+  const std::string p = PrintableText(all);
+  EXPECT_TRUE(IsValidUtf8(p));
+  for (unsigned char c : p) EXPECT_FALSE(c < 0x20 || c == 0x7f) << static_cast<int>(c);
+}
+
 }  // namespace
 }  // namespace sluice
