@@ -144,6 +144,8 @@ Status ReadPages(Connection& conn, const TableSchema& schema, const TableSchema&
     q.limit = limit;
     if (!after.empty()) {
       ASSIGN_OR_RETURN(q.after, KeyTuple(conn, order_schema, after, /*standalone=*/false));
+      ASSIGN_OR_RETURN(q.after_first,
+                       KeyLiteral(conn, order_schema.columns[order_schema.primary_key[0]], after[0]));
       q.cursor_floor.clear();  // only the first page of a lookback needs it
     }
     ASSIGN_OR_RETURN(QueryResult r, conn.Query(BuildPageSql(q)));
@@ -229,6 +231,10 @@ std::string BuildPageSql(const PageQuery& q) {
   std::vector<std::string> where;
   if (!q.after.empty()) where.push_back(cols + " > " + q.after);
   if (!q.upper.empty()) where.push_back(cols + " <= " + q.upper);
+  if (q.order.size() > 1 && !q.after.empty() && !q.after_first.empty())
+    where.push_back(q.order[0] + " >= " + q.after_first);
+  if (q.order.size() > 1 && !q.upper.empty() && !q.upper_first.empty())
+    where.push_back(q.order[0] + " <= " + q.upper_first);
   if (!q.cursor_floor.empty() && !q.order.empty()) where.push_back(q.order[0] + " >= " + q.cursor_floor);
   if (!q.cursor_below.empty() && !q.order.empty()) where.push_back(q.order[0] + " < " + q.cursor_below);
   if (!q.bound.empty()) where.push_back(q.bound);
@@ -522,6 +528,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
       ASSIGN_OR_RETURN(lb.cursor_below, KeyLiteral(conn, cursor_col, p.watermark[0]));
     } else {
       ASSIGN_OR_RETURN(lb.upper, KeyTuple(conn, wm_schema, p.watermark, /*standalone=*/false));
+      ASSIGN_OR_RETURN(lb.upper_first, KeyLiteral(conn, cursor_col, p.watermark[0]));
     }
     // Not out of max_rows: a window holding max_rows rows or more would use all of every
     // run's budget, and the watermark would never move again (a new user's probe).
@@ -538,6 +545,7 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
       ASSIGN_OR_RETURN(base.cursor_below, KeyLiteral(conn, cursor_col, settle));
     } else {
       ASSIGN_OR_RETURN(base.upper, KeyTuple(conn, wm_schema, high, /*standalone=*/false));
+      ASSIGN_OR_RETURN(base.upper_first, KeyLiteral(conn, cursor_col, high[0]));
     }
     KeyTexts after = p.watermark;
     if (cursor_alone(after)) {  // cursor >= the backfill's H cursor, any key

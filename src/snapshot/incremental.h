@@ -101,6 +101,12 @@ struct PageQuery {
   std::vector<std::string> order;  // quoted watermark (or key) columns, in order
   std::string after;         // literal tuple: rows > after (empty: no lower bound)
   std::string upper;         // literal tuple: rows <= upper (empty: no upper bound)
+  // The literals of the first column of `after` and `upper`. With a key of several columns
+  // they add `order[0] >= after_first` and `order[0] <= upper_first`, which the row-value
+  // comparisons imply: MariaDB plans no index range for a row-value comparison alone, so
+  // without them every page is a full scan and a filesort, index or not.
+  std::string after_first;
+  std::string upper_first;
   std::string cursor_floor;  // `c` >= this expression (empty: none); order[0] is the cursor
   std::string cursor_below;  // `c` < this expression (empty: none)
   std::string bound;         // one more condition, built by the caller (empty: none)

@@ -46,6 +46,30 @@ TEST(IncrementalSql, CompoundWatermarkPageIsARowValueComparisonInWatermarkOrder)
             "('2026-01-02 00:00:00', 'us', 9) ORDER BY `Updated_At`, `region`, `id` LIMIT 500");
 }
 
+// A key of several columns: the row-value bounds come with plain bounds on the first column,
+// which MariaDB can plan as an index range (a row-value comparison alone is a full scan and
+// a filesort on every page).
+TEST(IncrementalSql, RowValueBoundsComeWithARangeOnTheFirstColumn) {
+  PageQuery q;
+  q.table = "`d`.`t`";
+  q.select_list = "*";
+  q.order = {"`u`", "`id`"};
+  q.after = "('2026-01-01 00:00:00', 7)";
+  q.after_first = "'2026-01-01 00:00:00'";
+  q.upper = "('2026-01-02 00:00:00', 9)";
+  q.upper_first = "'2026-01-02 00:00:00'";
+  q.limit = 5;
+  EXPECT_EQ(BuildPageSql(q),
+            "SELECT * FROM `d`.`t` WHERE (`u`, `id`) > ('2026-01-01 00:00:00', 7) AND (`u`, `id`) <= "
+            "('2026-01-02 00:00:00', 9) AND `u` >= '2026-01-01 00:00:00' AND `u` <= '2026-01-02 00:00:00' "
+            "ORDER BY `u`, `id` LIMIT 5");
+  q.order = {"`id`"};  // one column: its comparison is a range already
+  q.after = "7";
+  q.after_first = "7";
+  q.upper.clear();
+  EXPECT_EQ(BuildPageSql(q), "SELECT * FROM `d`.`t` WHERE `id` > 7 ORDER BY `id` LIMIT 5");
+}
+
 TEST(IncrementalSql, FirstPageHasNoLowerBoundAndSingleColumnKeysNoParentheses) {
   PageQuery q;
   q.table = "`d`.`t`";
