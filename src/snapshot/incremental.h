@@ -119,12 +119,16 @@ std::string LookbackFloor(std::string_view quoted_cursor_text, uint32_t seconds)
 
 // Index advice: whether an index begins with the cursor followed by the primary key (or by
 // nothing more: InnoDB appends the primary key to every secondary index), the CREATE INDEX
-// that would add one, and the EXPLAIN of the paging query it was judged on.
+// that would add one, and the EXPLAIN of a paging query (one with a lower bound on the
+// cursor, as every page but a table's first has) with whether the server's plan reads that
+// index: an index can exist and still not be used (the optimizer may prefer a full scan and a
+// sort, on a small table for instance).
 struct IndexAdvice {
   bool has_index = false;
   std::string index_name;    // the index found
   std::string create_index;  // CREATE INDEX ... ON ... (cursor, pk...)
   std::string explain;       // "type=ALL key=NULL rows=1000 Extra=Using where; Using filesort"
+  bool plan_uses_index = false;  // the EXPLAIN reads index_name, without a filesort
 };
 Result<IndexAdvice> AdviseIndex(Connection& conn, const TableSchema& schema, size_t cursor);
 
