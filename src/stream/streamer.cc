@@ -308,8 +308,13 @@ class SchemaRegistry {
                                                   st.like->ToString(), st.like->ToString()));
           }
           def = *v->schema;
-        } else if (st.as_select || !st.definition) {
-          if (can_reread_) { rereads->push_back(t); break; }
+        } else if (st.as_select || txn.create_select || !st.definition) {
+          if (can_reread_) {
+            LogInfo("{}: \"{}\" creates {} from a query: copying it from the source", where, Shorten(txn.ddl_query),
+                    t.ToString());
+            rereads->push_back(t);
+            break;
+          }
           return stop(t.ToString(), "CREATE TABLE ... SELECT takes its columns from the query");
         } else {
           def = *st.definition;

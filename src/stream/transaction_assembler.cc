@@ -98,6 +98,7 @@ void TransactionAssembler::Reset() {
   buffered_bytes_ = 0;
   parts_taken_ = false;
   xa_ = false;
+  create_select_.reset();
 }
 
 std::optional<std::vector<RowChange>> TransactionAssembler::TakePart(std::optional<std::string>* text,
@@ -256,6 +257,14 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
       if (in_txn_ && !standalone_) return std::optional<CommittedTransaction>();
     }
     if (in_txn_ && !standalone_) {
+      // CREATE TABLE ... SELECT (MariaDB, ROW format): the CREATE TABLE of the new table's
+      // columns, then its rows, in one transaction (DDL cannot be inside an explicit one). The
+      // transaction becomes that DDL, marked create_select, without its rows.
+      if (StartsWithCi(q->query, "CREATE") && changes_.empty() && counted_.empty() && !parts_taken_ &&
+          xa_xid_.empty() && !xa_) {
+        create_select_.emplace(q->schema, q->query);
+        return std::optional<CommittedTransaction>();
+      }
       // A statement inside a transaction (statement-logged); nothing to apply in ROW mode.
       return std::optional<CommittedTransaction>();
     }
@@ -359,6 +368,12 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Commit(const b
   out.bytes = buffered_bytes_;
   out.has_parts = parts_taken_;
   out.gtid = gtid_;
+  if (create_select_) {
+    out.is_ddl = true;
+    out.create_select = true;
+    out.ddl_schema = std::move(create_select_->first);
+    out.ddl_query = std::move(create_select_->second);
+  }
   NoteGtid(gtid_);
   Reset();
   MoveBoundary(ev);
@@ -367,6 +382,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Commit(const b
 }
 
 Status TransactionAssembler::AddRows(const binlog::Event& ev, const binlog::RowsEvent& rows) {
+  if (create_select_) return Status::Ok();  // the new table is copied instead (see Commit)
   auto it = table_maps_.find(rows.table_id);
   if (it == table_maps_.end()) {
     return Status::Corruption(fmt::format(

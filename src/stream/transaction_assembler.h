@@ -59,6 +59,10 @@ struct CommittedTransaction {
   bool is_ddl = false;
   std::string ddl_schema;  // for DDL: default schema of the statement
   std::string ddl_query;
+  // MariaDB's CREATE TABLE ... SELECT in ROW format: a CREATE TABLE statement (the columns, not
+  // the query) and the new table's rows in one transaction. The rows are left out (not
+  // decoded: the table has no recorded definition yet); the table is copied from the source.
+  bool create_select = false;
   std::string unknown_xa;  // XA COMMIT of a transaction prepared before the start point
   // Earlier changes of this transaction were handed on by TakePart (they come first).
   bool has_parts = false;
@@ -156,6 +160,8 @@ class TransactionAssembler {
   size_t buffered_bytes_ = 0;  // ApproxBytes of changes_, plus text_'s size
   bool parts_taken_ = false;   // TakePart handed on changes of the current transaction
   bool xa_ = false;            // the current transaction is an XA one (MariaDB GTID flag)
+  // A CREATE TABLE inside the current transaction (CREATE TABLE ... SELECT): its statement.
+  std::optional<std::pair<std::string, std::string>> create_select_;  // schema, query
   StreamPoint group_start_;  // boundary when the current group began
   std::string xa_xid_;       // MySQL: xid of the "XA START" group being read
 

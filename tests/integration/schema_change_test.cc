@@ -386,6 +386,54 @@ TEST(SchemaChange, PartitionsDroppedTruncatedExchangedOrConvertedAreCopiedAgain)
   (void)RunSqlText("DROP DATABASE IF EXISTS it_part;");
 }
 
+// CREATE TABLE ... SELECT: MariaDB logs it as a CREATE TABLE of the columns and the rows, in
+// one transaction. The table is copied from the source (a new user's probe: it was neither
+// recorded nor copied, the next ALTER on it stopped the run, and under NO_LOG the rows of a
+// CTAS read after a later re-CREATE landed under the wrong column names), while streaming and
+// when read after the fact, under FULL and NO_LOG metadata.
+TEST(SchemaChange, CreateTableSelectIsCopiedFromTheSource) {
+  for (const char* metadata : {"FULL", "NO_LOG"}) {
+    SCOPED_TRACE(metadata);
+    RowMetadata mode(metadata);
+    ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_ctas; CREATE DATABASE it_ctas; USE it_ctas;"
+                         "CREATE TABLE base (id INT PRIMARY KEY, p VARCHAR(40), q VARCHAR(40));"
+                         "INSERT INTO base SELECT seq, CONCAT('p', seq), CONCAT('q', seq) FROM seq_1_to_100;"),
+              0);
+    TempDir dir;
+    SluiceConfigSpec spec;
+    spec.tables = {"it_ctas.*"};
+    spec.sink_path = dir.File("replica.db");
+    const std::string config = WriteConfig(dir, spec);
+    auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    // Read after the fact: f is created from a query, dropped, and created again with its
+    // columns swapped before sluice reads the binlog.
+    ASSERT_EQ(RunSqlText("USE it_ctas; CREATE TABLE f AS SELECT id, p, q FROM base WHERE id <= 5; DROP TABLE f;"
+                         "CREATE TABLE f (id INT PRIMARY KEY, q VARCHAR(40), p VARCHAR(40));"
+                         "INSERT INTO f VALUES (1, 'Q-new', 'P-new');"
+                         "CREATE TABLE e AS SELECT id, p FROM base WHERE id <= 20;"
+                         "ALTER TABLE e ADD COLUMN z INT DEFAULT 3 FIRST; UPDATE e SET z = 4 WHERE id = 2;"),
+              0);
+    r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("creates it_ctas.e from a query: copying it from the source"), std::string::npos)
+        << r.output;
+    ExpectReplicaEqualsSource({"it_ctas.*"}, spec.sink_path);
+    // While streaming.
+    pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_EQ(RunSqlText("USE it_ctas; CREATE TABLE g AS SELECT id, q FROM base WHERE id > 90;"
+                         "ALTER TABLE g ADD PRIMARY KEY (id); UPDATE g SET q = 'after' WHERE id = 95;"),
+              0);
+    const bool equal = WaitForReplicaToMatch({"it_ctas.*"}, spec.sink_path, /*expected_tables=*/4);
+    kill(pid, SIGTERM);
+    EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << ReadFile(dir.File("log"));
+    EXPECT_TRUE(equal) << ReadFile(dir.File("log"));
+    ExpectReplicaEqualsSource({"it_ctas.*"}, spec.sink_path);
+  }
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_ctas;");
+}
+
 // Captured tables named like the sink's scratch tables of old (`_sluice_rebuild`,
 // `_sluice_old`) survive the rebuild of another table of their database (a new user's probe:
 // they vanished from the replica, and the run stopped at their next row).
