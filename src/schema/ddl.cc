@@ -1112,6 +1112,14 @@ class Parser {
   }
 
   void Drop(Statement& s) {
+    if (AcceptWord("DATABASE") || AcceptWord("SCHEMA")) {
+      s.kind = Kind::kDropTable;
+      s.if_exists = AcceptWords({"IF", "EXISTS"});
+      auto db = Name();
+      if (!db) return NotUnderstood(s);
+      s.drop_database = *db;
+      return;
+    }
     s.temporary = AcceptWord("TEMPORARY");
     if (AcceptWord("TABLE") || AcceptWord("TABLES")) {
       if (s.temporary) return;
@@ -1230,6 +1238,7 @@ std::string Statement::Summary() const {
   } else {
     for (size_t k = 0; k < tables.size(); ++k) out += (k ? ", " : " ") + tables[k].ToString();
   }
+  if (!drop_database.empty()) out += " database " + drop_database;
   if (like) out += " like " + like->ToString();
   if (as_select) out += " select";
   if (definition && !definition->columns.empty()) {

@@ -119,6 +119,10 @@ struct Statement {
 
   std::vector<AlterOp> ops;       // ALTER TABLE clauses in order (CREATE/DROP INDEX too)
 
+  // DROP DATABASE/SCHEMA db (kind kDropTable, `tables` empty): every table of db is dropped;
+  // the caller, which knows them, names them.
+  std::string drop_database;
+
   // One line: "<kind> <tables>[: op(name), ...]" / "none", plus " (partial: ...)".
   std::string Summary() const;
 };

@@ -182,6 +182,16 @@ class SchemaRegistry {
           "(docs/schema-changes.md)",
           where, Shorten(txn.ddl_query), parsed.status().message()));
     }
+    if (!parsed->drop_database.empty()) {
+      // DROP DATABASE: each table of it that the history knows is dropped (a new user's
+      // probe: they stayed, and a table created again under the same name stopped the run).
+      for (const std::string& name : history_.Tables())
+        for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1))
+          if (name.compare(0, dot, parsed->drop_database) == 0 && dot == parsed->drop_database.size()) {
+            const TableVersion* v = history_.Latest(name.substr(0, dot), name.substr(dot + 1));
+            if (v && v->schema) parsed->tables.push_back(ddl::TableRef{name.substr(0, dot), name.substr(dot + 1)});
+          }
+    }
     const ddl::Statement& st = *parsed;
     if (st.kind == ddl::Kind::kNone || st.temporary) return Status::Ok();
     auto selected = [&](const ddl::TableRef& t) { return TableSelected(filter_, t.db, t.table); };

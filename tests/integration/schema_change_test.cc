@@ -434,6 +434,30 @@ TEST(SchemaChange, CreateTableSelectIsCopiedFromTheSource) {
   (void)RunSqlText("DROP DATABASE IF EXISTS it_ctas;");
 }
 
+// DROP DATABASE drops its captured tables (a new user's probe: they were kept, and the same
+// database created again with a table of the same name stopped the run: "the recorded
+// definition says the table already exists").
+TEST(SchemaChange, DropDatabaseDropsItsTables) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_dropdb; CREATE DATABASE it_dropdb; USE it_dropdb;"
+                       "CREATE TABLE a (id INT PRIMARY KEY, v INT); INSERT INTO a VALUES (1, 1);"
+                       "CREATE TABLE b (id INT PRIMARY KEY); INSERT INTO b VALUES (1);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_dropdb.*"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("DROP DATABASE it_dropdb; CREATE DATABASE it_dropdb; USE it_dropdb;"
+                       "CREATE TABLE a (id INT PRIMARY KEY, w VARCHAR(10)); INSERT INTO a VALUES (2, 'x');"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_dropdb.*"}, spec.sink_path);
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_dropdb;");
+}
+
 // Captured tables named like the sink's scratch tables of old (`_sluice_rebuild`,
 // `_sluice_old`) survive the rebuild of another table of their database (a new user's probe:
 // they vanished from the replica, and the run stopped at their next row).
