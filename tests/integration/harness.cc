@@ -232,6 +232,17 @@ pid_t StartSluice(const std::vector<std::string>& args, const std::string& log_p
   return pid;
 }
 
+std::string CheckLine(const std::string& output, const std::string& name) {
+  for (size_t at = 0; at < output.size();) {
+    size_t end = output.find('\n', at);
+    if (end == std::string::npos) end = output.size();
+    const std::string line = output.substr(at, end - at);
+    if (line.size() > 6 && line.compare(6, name.size(), name) == 0) return line;
+    at = end + 1;
+  }
+  return "";
+}
+
 std::string ReadSqliteCheckpoint(const std::string& sqlite_path) {
   if (!std::filesystem::exists(sqlite_path)) return "";
   sqlite3* db = nullptr;

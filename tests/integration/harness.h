@@ -99,6 +99,10 @@ class RowMetadata {
 // The checkpoint JSON stored in an SQLite replica ("" when there is none yet).
 std::string ReadSqliteCheckpoint(const std::string& sqlite_path);
 
+// The line of `sluice check` output whose name (after the 6-character outcome column) starts
+// with `name`; "" when there is none.
+std::string CheckLine(const std::string& output, const std::string& name);
+
 // Polls (every 100 ms, up to `timeout`) until the replica holds `expected_tables` tables
 // matching `tables` and each equals the source; returns whether that happened.
 bool WaitForReplicaToMatch(const std::vector<std::string>& tables, const std::string& sqlite_path,

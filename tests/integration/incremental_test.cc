@@ -395,18 +395,6 @@ TEST(Incremental, SigkillDuringBackfillAndPagingResumes) {
   ExpectReplicaEqualsSource({table}, db);
 }
 
-// The line of `sluice check` output whose name starts with `name`, "" when there is none.
-std::string CheckOutputLine(const std::string& output, const std::string& name) {
-  for (size_t at = 0; at < output.size();) {
-    size_t end = output.find('\n', at);
-    if (end == std::string::npos) end = output.size();
-    const std::string line = output.substr(at, end - at);
-    if (line.size() > 6 && line.compare(6, name.size(), name) == 0) return line;
-    at = end + 1;
-  }
-  return "";
-}
-
 // A table without a usable cursor is refused naming the candidates; `sluice check` and the
 // first run's log give index advice for a table without an index on (cursor, pk) and not for
 // one with it.
@@ -446,7 +434,7 @@ TEST(Incremental, RefusalNamesCandidatesAndIndexAdvice) {
   EXPECT_EQ(check.output.find("ON `it_inc`.`idx`"), std::string::npos) << check.output;
   // An index the optimizer may not use (IGNORED): the plan is a full scan and a sort, which
   // check states as seen, not as an index that serves the order.
-  const std::string ignored = CheckOutputLine(check.output, "incremental: it_inc.ignored");
+  const std::string ignored = CheckLine(check.output, "incremental: it_inc.ignored");
   EXPECT_EQ(ignored.rfind("WARN", 0), 0u) << check.output;
   EXPECT_NE(ignored.find("index `ux` begins with `updated_at` then the primary key, but the server does not plan "
                          "the paging query with it"),

@@ -600,18 +600,6 @@ TEST(Postgres, RestartDuringSnapshotCopyIsWaitedOut) {
       << "the restart happened while the snapshot applied chunks, and was waited out\n" << ReadFile(log);
 }
 
-// The line of `sluice check` that starts with `name`, "" when there is none.
-std::string CheckLineOf(const std::string& output, const std::string& name) {
-  for (size_t at = 0; at < output.size();) {
-    size_t end = output.find('\n', at);
-    if (end == std::string::npos) end = output.size();
-    const std::string line = output.substr(at, end - at);
-    if (line.size() > 6 && line.compare(6, name.size(), name) == 0) return line;
-    at = end + 1;
-  }
-  return "";
-}
-
 // `sluice check` judges a PostgreSQL sink by connecting to it (an unreachable one fails the
 // sink line with the connection error), and reads the checkpoint from the destination: the
 // state of tables read without the binlog, and the resume position of cdc tables.
@@ -639,7 +627,7 @@ TEST(Postgres, CheckConnectsToTheSinkAndReadsItsCheckpoint) {
                                         << "\"\npassword_env = \"SLUICE_TEST_PG_PASSWORD\"\n" << full;
   ProcessResult r = RunSluice({"check", "--config", refused});
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  std::string line = CheckLineOf(r.output, "sink reachable and writable");
+  std::string line = CheckLine(r.output, "sink reachable and writable");
   EXPECT_EQ(line.rfind("FAIL", 0), 0u) << r.output;
   EXPECT_NE(line.find("port=1"), std::string::npos) << r.output;
   EXPECT_NE(line.find("cannot connect"), std::string::npos) << r.output;
@@ -649,7 +637,7 @@ TEST(Postgres, CheckConnectsToTheSinkAndReadsItsCheckpoint) {
   const std::string config = WritePgConfig(dir, spec, pgdb);
   std::ofstream(config, std::ios::app) << full;
   r = RunSluice({"check", "--config", config});
-  line = CheckLineOf(r.output, "sink reachable and writable");
+  line = CheckLine(r.output, "sink reachable and writable");
   EXPECT_EQ(line.rfind("PASS", 0), 0u) << r.output;
   EXPECT_NE(line.find("PostgreSQL destination"), std::string::npos) << r.output;
   EXPECT_NE(line.find("no checkpoint yet"), std::string::npos) << r.output;
@@ -657,7 +645,7 @@ TEST(Postgres, CheckConnectsToTheSinkAndReadsItsCheckpoint) {
   r = RunSluice({"run", "--config", config});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = RunSluice({"check", "--config", config});
-  line = CheckLineOf(r.output, "sink reachable and writable");
+  line = CheckLine(r.output, "sink reachable and writable");
   EXPECT_EQ(line.rfind("PASS", 0), 0u) << r.output;
   EXPECT_NE(line.find("checkpoint without a binlog position, with the state of 1 table(s) read without the binlog"),
             std::string::npos)
@@ -671,9 +659,9 @@ TEST(Postgres, CheckConnectsToTheSinkAndReadsItsCheckpoint) {
   r = RunSluice({"run", "--config", mixed, "--until-caught-up"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = RunSluice({"check", "--config", mixed});
-  line = CheckLineOf(r.output, "sink reachable and writable");
+  line = CheckLine(r.output, "sink reachable and writable");
   EXPECT_NE(line.find("checkpoint at "), std::string::npos) << r.output;
-  line = CheckLineOf(r.output, "binlog retention: resume position");
+  line = CheckLine(r.output, "binlog retention: resume position");
   EXPECT_EQ(line.find("no checkpoint yet"), std::string::npos) << r.output;
   EXPECT_NE(line.find("is on the server"), std::string::npos) << r.output;
 }
