@@ -188,16 +188,24 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
         "table {}: {} `{}`: no such column in the recorded definition", table, OpName(op.kind), name));
   };
   TableSchema& t = a.after;
+  // The server resolves the columns a clause names (CHANGE, MODIFY, DROP, RENAME COLUMN, ALTER
+  // COLUMN) in the table as it was before the statement, then among the columns the statement
+  // adds; names must be unique only in the result. So `CHANGE p q ..., CHANGE q p ...` swaps
+  // two columns (a new user's probe: it was refused, the second clause finding the first's q).
+  auto find_existing = [&](std::string_view name) {
+    for (size_t i = 0; i < t.columns.size(); ++i)
+      if (a.source_of[i] >= 0 && SameName(before.columns[static_cast<size_t>(a.source_of[i])].name, name))
+        return static_cast<int>(i);
+    for (size_t i = 0; i < t.columns.size(); ++i)
+      if (a.source_of[i] < 0 && SameName(t.columns[i].name, name)) return static_cast<int>(i);
+    return -1;
+  };
   for (const AlterOp& op : stmt.ops) {
     switch (op.kind) {
       case OpKind::kAddColumn: {
         if (!op.column) return Status::Internal("ADD COLUMN without a definition");
         ColumnDesc c = *op.column;
-        if (Find(t, c.name) >= 0) {
-          if (op.if_not_exists) break;
-          return Status::FailedPrecondition(fmt::format(
-              "table {}: ADD COLUMN `{}`: the recorded definition already has it", table, c.name));
-        }
+        if (op.if_not_exists && Find(t, c.name) >= 0) break;
         if (c.charset.empty() && HasCharset(c.type) && !t.collation.empty()) {
           c.charset = t.collation.substr(0, t.collation.find('_'));
           if (c.collation.empty()) c.collation = t.collation;
@@ -218,7 +226,7 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
         break;
       }
       case OpKind::kDropColumn: {
-        int idx = Find(t, op.name);
+        int idx = find_existing(op.name);
         if (idx < 0) {
           if (op.if_exists) break;
           return missing(op, op.name);
@@ -233,21 +241,13 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
       }
       case OpKind::kModifyColumn:
       case OpKind::kChangeColumn: {
-        int idx = Find(t, op.name);
+        int idx = find_existing(op.name);
         if (idx < 0) {
           if (op.if_exists) break;
           return missing(op, op.name);
         }
         if (!op.column) return Status::Internal("MODIFY/CHANGE COLUMN without a definition");
         ColumnDesc c = *op.column;
-        if (op.kind == OpKind::kChangeColumn) {
-          int clash = Find(t, c.name);
-          if (clash >= 0 && clash != idx) {
-            return Status::FailedPrecondition(fmt::format(
-                "table {}: CHANGE COLUMN `{}` `{}`: the recorded definition already has `{}`", table,
-                op.name, c.name, c.name));
-          }
-        }
         // Without CHARACTER SET, a character column takes the table's default (not its old one).
         if (c.charset.empty() && HasCharset(c.type) && !t.collation.empty()) {
           c.charset = t.collation.substr(0, t.collation.find('_'));
@@ -260,22 +260,16 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
         break;
       }
       case OpKind::kRenameColumn: {
-        int idx = Find(t, op.name);
+        int idx = find_existing(op.name);
         if (idx < 0) {
           if (op.if_exists) break;
           return missing(op, op.name);
-        }
-        int clash = Find(t, op.new_name);
-        if (clash >= 0 && clash != idx) {
-          return Status::FailedPrecondition(fmt::format(
-              "table {}: RENAME COLUMN `{}` TO `{}`: the recorded definition already has `{}`", table,
-              op.name, op.new_name, op.new_name));
         }
         t.columns[idx].name = op.new_name;
         break;
       }
       case OpKind::kSetDefault: {
-        int idx = Find(t, op.name);
+        int idx = find_existing(op.name);
         if (idx < 0) return missing(op, op.name);
         if (op.column) {
           t.columns[idx].default_kind = op.column->default_kind;
@@ -284,14 +278,14 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
         break;
       }
       case OpKind::kDropDefault: {
-        int idx = Find(t, op.name);
+        int idx = find_existing(op.name);
         if (idx < 0) return missing(op, op.name);
         t.columns[idx].default_kind = DefaultKind::kNone;
         t.columns[idx].default_value.reset();
         break;
       }
       case OpKind::kSetVisibility: {
-        int idx = Find(t, op.name);
+        int idx = find_existing(op.name);
         if (idx < 0) return missing(op, op.name);
         if (op.column) t.columns[idx].is_invisible = op.column->is_invisible;
         break;
@@ -366,6 +360,12 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
   }
   if (t.columns.empty())
     return Status::FailedPrecondition(fmt::format("table {}: the statement leaves no columns", table));
+  for (size_t i = 0; i < t.columns.size(); ++i)
+    for (size_t j = i + 1; j < t.columns.size(); ++j)
+      if (SameName(t.columns[i].name, t.columns[j].name))
+        return Status::FailedPrecondition(fmt::format(
+            "table {}: the statement leaves two columns named `{}` by the recorded definition", table,
+            t.columns[j].name));
   return a;
 }
 

@@ -458,6 +458,30 @@ TEST(SchemaChange, DropDatabaseDropsItsTables) {
   (void)RunSqlText("DROP DATABASE IF EXISTS it_dropdb;");
 }
 
+// Two columns swapped by one statement (MariaDB resolves each clause against the table before
+// it): followed, each value under its new name (a new user's probe: the run stopped, "the
+// recorded definition already has `q`").
+TEST(SchemaChange, ColumnsSwappedInOneStatementAreFollowed) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_swap; CREATE DATABASE it_swap; USE it_swap;"
+                       "CREATE TABLE t (id INT PRIMARY KEY, p VARCHAR(40), q VARCHAR(40));"
+                       "INSERT INTO t VALUES (1, 'p1', 'q1'), (2, 'p2', 'q2');"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_swap.*"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("USE it_swap; ALTER TABLE t CHANGE p q VARCHAR(40), CHANGE q p VARCHAR(40);"
+                       "INSERT INTO t VALUES (3, 'new-q', 'new-p'); UPDATE t SET p = 'p-of-1' WHERE id = 1;"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_swap.*"}, spec.sink_path);
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_swap;");
+}
+
 // Captured tables named like the sink's scratch tables of old (`_sluice_rebuild`,
 // `_sluice_old`) survive the rebuild of another table of their database (a new user's probe:
 // they vanished from the replica, and the run stopped at their next row).
