@@ -99,6 +99,12 @@ bool Compatible(Family binlog, Family schema) {
 
 }  // namespace
 
+std::string ResnapshotHint(const std::string& table) {
+  return fmt::format("copy the table again with `sluice resnapshot --config FILE {}` (this replica; then run "
+                     "sluice again), or re-snapshot into a new replica",
+                     table);
+}
+
 Status CheckRowLayout(const binlog::TableMap& map, const TableSchema& schema,
                       bool allow_appended_columns) {
   const std::string name = schema.db + "." + schema.table;
@@ -106,26 +112,25 @@ Status CheckRowLayout(const binlog::TableMap& map, const TableSchema& schema,
   if (map.column_count() != schema.columns.size() && !appended) {
     return Status::FailedPrecondition(fmt::format(
         "table {}: the binlog row has {} columns but the table now has {} (its definition "
-        "changed after this event was written); re-snapshot the table into a new replica",
-        name, map.column_count(), schema.columns.size()));
+        "changed after this event was written); {}",
+        name, map.column_count(), schema.columns.size(), ResnapshotHint(name)));
   }
   for (size_t i = 0; i < map.column_count(); ++i) {
     const ColumnDesc& c = schema.columns[i];
     if (i < map.column_names.size() && map.column_names[i] != c.name) {
       return Status::FailedPrecondition(fmt::format(
           "table {}: column {} is `{}` in the binlog row but `{}` in the table now (its "
-          "definition changed after this event was written); re-snapshot the table into a new "
-          "replica",
-          name, i + 1, map.column_names[i], c.name));
+          "definition changed after this event was written); {}",
+          name, i + 1, map.column_names[i], c.name, ResnapshotHint(name)));
     }
     Family b = OfBinlog(map.column_types[i]);
     Family s = OfSchema(c.type);
     if (!Compatible(b, s)) {
       return Status::FailedPrecondition(fmt::format(
           "table {}: column {} (`{}`) holds {} value in the binlog row but is {} in the table "
-          "now (its definition changed after this event was written); re-snapshot the table "
-          "into a new replica",
-          name, i + 1, c.name, Article(FamilyName(b)), c.column_type.empty() ? c.data_type : c.column_type));
+          "now (its definition changed after this event was written); {}",
+          name, i + 1, c.name, Article(FamilyName(b)), c.column_type.empty() ? c.data_type : c.column_type,
+          ResnapshotHint(name)));
     }
   }
   return Status::Ok();
@@ -161,8 +166,8 @@ Status CheckTableMap(const binlog::TableMap& map, const TableSchema& schema, std
     return Status::FailedPrecondition(fmt::format(
         "table {} at {}: {}; the table's definition changed without a DDL statement sluice "
         "read from the binlog (e.g. under SET sql_log_bin=0), so its rows cannot be mapped "
-        "onto columns safely; re-snapshot the table into a new replica (docs/schema-changes.md)",
-        name, where, what));
+        "onto columns safely; {} (docs/schema-changes.md)",
+        name, where, what, ResnapshotHint(name)));
   };
   if (map.column_count() != schema.columns.size()) {
     return mismatch(fmt::format("the binlog row has {} columns but the recorded definition has {}",

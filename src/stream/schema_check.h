@@ -19,6 +19,10 @@
 
 namespace sluice {
 
+// What a stop says to do about `table` ("db.table") whose rows sluice cannot map: `sluice
+// resnapshot` of it into this replica, or a new replica.
+std::string ResnapshotHint(const std::string& table);
+
 // With `allow_appended_columns`, a row with fewer columns than the definition passes when it
 // matches the definition's first columns (columns were added at the end since the event).
 Status CheckRowLayout(const binlog::TableMap& map, const TableSchema& schema,

@@ -143,9 +143,8 @@ class SchemaRegistry {
       if (!v->schema) {
         return Status::FailedPrecondition(fmt::format(
             "table {} at {}: rows of a table the binlog dropped or renamed away at {}:{} (\"{}\"); "
-            "it was re-created without a statement sluice read; re-snapshot it into a new replica "
-            "(docs/schema-changes.md)",
-            key, where, v->since.file, v->since.pos, Shorten(v->ddl)));
+            "it was re-created without a statement sluice read; {} (docs/schema-changes.md)",
+            key, where, v->since.file, v->since.pos, Shorten(v->ddl), ResnapshotHint(key)));
       }
       RETURN_IF_ERROR(CheckTableMap(map, *v->schema, where));
       return v->schema;
@@ -153,7 +152,8 @@ class SchemaRegistry {
     auto it = legacy_.find(key);
     if (it != legacy_.end() && CheckRowLayout(map, *it->second, true).ok()) return it->second;
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, map.db, map.table));
-    RETURN_IF_ERROR(CheckRowLayout(map, loaded, /*allow_appended_columns=*/true));
+    RETURN_IF_ERROR(CheckRowLayout(map, loaded, /*allow_appended_columns=*/true)
+                        .WithContext(fmt::format("binlog {} offset {}", event.file, event.pos)));
     auto ptr = std::make_shared<const TableSchema>(std::move(loaded));
     legacy_[key] = ptr;  // the sink prepares the table when it first meets its rows
     return TableSchemaPtr(ptr);

@@ -290,6 +290,8 @@ TEST(SchemaChange, HiddenDdlStopsInsteadOfShiftingValues) {
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_NE(r.output.find(std::string("it_sch.") + table + " at binlog"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("sql_log_bin"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(std::string("sluice resnapshot --config FILE it_sch.") + table), std::string::npos)
+        << "the stop names the repair of this replica\n" << r.output;
     EXPECT_NE(r.output.find(std::string(table) == "t" ? "columns" : "column 2 (`a`)"), std::string::npos)
         << r.output;
     EXPECT_EQ(ReplicaRows(spec.sink_path, std::string("it_sch.") + table), 1) << "row 2 was written";
