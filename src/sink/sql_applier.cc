@@ -489,8 +489,13 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
               // Columns added before the crash (one ALTER each, in order) are there already.
               ASSIGN_OR_RETURN(auto have, dialect_->DescribeTable(*conn_, to));
               if (!have)
-                return Status::FailedPrecondition(fmt::format("table {}: {} of a table the destination does not have",
-                                                              from.display, SchemaChangeKindName(c.kind)));
+                return Status::FailedPrecondition(fmt::format(
+                    "table {}: {} of a table the destination does not have (the statement \"{}\" at binlog {}:{}; "
+                    "a crash between the renames of one statement leaves the destination between two states, "
+                    "MySQL/MariaDB applying each rename on its own): copy the tables the statement names again "
+                    "with `sluice resnapshot --config FILE db.table ...`, then run sluice again",
+                    from.display, SchemaChangeKindName(c.kind), c.ddl.size() > 120 ? c.ddl.substr(0, 117) + "..." : c.ddl,
+                    c.source.file, c.source.pos));
               first_new = std::max(first_new, have->size());
             }
             for (size_t i = first_new; i < a.columns.size(); ++i) {

@@ -554,6 +554,18 @@ TEST_F(MysqlDest, SchemaChangeRepeated) {
   old = dest->Query("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'it_redo'");
   ASSERT_TRUE(old.ok());
   EXPECT_EQ(old->rows[0][0], std::optional<std::string>("0")) << "t2 dropped with sink.drop_tables = drop";
+  // A rename of a table the destination no longer has (a crash between the renames of a swap,
+  // a new user's probe): the stop names the statement, its position and the repair.
+  auto moved = std::make_shared<TableSchema>(*s3);
+  moved->table = "t3";
+  SchemaChange gone{SchemaChange::Kind::kRename, s3, moved, {}, "RENAME TABLE t2 TO t3", {}};
+  gone.source.file = "mariadb-bin.000007";
+  gone.source.pos = 4242;
+  Status st = (*sink)->ApplySchemaChanges({gone}, "c5");
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("\"RENAME TABLE t2 TO t3\" at binlog mariadb-bin.000007:4242"), std::string::npos)
+      << st.ToString();
+  EXPECT_NE(st.message().find("sluice resnapshot --config FILE"), std::string::npos) << st.ToString();
 }
 
 }  // namespace
