@@ -569,9 +569,18 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
     return Note(st);
   }
   for (const std::string& key : touched) ForgetTable(key);
-  // The cache and the tables table learn the new definitions (CREATE IF NOT EXISTS finds them).
-  for (const SchemaChange& c : changes)
-    if (c.after) RETURN_IF_ERROR(PrepareTable(*c.after));
+  // The cache and the tables table learn the new definitions (CREATE IF NOT EXISTS finds them):
+  // those the statement leaves. A name a later change of the statement moves on or drops is
+  // left alone: prepared, the intermediate name of `RENAME TABLE b TO b2, b2 TO b3` (or the tmp
+  // of a swap) came back as an empty table (a new user's probe).
+  for (size_t i = 0; i < changes.size(); ++i) {
+    if (!changes[i].after) continue;
+    const std::string key = dialect_->TableName(*changes[i].after).key;
+    bool moved_on = false;
+    for (size_t j = i + 1; j < changes.size() && !moved_on; ++j)
+      moved_on = changes[j].before && dialect_->NamesEqual(dialect_->TableName(*changes[j].before).key, key);
+    if (!moved_on) RETURN_IF_ERROR(PrepareTable(*changes[i].after));
+  }
   return Status::Ok();
 }
 

@@ -484,6 +484,32 @@ TEST(SchemaChange, ColumnsSwappedInOneStatementAreFollowed) {
   (void)RunSqlText("DROP DATABASE IF EXISTS it_swap;");
 }
 
+// Renames through an intermediate name (a chain, a swap through tmp) leave no empty table
+// of that name in the replica (a new user's probe: the sink prepared every name the statement
+// went through, and `b2` and `tmp` came back empty).
+TEST(SchemaChange, RenamesThroughAnIntermediateNameLeaveNoTableOfIt) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_chain; CREATE DATABASE it_chain; USE it_chain;"
+                       "CREATE TABLE b (id INT PRIMARY KEY, v INT); INSERT INTO b VALUES (1, 1), (2, 2);"
+                       "CREATE TABLE x (id INT PRIMARY KEY); INSERT INTO x VALUES (7);"
+                       "CREATE TABLE y (id INT PRIMARY KEY, w INT); INSERT INTO y VALUES (8, 8);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_chain.*"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("USE it_chain; RENAME TABLE b TO b2, b2 TO b3; INSERT INTO b3 VALUES (3, 3);"
+                       "RENAME TABLE x TO tmp, y TO x, tmp TO y; INSERT INTO x VALUES (9, 9);"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_chain.*"}, spec.sink_path);
+  EXPECT_EQ(ReplicaTables(spec.sink_path), (std::vector<std::string>{"it_chain.b3", "it_chain.x", "it_chain.y"}));
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_chain;");
+}
+
 // Captured tables named like the sink's scratch tables of old (`_sluice_rebuild`,
 // `_sluice_old`) survive the rebuild of another table of their database (a new user's probe:
 // they vanished from the replica, and the run stopped at their next row).
