@@ -40,6 +40,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/hash.h"
+
 namespace sluice {
 
 namespace {
@@ -408,14 +410,11 @@ namespace {
 constexpr std::string_view kSchemasKey = ",\"schemas\":";
 constexpr std::string_view kRefKey = ",\"schemas_ref\":\"";
 
-// 64-bit FNV-1a of the text, and its length.
+// 64-bit FNV-1a of the text, and its length. The offset basis lacks a digit of FNV's own
+// (1469598103934665603, not 14695981039346656037); stored references were made with it, so it
+// stays.
 std::string HistoryRef(std::string_view json) {
-  uint64_t x = 1469598103934665603ull;
-  for (unsigned char c : json) {
-    x ^= c;
-    x *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}-{}", x, json.size());
+  return fmt::format("{:016x}-{}", Fnv1a64(json, 1469598103934665603ull), json.size());
 }
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "schema/text_value.h"
+#include "util/hash.h"
 
 namespace sluice {
 
@@ -512,8 +513,7 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
           // `_sluice_rebuild` or `_sluice_old` in the same database was dropped by the rebuild of
           // any other table there (a new user's probe). The same for every retry of this
           // change, so that a redo after a crash finds what the crash left.
-          uint64_t h = 14695981039346656037ull;
-          for (unsigned char ch : to.key) h = (h ^ ch) * 1099511628211ull;
+          const uint64_t h = Fnv1a64(to.key);
           TableSchema scratch_schema = a;
           scratch_schema.table = fmt::format("_sluice_rebuild_{:016x}", h);
           const SqlTableName scratch = dialect_->TableName(scratch_schema);

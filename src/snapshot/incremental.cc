@@ -40,6 +40,7 @@
 #include "schema/text_value.h"
 #include "util/utf8.h"
 #include "snapshot/snapshot.h"
+#include "util/hash.h"
 #include "util/log.h"
 
 namespace sluice {
@@ -499,24 +500,26 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
   bool hold_back = false;
   std::string settle;  // hold_back: the server's clock a second ago, in the cursor's type
   uint64_t future = 0;  // rows more than a second ahead of the server's clock, read again
-  std::string future_from;
+  std::string future_from;  // the server's clock a second ahead, when the newest row is beyond it
+  std::string ahead_of_clock;  // the server's clock a second ahead
+  if (!high.empty() || !p.watermark.empty()) {
+    ASSIGN_OR_RETURN(ahead_of_clock, ClockCursorText(conn, cursor_col, 1));
+  }
   if (!high.empty()) {
     ASSIGN_OR_RETURN(bool settled, CursorSettled(conn, cursor_col, high[0]));
     hold_back = !settled;
     if (hold_back) {
       ASSIGN_OR_RETURN(settle, ClockCursorText(conn, cursor_col, -1));
-      ASSIGN_OR_RETURN(future_from, ClockCursorText(conn, cursor_col, 1));
-      ASSIGN_OR_RETURN(bool ahead, CursorAfter(conn, high[0], future_from));
-      if (!ahead) future_from.clear();
+      ASSIGN_OR_RETURN(bool ahead, CursorAfter(conn, high[0], ahead_of_clock));
+      if (ahead) future_from = ahead_of_clock;
     }
   }
   if (!p.watermark.empty()) {
-    ASSIGN_OR_RETURN(std::string now_text, ClockCursorText(conn, cursor_col, 1));
-    ASSIGN_OR_RETURN(bool wm_ahead, CursorAfter(conn, p.watermark[0], now_text));
+    ASSIGN_OR_RETURN(bool wm_ahead, CursorAfter(conn, p.watermark[0], ahead_of_clock));
     if (wm_ahead)
       LogWarning("incremental: {}: the watermark {} is ahead of the server's clock ({}): rows with earlier cursor "
                  "values are not read; `sluice resnapshot --config FILE {}` reads the table again",
-                 name, KeyText(schema, wm, p.watermark), now_text, name);
+                 name, KeyText(schema, wm, p.watermark), ahead_of_clock, name);
   }
   p.run_high = high;
   const Op op = opt.write == WritePolicy::kAppend ? Op::kCreate : Op::kRead;
@@ -612,9 +615,7 @@ std::string IncrementalDefinition(const TableSchema& schema, const std::string& 
     text += c.name + '\0' + c.column_type + '\0' + c.collation + '\0' + (c.nullable ? "1" : "0") + '\n';
   for (size_t k : schema.primary_key) text += std::to_string(k) + ',';
   text += '\n' + cursor;
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
-  return fmt::format("{:016x}", h);
+  return fmt::format("{:016x}", Fnv1a64(text));
 }
 
 }  // namespace
