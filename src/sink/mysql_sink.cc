@@ -571,6 +571,29 @@ class MyDialect : public SqlDialect {
                             const SqlTableName& to) const override {
     return "RENAME TABLE " + from.quoted + " TO " + old.quoted + ", " + scratch.quoted + " TO " + to.quoted;
   }
+  std::optional<SqlTableName> MarkerTable(std::string_view name) const override {
+    SqlTableName n;
+    n.quoted_namespace = meta_;
+    n.quoted = meta_ + "." + QuoteIdentifier(name);
+    n.key = n.quoted;
+    n.display = options_.database + "." + std::string(name);
+    n.namespace_name = options_.database;
+    n.table_name = name;
+    return n;
+  }
+  Result<std::vector<std::string>> ListMarkerTables(SqlConnection& conn) const override {
+    ASSIGN_OR_RETURN(auto found, DescribeByQuery(conn,
+                                                 "SELECT TABLE_NAME, '', 0 FROM information_schema.TABLES "
+                                                 "WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE '\\_sluice\\_ddl\\_%'",
+                                                 {options_.database}));
+    std::vector<std::string> names;
+    if (found)
+      for (SqlExistingColumn& c : *found) names.push_back(std::move(c.name));
+    return names;
+  }
+  std::string AlsoRenameSql(const std::string& rename, const SqlTableName& from, const SqlTableName& to) const override {
+    return rename + ", " + from.quoted + " TO " + to.quoted;
+  }
   bool TransactionalDdl() const override { return false; }
 
  private:

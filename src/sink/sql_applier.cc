@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <bit>
+#include <charconv>
 #include <unordered_set>
 
 #include "schema/text_value.h"
@@ -432,9 +434,68 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
     if (std::string ns = dialect_->EnsureNamespaceSql(name); !ns.empty()) RETURN_IF_ERROR(Exec(ns));
     return Exec(sql);
   };
+  // Statement markers. Where DDL is not transactional (MySQL/MariaDB) every DDL commits on its
+  // own, so a crash can stop a statement part way, and the statement is applied again after
+  // the restart. A single change finds what is done by looking (DescribeTable below), but a
+  // statement of several reuses names, which looking cannot tell apart: applied twice, a swap
+  // (RENAME TABLE a TO tmp, b TO a, tmp TO b) was swapped back silently, and
+  // `RENAME TABLE a TO a_old, a_new TO a` dropped a_old (a new user's probe). So such a
+  // statement keeps a marker table, `_sluice_ddl_<hash of the statement>_<step>`, in the
+  // bookkeeping database: step 2i+1 = change i renamed its table, 2i+2 = change i done. A
+  // rename moves the marker to its step in the same RENAME statement (atomic: the rename and
+  // the step are both made or neither); steps that are safe to repeat (CREATE after DROP IF
+  // EXISTS, ADD COLUMN after looking) move it right after. It is dropped once the checkpoint
+  // is committed; a marker of another statement found here is left over from such a drop
+  // (its statement's checkpoint committed, so it is never applied again) and goes too.
+  const bool markers = !dialect_->TransactionalDdl() && changes.size() > 1 && dialect_->MarkerTable("x");
+  std::string marker_base;
+  int step = 0;  // the marker's step: changes before step / 2 are done
+  auto marker_at = [&](int n) { return *dialect_->MarkerTable(fmt::format("{}{}", marker_base, n)); };
+  // Moves the marker to `to`: with `rename_sql` (that statement too) or on its own.
+  auto advance = [&](int to, const std::string& rename_sql = "") -> Status {
+    if (!markers || step >= to) return rename_sql.empty() ? Status::Ok() : Exec(rename_sql);
+    const SqlTableName from_marker = marker_at(step), to_marker = marker_at(to);
+    if (!rename_sql.empty()) {
+      RETURN_IF_ERROR(Exec(dialect_->AlsoRenameSql(rename_sql, from_marker, to_marker)));
+    } else {
+      for (const std::string& sql : dialect_->RenameTableSql(from_marker, to_marker)) RETURN_IF_ERROR(Exec(sql));
+    }
+    step = to;
+    return Status::Ok();
+  };
+  if (markers) {
+    std::string id = fmt::format("{}:{}\n", changes[0].source.file, changes[0].source.pos);
+    for (const SchemaChange& c : changes)
+      id += fmt::format("{} {} {} {}\n", SchemaChangeKindName(c.kind), c.before ? dialect_->TableName(*c.before).key : "",
+                        c.after ? dialect_->TableName(*c.after).key : "", c.ddl);
+    marker_base = fmt::format("_sluice_ddl_{:016x}_", Fnv1a64(id));
+    Result<std::vector<std::string>> found = dialect_->ListMarkerTables(*conn_);
+    if (!found.ok()) return Note(found.status());
+    bool mine = false;
+    for (const std::string& name : *found) {
+      int n = 0;
+      const char* digits = name.data() + marker_base.size();
+      if (name.starts_with(marker_base) && name.size() > marker_base.size() &&
+          std::from_chars(digits, name.data() + name.size(), n).ptr == name.data() + name.size()) {
+        step = mine ? std::max(step, n) : n;
+        mine = true;
+      } else {
+        RETURN_IF_ERROR(Note(Exec("DROP TABLE IF EXISTS " + dialect_->MarkerTable(name)->quoted)));
+      }
+    }
+    if (!mine) RETURN_IF_ERROR(Note(Exec("CREATE TABLE " + marker_at(0).quoted + " (step INT)")));
+  }
   RETURN_IF_ERROR(Note(Begin()));
   Status st = [&]() -> Status {
-    for (const SchemaChange& c : changes) {
+    for (size_t ci = 0; ci < changes.size(); ++ci) {
+      const SchemaChange& c = changes[ci];
+      const int renamed_step = static_cast<int>(2 * ci + 1), done_step = static_cast<int>(2 * ci + 2);
+      if (markers && step >= done_step) {  // done before a crash
+        if (c.before) touched.push_back(dialect_->TableName(*c.before).key);
+        if (c.after) touched.push_back(dialect_->TableName(*c.after).key);
+        continue;
+      }
+      const bool renamed_already = markers && step >= renamed_step;
       switch (c.kind) {
         case SchemaChange::Kind::kCreate: {
           // The source table starts empty: a sink table of that name (kept after a DROP) goes.
@@ -443,6 +504,7 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
           RETURN_IF_ERROR(forget_meta(name.key));
           RETURN_IF_ERROR(create(*c.after, name));
           touched.push_back(name.key);
+          RETURN_IF_ERROR(advance(done_step));
           break;
         }
         case SchemaChange::Kind::kRename:
@@ -461,8 +523,8 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
           // Without transactional DDL this change may have been applied before a crash lost
           // its checkpoint: what is done already is not done again.
           const bool redo_safe = !dialect_->TransactionalDdl();
-          bool from_exists = true;
-          if (redo_safe) {
+          bool from_exists = !renamed_already;
+          if (redo_safe && !markers) {  // with a marker, the marker says
             ASSIGN_OR_RETURN(auto have_to, dialect_->DescribeTable(*conn_, to));
             if (!dialect_->NamesEqual(from.key, to.key)) {
               ASSIGN_OR_RETURN(auto have_from, dialect_->DescribeTable(*conn_, from));
@@ -480,7 +542,9 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
             if (from.key != to.key && from_exists) {
               if (!dialect_->NamesEqual(from.key, to.key)) RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + to.quoted));
               if (std::string ns = dialect_->EnsureNamespaceSql(to); !ns.empty()) RETURN_IF_ERROR(Exec(ns));
-              for (const std::string& sql : dialect_->RenameTableSql(from, to)) RETURN_IF_ERROR(Exec(sql));
+              const std::vector<std::string> renames = dialect_->RenameTableSql(from, to);
+              for (size_t r = 0; r < renames.size(); ++r)
+                RETURN_IF_ERROR(r + 1 == renames.size() ? advance(renamed_step, renames[r]) : Exec(renames[r]));
               RETURN_IF_ERROR(forget_meta(from.key));
             } else if (from.key != to.key) {
               RETURN_IF_ERROR(forget_meta(from.key));  // renamed before the crash
@@ -504,6 +568,7 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
               ASSIGN_OR_RETURN(std::string add, dialect_->AddColumnSql(to, a.columns[i], d));
               RETURN_IF_ERROR(Exec(add));
             }
+            RETURN_IF_ERROR(advance(done_step));
             break;
           }
           // Anything else: a new table filled from the old one column by column.
@@ -520,6 +585,12 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
           scratch_schema.table = fmt::format("_sluice_old_{:016x}", h);
           const SqlTableName old = dialect_->TableName(scratch_schema);
           const std::string swap = redo_safe ? dialect_->SwapTablesSql(from, old, scratch, to) : "";
+          if (renamed_already && !swap.empty()) {  // swapped before a crash: what followed
+            RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + old.quoted));
+            RETURN_IF_ERROR(forget_meta(from.key));
+            RETURN_IF_ERROR(advance(done_step));
+            break;
+          }
           RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + scratch.quoted));
           if (!swap.empty()) RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + old.quoted));
           RETURN_IF_ERROR(create(a, scratch));
@@ -540,9 +611,10 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
           if (!swap.empty()) {
             // One atomic rename: a crash leaves the old table or the new one, never neither.
             if (!dialect_->NamesEqual(from.key, to.key)) RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + to.quoted));
-            RETURN_IF_ERROR(Exec(swap));
+            RETURN_IF_ERROR(advance(renamed_step, swap));
             RETURN_IF_ERROR(Exec("DROP TABLE " + old.quoted));
             RETURN_IF_ERROR(forget_meta(from.key));
+            RETURN_IF_ERROR(advance(done_step));
             break;
           }
           RETURN_IF_ERROR(Exec("DROP TABLE " + from.quoted));
@@ -557,6 +629,7 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
           RETURN_IF_ERROR(Exec("DROP TABLE IF EXISTS " + name.quoted));
           RETURN_IF_ERROR(forget_meta(name.key));
           touched.push_back(name.key);
+          RETURN_IF_ERROR(advance(done_step));
           break;
         }
       }
@@ -568,6 +641,8 @@ Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, 
     Rollback();
     return Note(st);
   }
+  // Failing, it stays: the next statement with a marker drops it.
+  if (markers) (void)Exec("DROP TABLE IF EXISTS " + marker_at(step).quoted);
   for (const std::string& key : touched) ForgetTable(key);
   // The cache and the tables table learn the new definitions (CREATE IF NOT EXISTS finds them):
   // those the statement leaves. A name a later change of the statement moves on or drops is

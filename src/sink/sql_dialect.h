@@ -251,6 +251,24 @@ class SqlDialect {
     (void)from, (void)old, (void)scratch, (void)to;
     return "";
   }
+  // Where DDL is not transactional: statement markers (SqlApplier::ApplySchemaChanges), empty
+  // tables in the bookkeeping namespace whose names (starting `_sluice_ddl_`) record how far
+  // a statement of several schema changes got. MarkerTable: the marker named `name`, nullopt
+  // where markers are not used (the default). ListMarkerTables: the names of those there.
+  // AlsoRenameSql: the rename statement `rename` (one of RenameTableSql or SwapTablesSql)
+  // renaming `from` to `to` too, in the same atomic statement.
+  virtual std::optional<SqlTableName> MarkerTable(std::string_view name) const {
+    (void)name;
+    return std::nullopt;
+  }
+  virtual Result<std::vector<std::string>> ListMarkerTables(SqlConnection& conn) const {
+    (void)conn;
+    return std::vector<std::string>{};
+  }
+  virtual std::string AlsoRenameSql(const std::string& rename, const SqlTableName& from, const SqlTableName& to) const {
+    (void)from, (void)to;
+    return rename;
+  }
   // Whether DDL takes part in transactions (SQLite, PG: yes; MySQL: no, each DDL commits
   // implicitly). With false the applier: creates tables only outside data transactions (no
   // SqlApplier::SupportsParts, since a table first met in a later part would commit the

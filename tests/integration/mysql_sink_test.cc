@@ -18,6 +18,11 @@
 //                         after a crash between the DDL and the checkpoint, finds it done;
 //                         the rows and the final definition are intact; with drop_tables a
 //                         DROP drops the table (also when repeated)
+//   StatementRepeatedAfterACrash  a statement of several renames (a swap through tmp; a
+//                         table moved aside and another moved in) stopped by a lock wait
+//                         after its last rename or between two, then applied again, as
+//                         after a crash: each table holds its own rows (the swap is not
+//                         swapped back), none is dropped, no marker table is left
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -27,6 +32,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "harness.h"
 #include "mysql/schema_loader.h"
@@ -566,6 +572,116 @@ TEST_F(MysqlDest, SchemaChangeRepeated) {
   EXPECT_NE(st.message().find("\"RENAME TABLE t2 TO t3\" at binlog mariadb-bin.000007:4242"), std::string::npos)
       << st.ToString();
   EXPECT_NE(st.message().find("sluice resnapshot --config FILE"), std::string::npos) << st.ToString();
+}
+
+
+// A statement of several renames, interrupted (a lock wait standing in for a crash: the renames
+// it made stay, MySQL DDL committing on its own) and applied again, as sluice does after a
+// restart from the checkpoint before it. Before statement markers the swap applied twice was
+// swapped back silently, and a table moved aside then replaced was dropped.
+TEST_F(MysqlDest, StatementRepeatedAfterACrash) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_swap; CREATE DATABASE it_swap;"
+                       "CREATE TABLE it_swap.a (id INT PRIMARY KEY, v VARCHAR(10));"),
+            0);
+  auto src = Connect();
+  ASSERT_NE(src, nullptr);
+  auto shape = LoadTableSchema(*src, "it_swap", "a");
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  auto named = [&](const char* table) {
+    TableSchema s = *shape;
+    s.table = table;
+    return std::make_shared<const TableSchema>(std::move(s));
+  };
+  const TableSchemaPtr a = named("a"), b = named("b"), tmp = named("tmp"), a_old = named("a_old"),
+                       a_new = named("a_new");
+  auto dest = DestConnect();
+  ASSERT_NE(dest, nullptr);
+  auto admin = DestConnect();  // holds the locks that interrupt the sink
+  ASSERT_NE(admin, nullptr);
+  auto contents = [&](const char* table) -> std::string {
+    auto r = dest->Query(std::string("SELECT IFNULL(GROUP_CONCAT(id, ':', v ORDER BY id), '') FROM it_swap.") + table);
+    return r.ok() ? r->rows[0][0].value_or("NULL") : "missing";
+  };
+  auto tables = [&]() -> std::string {
+    auto r = dest->Query(
+        "SELECT GROUP_CONCAT(TABLE_SCHEMA, '.', TABLE_NAME ORDER BY TABLE_SCHEMA, TABLE_NAME) FROM "
+        "information_schema.TABLES WHERE TABLE_SCHEMA IN ('it_swap', 'it_meta_swap') AND TABLE_NAME NOT IN "
+        "('_sluice_checkpoint', '_sluice_tables', '_sluice_schemas')");
+    return r.ok() ? r->rows[0][0].value_or("") : r.status().ToString();
+  };
+  ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_swap").ok());
+  ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_meta_swap").ok());
+  // Lock waits of a second: the sink's session takes the global values when it connects.
+  ASSERT_TRUE(admin->Execute("SET GLOBAL lock_wait_timeout = 1, GLOBAL innodb_lock_wait_timeout = 1").ok());
+  MysqlSinkOptions o = DestSinkOptions();
+  o.database = "it_meta_swap";
+  auto sink = MysqlSink::Open(o);
+  ASSERT_TRUE(admin->Execute("SET GLOBAL lock_wait_timeout = DEFAULT, GLOBAL innodb_lock_wait_timeout = DEFAULT").ok());
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  Transaction txn;
+  for (const auto& [table, id, v] : {std::tuple{a, 1, "a1"}, {a, 2, "a2"}, {b, 10, "b10"}, {a_new, 20, "new20"}}) {
+    RowChange c;
+    c.op = Op::kCreate;
+    c.table = table;
+    c.after = {Value::Int(id), Value::Text(v)};
+    txn.changes.push_back(std::move(c));
+  }
+  txn.checkpoint = "c0";
+  ASSERT_TRUE((*sink)->Apply(txn).ok());
+  auto rename = [](const TableSchemaPtr& from, const TableSchemaPtr& to, const char* ddl) {
+    SchemaChange c{SchemaChange::Kind::kRename, from, to, {}, ddl, {}};
+    c.source.file = "mariadb-bin.000003";
+    c.source.pos = 777;
+    return c;
+  };
+  const char* swap_ddl = "RENAME TABLE a TO tmp, b TO a, tmp TO b";
+  const std::vector<SchemaChange> swap = {rename(a, tmp, swap_ddl), rename(b, a, swap_ddl), rename(tmp, b, swap_ddl)};
+
+  // 1. Interrupted after its last rename, before its checkpoint: a row lock on the checkpoint.
+  ASSERT_TRUE(admin->Execute("BEGIN").ok());
+  ASSERT_TRUE(admin->Query("SELECT * FROM it_meta_swap._sluice_checkpoint FOR UPDATE").ok());
+  Status st = (*sink)->ApplySchemaChanges(swap, "c1");
+  ASSERT_TRUE(admin->Execute("ROLLBACK").ok());
+  ASSERT_FALSE(st.ok()) << "the checkpoint row was locked";
+  EXPECT_EQ(contents("a"), "10:b10");
+  st = (*sink)->ApplySchemaChanges(swap, "c1");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(contents("a"), "10:b10") << "the swap applied again must not swap back";
+  EXPECT_EQ(contents("b"), "1:a1,2:a2");
+  EXPECT_EQ(*(*sink)->LoadCheckpoint(), std::optional<std::string>("c1"));
+
+  // 2. Interrupted between its renames: a lock on b (now holding a's rows) stops the second.
+  const std::vector<SchemaChange> swap_back = {rename(a, tmp, swap_ddl), rename(b, a, swap_ddl),
+                                               rename(tmp, b, swap_ddl)};
+  std::vector<SchemaChange> again = swap_back;
+  for (SchemaChange& c : again) c.source.pos = 999;  // another statement, same text
+  ASSERT_TRUE(admin->Execute("BEGIN").ok());
+  ASSERT_TRUE(admin->Query("SELECT * FROM it_swap.b").ok());  // a metadata lock until ROLLBACK
+  st = (*sink)->ApplySchemaChanges(again, "c2");
+  ASSERT_TRUE(admin->Execute("ROLLBACK").ok());
+  ASSERT_FALSE(st.ok()) << "b was locked";
+  EXPECT_EQ(contents("tmp"), "10:b10") << "the first rename was made";
+  st = (*sink)->ApplySchemaChanges(again, "c2");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(contents("a"), "1:a1,2:a2");
+  EXPECT_EQ(contents("b"), "10:b10");
+
+  // 3. A table moved aside and another moved in (an online schema change tool's swap),
+  // interrupted after both renames.
+  const char* move_ddl = "RENAME TABLE a TO a_old, a_new TO a";
+  std::vector<SchemaChange> move = {rename(a, a_old, move_ddl), rename(a_new, a, move_ddl)};
+  for (SchemaChange& c : move) c.source.pos = 1234;
+  ASSERT_TRUE(admin->Execute("BEGIN").ok());
+  ASSERT_TRUE(admin->Query("SELECT * FROM it_meta_swap._sluice_checkpoint FOR UPDATE").ok());
+  st = (*sink)->ApplySchemaChanges(move, "c3");
+  ASSERT_TRUE(admin->Execute("ROLLBACK").ok());
+  ASSERT_FALSE(st.ok()) << "the checkpoint row was locked";
+  st = (*sink)->ApplySchemaChanges(move, "c3");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(contents("a_old"), "1:a1,2:a2") << "the table moved aside is kept";
+  EXPECT_EQ(contents("a"), "20:new20");
+  EXPECT_EQ(tables(), "it_swap.a,it_swap.a_old,it_swap.b") << "no marker or scratch table is left";
+  EXPECT_EQ(*(*sink)->LoadCheckpoint(), std::optional<std::string>("c3"));
 }
 
 }  // namespace
