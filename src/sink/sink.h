@@ -123,6 +123,11 @@ class Sink {
   // (SQLite binds values itself; Kafka and NATS format on their own thread). Call from the
   // sink's thread; use it from any one thread.
   virtual std::unique_ptr<Preformatter> NewPreformatter() const { return nullptr; }
+  // The Preformatter the snapshot's read workers use for their chunks (NewReadTextFormatter,
+  // FormatReads; never Format), or null. The default is NewPreformatter(). SQLite, which
+  // formats nothing while streaming, encodes each chunk's rows as the values it will bind
+  // (sink/sqlite_sink.h), so that its one writing thread only binds and steps.
+  virtual std::unique_ptr<Preformatter> NewSnapshotPreformatter() const { return NewPreformatter(); }
   virtual ~Sink() = default;
   // The checkpoint text stored by the last applied transaction, or nullopt for a new sink.
   virtual Result<std::optional<std::string>> LoadCheckpoint() = 0;

@@ -1134,7 +1134,7 @@ Status SqlApplier::ApplyChange(SqlTable& t, const RowChange& c) {
 }
 
 Status SqlApplier::Apply(const Transaction& txn) {
-  if (txn.changes.empty() && txn.checkpoint.empty()) return Status::Ok();
+  if (!txn.has_rows() && txn.checkpoint.empty()) return Status::Ok();
   return Note(ApplyChanges(&txn, 1));
 }
 
@@ -1155,6 +1155,17 @@ Status SqlApplier::InsertReads(SqlTable& t) {
     RETURN_IF_ERROR(Run(&t, s).status());
   }
   return Status::Ok();
+}
+
+Status SqlApplier::InsertEncodedReads(const Transaction& txn) {
+  if (txn.counted.runs.size() != 1 || txn.counted.runs[0].op != Op::kRead)
+    return Status::Internal("encoded snapshot reads without their one table");
+  ASSIGN_OR_RETURN(SqlTable * t, TableFor(txn.counted.runs[0].table));
+  const size_t n = t->columns.size();
+  key_.assign(1 + n, '1');
+  key_[0] = kUpsert;
+  ASSIGN_OR_RETURN(SqlStatement * s, CachedStatement(*t, key_));
+  return conn_->LoadEncodedReads(s, n, txn.counted.rows, *txn.preformatted).WithContext("table " + t->name.display);
 }
 
 Status SqlApplier::ApplyChanges(const Transaction* txns, size_t count) {
@@ -1180,7 +1191,14 @@ Status SqlApplier::ApplyChanges(const Transaction* txns, size_t count) {
   // Snapshot chunks (every change a full read image of one table) take the backend's bulk
   // load, or else one upsert statement looked up once for the whole chunk.
   bool bulk = true;
+  bool encoded = false;  // chunks the sink's snapshot Preformatter encoded
   for (size_t k = 0; k < count; ++k) {
+    if (txns[k].preformatted) {
+      if (!txns[k].changes.empty()) return Status::Internal("a transaction with both changes and encoded reads");
+      for (const ChangeCounts::Run& run : txns[k].counted.runs) RETURN_IF_ERROR(TableFor(run.table).status());
+      encoded = encoded || !txns[k].counted.empty();
+      continue;
+    }
     for (const RowChange& c : txns[k].changes) {
       ASSIGN_OR_RETURN(SqlTable * t, TableFor(c.table));
       if (bulk) {
@@ -1194,11 +1212,15 @@ Status SqlApplier::ApplyChanges(const Transaction* txns, size_t count) {
   }
   RETURN_IF_ERROR(Begin());
   Status st;
-  if (bulk && !flat_.empty() && conn_->SupportsBulkLoad()) {
+  for (size_t k = 0; encoded && k < count && st.ok(); ++k)
+    if (txns[k].preformatted && !txns[k].counted.empty()) st = InsertEncodedReads(txns[k]);
+  if (!st.ok() || flat_.empty()) {
+    // failed, or encoded reads only
+  } else if (bulk && conn_->SupportsBulkLoad()) {
     rows_.clear();
     for (const RowChange* c : flat_) rows_.push_back(&c->after);
     st = conn_->BulkLoad(*targets_[0], rows_).WithContext("table " + targets_[0]->name.display + ": bulk load");
-  } else if (bulk && !flat_.empty() && dialect_->MaxRowsPerStatement() == 1) {
+  } else if (bulk && dialect_->MaxRowsPerStatement() == 1) {
     st = InsertReads(*targets_[0]);
   } else {
     if (dialect_->MaxRowsPerStatement() > 1) {

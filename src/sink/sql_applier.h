@@ -26,7 +26,10 @@
 // multi-row statements (tables are independent; within a table, changes to distinct keys
 // commute where keys compare by bytes, and a later change to a pending key replaces the
 // pending one when it alone leaves the same row; otherwise order is kept); snapshot chunks go through
-// SqlConnection::BulkLoad when the backend has one.
+// SqlConnection::BulkLoad when the backend has one; chunks encoded ahead by the sink's
+// snapshot Preformatter (Transaction::preformatted, the table and row count in
+// Transaction::counted) go to SqlConnection::LoadEncodedReads, before the group's other changes
+// (snapshot reads of distinct keys: the order does not matter).
 // An empty checkpoint leaves the stored checkpoint as it was. The checkpoint's schema history
 // is kept in its own table (SqlMeta::kSaveSchemas), written only when it changed, in the same
 // transaction as the checkpoint row that refers to it; LoadCheckpoint joins them.
@@ -121,6 +124,7 @@ class SqlApplier : public Sink {
   Status ApplyChange(SqlTable& t, const RowChange& c);
   Status ApplyInsert(SqlTable& t, const std::vector<const Value*>& image);
   Status InsertReads(SqlTable& t);
+  Status InsertEncodedReads(const Transaction& txn);
   Status ApplyUpdatePk(SqlTable& t, const RowChange& c);
   Status ApplyUpdateNoPk(SqlTable& t, const RowChange& c);
   Status ApplyDelete(SqlTable& t, const RowChange& c);

@@ -126,6 +126,16 @@ class SqlConnection {
     (void)table, (void)rows;
     return Status::NotSupported("bulk load");
   }
+  // Encoded reads hook: snapshot chunks whose rows the sink's snapshot Preformatter encoded
+  // ahead, on the read workers, as the values this connection binds (Transaction::preformatted
+  // with the table and row count in Transaction::counted; SQLite: sink/sqlite_sink.h). Binds
+  // and runs `upsert` (the table's full-row upsert) once per row of `encoded`, `rows` rows of
+  // `columns` values, inside the open transaction. Malformed input is kInternal; otherwise
+  // the errors of SqlStatement::Execute. Only for connections whose sink makes such chunks.
+  virtual Status LoadEncodedReads(SqlStatement* upsert, size_t columns, size_t rows, std::string_view encoded) {
+    (void)upsert, (void)columns, (void)rows, (void)encoded;
+    return Status::Internal("this destination takes no encoded snapshot reads");
+  }
   // For messages: "sqlite /path/replica.db", "postgres 127.0.0.1:5432/db".
   virtual std::string Describe() const = 0;
 };

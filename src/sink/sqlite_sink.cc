@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -232,6 +233,79 @@ class Checkpointer {
   std::thread thread_;  // last: starts once the members above exist
 };
 
+// What SqliteStatement::Bind binds for `v` in a column of bind kind `bind_kind` (BindKind;
+// -1: not known): tag 'n' NULL, 'i' the int64 `i`, 'd' the double `d`, 't' text or 'b' a
+// blob `s` (a view of v.s, or of *scratch: the decimal text of an unsigned value above
+// INT64_MAX). One place for the live binding and the snapshot's encoded reads
+// (SqliteReadEncoder), so that both bind the same.
+struct SqliteArg {
+  char tag = 'n';
+  int64_t i = 0;
+  double d = 0;
+  std::string_view s;
+};
+
+Status SqliteArgOf(const Value& v, int bind_kind, std::string* scratch, SqliteArg* a) {
+  switch (v.kind) {
+    case Value::Kind::kNull: a->tag = 'n'; return Status::Ok();
+    case Value::Kind::kAbsent: return Status::Internal("absent value bound");
+    case Value::Kind::kInt:
+      a->tag = 'i';
+      a->i = v.i;
+      return Status::Ok();
+    case Value::Kind::kUInt:
+      if (v.u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        a->tag = 'i';
+        a->i = static_cast<int64_t>(v.u);
+        return Status::Ok();
+      }
+      if (bind_kind == kAffInteger || bind_kind == kAffReal)
+        return Status::InvalidArgument(fmt::format("unsigned value {} does not fit its INTEGER column", v.u));
+      *scratch = std::to_string(v.u);
+      a->tag = 't';
+      a->s = *scratch;
+      return Status::Ok();
+    case Value::Kind::kFloat:
+    case Value::Kind::kDouble:
+      if (std::isnan(v.d)) return Status::InvalidArgument("NaN cannot be stored");  // SQLite: NULL
+      a->tag = 'd';
+      a->d = v.d;
+      return Status::Ok();
+    case Value::Kind::kText:
+    case Value::Kind::kBytes:
+      a->tag = v.kind == Value::Kind::kText ? 't' : 'b';
+      a->s = v.s;
+      return Status::Ok();
+  }
+  return Status::Internal("unknown value kind");
+}
+
+// Encoded reads (SqlConnection::LoadEncodedReads): per value its SqliteArg tag, then 'i' and
+// 'd' 8 bytes (host order: encoded and read by one process), 't' and 'b' an 8-byte length
+// and the bytes, 'n' nothing; rows one after the other, no header.
+void AppendEncodedBytes(char tag, std::string_view bytes, std::string* out) {
+  const uint64_t n = bytes.size();
+  out->push_back(tag);
+  out->append(reinterpret_cast<const char*>(&n), sizeof n);
+  out->append(bytes);
+}
+
+void AppendEncodedArg(const SqliteArg& a, std::string* out) {
+  switch (a.tag) {
+    case 'i':
+      out->push_back('i');
+      out->append(reinterpret_cast<const char*>(&a.i), sizeof a.i);
+      return;
+    case 'd':
+      out->push_back('d');
+      out->append(reinterpret_cast<const char*>(&a.d), sizeof a.d);
+      return;
+    case 't':
+    case 'b': AppendEncodedBytes(a.tag, a.s, out); return;
+    default: out->push_back('n'); return;
+  }
+}
+
 class SqliteConnection;
 
 class SqliteStatement : public SqlStatement {
@@ -241,6 +315,7 @@ class SqliteStatement : public SqlStatement {
   Status Bind(int index, const Value& v, const SqlColumn* column) override;
   Result<int64_t> Execute() override;
   Result<std::vector<std::vector<std::optional<std::string>>>> Query() override;
+  sqlite3_stmt* handle() const { return s_; }
 
  private:
   SqliteConnection* conn_;
@@ -342,6 +417,59 @@ class SqliteConnection : public SqlConnection {
   }
   std::string Describe() const override { return "sqlite " + options_.path; }
 
+  Status LoadEncodedReads(SqlStatement* upsert, size_t columns, size_t rows, std::string_view in) override {
+    sqlite3_stmt* s = static_cast<SqliteStatement*>(upsert)->handle();
+    const char* p = in.data();
+    const char* const end = p + in.size();
+    const auto malformed = [&] {
+      return Status::Internal(fmt::format("encoded snapshot reads: malformed at byte {} of {}", p - in.data(), in.size()));
+    };
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 1; c <= columns; ++c) {
+        if (p == end) return malformed();
+        const char tag = *p++;
+        int rc = SQLITE_OK;
+        const int index = static_cast<int>(c);
+        if (tag == 'n') {
+          rc = sqlite3_bind_null(s, index);
+        } else if (tag == 'i' || tag == 'd') {
+          if (end - p < 8) return malformed();
+          if (tag == 'i') {
+            int64_t v;
+            std::memcpy(&v, p, sizeof v);
+            rc = sqlite3_bind_int64(s, index, v);
+          } else {
+            double v;
+            std::memcpy(&v, p, sizeof v);
+            rc = sqlite3_bind_double(s, index, v);
+          }
+          p += 8;
+        } else if (tag == 't' || tag == 'b') {
+          uint64_t n;
+          if (end - p < 8) return malformed();
+          std::memcpy(&n, p, sizeof n);
+          p += 8;
+          if (static_cast<uint64_t>(end - p) < n) return malformed();
+          rc = tag == 't' ? sqlite3_bind_text64(s, index, p, n, SQLITE_STATIC, SQLITE_UTF8)
+                          : sqlite3_bind_blob64(s, index, p, n, SQLITE_STATIC);
+          p += n;
+        } else {
+          return malformed();
+        }
+        if (rc != SQLITE_OK) return SqlError("bind", rc);
+      }
+      int rc;
+      while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      }
+      Status st;
+      if (rc != SQLITE_DONE) st = SqlError(sqlite3_sql(s), rc);
+      sqlite3_reset(s);
+      RETURN_IF_ERROR(st);
+    }
+    if (p != end) return malformed();
+    return Status::Ok();
+  }
+
   sqlite3* db() const { return db_; }
 
  private:
@@ -367,38 +495,19 @@ class SqliteConnection : public SqlConnection {
 };
 
 Status SqliteStatement::Bind(int index, const Value& v, const SqlColumn* column) {
+  SqliteArg a;
+  std::string scratch;
+  RETURN_IF_ERROR(SqliteArgOf(v, column != nullptr ? column->bind_kind : -1, &scratch, &a));
   int rc = SQLITE_OK;
-  switch (v.kind) {
-    case Value::Kind::kNull:
-      rc = sqlite3_bind_null(s_, index);
+  switch (a.tag) {
+    case 'i': rc = sqlite3_bind_int64(s_, index, a.i); break;
+    case 'd': rc = sqlite3_bind_double(s_, index, a.d); break;
+    case 't':
+      rc = sqlite3_bind_text64(s_, index, a.s.data(), a.s.size(), scratch.empty() ? SQLITE_STATIC : SQLITE_TRANSIENT,
+                               SQLITE_UTF8);
       break;
-    case Value::Kind::kAbsent:
-      return Status::Internal("absent value bound");
-    case Value::Kind::kInt:
-      rc = sqlite3_bind_int64(s_, index, v.i);
-      break;
-    case Value::Kind::kUInt:
-      if (v.u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        rc = sqlite3_bind_int64(s_, index, static_cast<int64_t>(v.u));
-      } else if (column != nullptr && (column->bind_kind == kAffInteger || column->bind_kind == kAffReal)) {
-        return Status::InvalidArgument(
-            fmt::format("unsigned value {} does not fit its INTEGER column", v.u));
-      } else {
-        const std::string text = std::to_string(v.u);
-        rc = sqlite3_bind_text64(s_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
-      }
-      break;
-    case Value::Kind::kFloat:
-    case Value::Kind::kDouble:
-      if (std::isnan(v.d)) return Status::InvalidArgument("NaN cannot be stored");  // SQLite: NULL
-      rc = sqlite3_bind_double(s_, index, v.d);
-      break;
-    case Value::Kind::kText:
-      rc = sqlite3_bind_text64(s_, index, v.s.data(), v.s.size(), SQLITE_STATIC, SQLITE_UTF8);
-      break;
-    case Value::Kind::kBytes:
-      rc = sqlite3_bind_blob64(s_, index, v.s.data(), v.s.size(), SQLITE_STATIC);
-      break;
+    case 'b': rc = sqlite3_bind_blob64(s_, index, a.s.data(), a.s.size(), SQLITE_STATIC); break;
+    default: rc = sqlite3_bind_null(s_, index); break;
   }
   if (rc != SQLITE_OK) return conn_->SqlError("bind", rc);
   return Status::Ok();
@@ -520,6 +629,112 @@ size_t SqlitePageCacheBytes(size_t max_buffered_bytes) {
 
 size_t SqliteChangeDataBytes(size_t max_buffered_bytes) {
   return max_buffered_bytes - std::min(SqlitePageCacheBytes(max_buffered_bytes), max_buffered_bytes / 2);
+}
+
+namespace {
+
+// A snapshot chunk's rows encoded on its read worker as the values SqliteStatement::Bind
+// would bind (SqliteArgOf), so that the sink's one writing thread, the snapshot's bottleneck
+// into SQLite, only binds and steps (BENCHMARKS.md). Cells whose Value is known without
+// building it (TextCellFormOf) are encoded straight from the connector's buffer; the others
+// go through ValueFromText. Errors are those of the Rows path: ValueFromText's with the table
+// as context, and Bind's naming table and column.
+class SqliteReadEncoder final : public ReadTextFormatter {
+ public:
+  SqliteReadEncoder(TableSchemaPtr table, const SqlDialect& dialect)
+      : table_(std::move(table)), display_(dialect.TableName(*table_).display) {
+    for (const ColumnDesc& c : table_->columns) {
+      kinds_.push_back(dialect.BindKind(c));
+      forms_.push_back(TextCellFormOf(c));
+    }
+  }
+  void Begin(const SourceInfo&) override {}
+  Status Append(const std::vector<std::optional<std::string_view>>& cells, std::string* out) override {
+    if (cells.size() != kinds_.size())
+      return Status::Internal(fmt::format("table {}: {} cells for {} columns", display_, cells.size(), kinds_.size()));
+    const size_t start = out->size();
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const std::optional<std::string_view>& cell = cells[i];
+      if (cell) {
+        if (forms_[i] == TextCellForm::kText) {
+          AppendEncodedBytes('t', *cell, out);
+          continue;
+        }
+        if ((forms_[i] == TextCellForm::kInteger || forms_[i] == TextCellForm::kUnsigned) &&
+            CanonicalInteger(*cell, forms_[i] == TextCellForm::kInteger)) {
+          int64_t v = 0;
+          std::from_chars(cell->data(), cell->data() + cell->size(), v);
+          SqliteArg a;
+          a.tag = 'i';
+          a.i = v;
+          AppendEncodedArg(a, out);
+          continue;
+        }
+      }
+      Result<Value> v = ValueFromText(table_->columns[i], cell);
+      if (!v.ok()) {
+        out->resize(start);
+        return v.status().WithContext(table_->QualifiedName());
+      }
+      Status st = Encode(*v, i, out);
+      if (!st.ok()) {
+        out->resize(start);
+        return st;
+      }
+    }
+    return Status::Ok();
+  }
+  // The Rows of a chunk read as Values (one filtered by watermarks).
+  Status EncodeRow(const Row& row, std::string* out) {
+    if (row.size() != kinds_.size())
+      return Status::Internal(fmt::format("table {}: {} values for {} columns", display_, row.size(), kinds_.size()));
+    for (size_t i = 0; i < row.size(); ++i) RETURN_IF_ERROR(Encode(row[i], i, out));
+    return Status::Ok();
+  }
+
+ private:
+  Status Encode(const Value& v, size_t column, std::string* out) {
+    SqliteArg a;
+    Status st = SqliteArgOf(v, kinds_[column], &scratch_, &a);
+    if (!st.ok()) return st.WithContext(fmt::format("table {}: column {}", display_, table_->columns[column].name));
+    AppendEncodedArg(a, out);
+    return Status::Ok();
+  }
+
+  TableSchemaPtr table_;
+  std::string display_;
+  std::vector<uint8_t> kinds_;
+  std::vector<TextCellForm> forms_;
+  std::string scratch_;
+};
+
+class SqliteSnapshotPreformatter final : public Preformatter {
+ public:
+  std::unique_ptr<ReadTextFormatter> NewReadTextFormatter(const TableSchemaPtr& table) override {
+    return std::make_unique<SqliteReadEncoder>(table, dialect_);
+  }
+  Status Format(Transaction& txn) override {
+    (void)txn;
+    return Status::Internal("SQLite formats nothing ahead of the stream");
+  }
+  Status FormatReads(const TableSchemaPtr& table, std::vector<Row>& rows, const SourceInfo& source,
+                     Transaction& txn) override {
+    (void)source;
+    SqliteReadEncoder encoder(table, dialect_);
+    std::string out;
+    for (const Row& row : rows) RETURN_IF_ERROR(encoder.EncodeRow(row, &out));
+    txn.preformatted = std::move(out);
+    return Status::Ok();
+  }
+
+ private:
+  const SqliteDialect dialect_{1};
+};
+
+}  // namespace
+
+std::unique_ptr<Preformatter> SqliteSink::NewSnapshotPreformatter() const {
+  return std::make_unique<SqliteSnapshotPreformatter>();
 }
 
 Result<std::unique_ptr<SqliteSink>> SqliteSink::Open(SqliteSinkOptions options) {

@@ -104,6 +104,10 @@ Result<size_t> CheckSqliteTables(
 class SqliteSink : public SqlApplier {
  public:
   [[nodiscard]] static Result<std::unique_ptr<SqliteSink>> Open(SqliteSinkOptions options);
+  // Snapshot chunks encoded on the read workers as the values the sink binds (ValueFromText,
+  // then what SqliteStatement::Bind would bind), applied through LoadEncodedReads: the one
+  // writing thread only binds and steps. The stream is not preformatted.
+  std::unique_ptr<Preformatter> NewSnapshotPreformatter() const override;
 
  private:
   using SqlApplier::SqlApplier;

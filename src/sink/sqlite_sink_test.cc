@@ -671,3 +671,112 @@ TEST_F(SqliteSinkTest, SchemaHistoryIsStoredOncePerChangeBesideTheCheckpoint) {
 
 }  // namespace
 }  // namespace sluice
+
+#include "schema/text_value.h"
+
+namespace sluice {
+namespace {
+
+ColumnDesc EncCol(const std::string& name, const std::string& type, bool is_unsigned = false,
+                 const std::string& charset = "", int precision = 0) {
+  ColumnDesc c = Col(name, type, is_unsigned);
+  c.charset = charset;
+  c.numeric_precision = precision;
+  return c;
+}
+
+// Snapshot chunks encoded on the read workers (NewSnapshotPreformatter) must leave the rows
+// that the Rows path leaves (ValueFromText, then Bind), value and storage class, for every
+// cell the encoder takes straight (text, canonical integers) and every one it converts, and
+// refuse what the Rows path refuses with its error.
+TEST_F(SqliteSinkTest, EncodedSnapshotReadsLeaveTheRowsOfTheRowsPath) {
+  ASSERT_TRUE(sink_);
+  const std::vector<ColumnDesc> cols = {
+      EncCol("id", "bigint"),          EncCol("u", "bigint", true),     EncCol("tiny", "tinyint"),
+      EncCol("c", "char", false, "utf8mb4"), EncCol("v", "varchar", false, "latin1"),
+      EncCol("bin", "varbinary", false, "binary"), EncCol("cbin", "char", false, "binary"),
+      EncCol("d", "decimal"),          EncCol("f", "float"),            EncCol("dbl", "double"),
+      EncCol("dt", "datetime"),        EncCol("y", "year"),             EncCol("bits", "bit", false, "", 64),
+      EncCol("b8", "bit", false, "", 8), EncCol("e", "enum"),           EncCol("j", "json"),
+      EncCol("na\"me", "int"),         EncCol("uu", "int", true)};
+  auto rows_table = Table("shop", "by_rows", cols, {0});
+  auto encoded_table = Table("shop", "encoded", cols, {0});
+  using Cells = std::vector<std::optional<std::string_view>>;
+  const std::string nul("a\0b", 3);
+  const std::vector<Cells> rows = {
+      {"1", "18446744073709551615", "-128", "plain", "caf\xc3\xa9", "\x01\xff", "ab", "-1.50", "1.5", "0.1",
+       "2024-01-02 03:04:05.123456", "2024", "5", "7", "red", "{\"a\":1}", "0", "4294967295"},
+      // Not canonical integers (ZEROFILL, a sign, 19+ digits), NUL bytes, NULLs, empty text.
+      {"-9223372036854775808", "007", "-05", "q\"uo\\te\n\x01", nul, std::nullopt, "", "0", "-0", "1e300",
+       "0000-00-00 00:00:00", "0000", "0", "0", "", "[]", "-0", "00"},
+      {"0", "0", "0", std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+       std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+       std::nullopt, std::nullopt},
+      {"123456789012345678", "9223372036854775808", "00", "", "\t", "", "x", "3", "3.4028234663852886e38",
+       "-2.5", "1970-01-01", "1901", "18446744073709551615", "255", "b", "null", "-2147483648", "0"},
+  };
+  Transaction by_rows;
+  for (const Cells& cells : rows) {
+    Row row;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      Result<Value> v = ValueFromText(cols[i], cells[i]);
+      ASSERT_TRUE(v.ok()) << "column " << cols[i].name << ": " << v.status().ToString();
+      row.push_back(std::move(v).value());
+    }
+    by_rows.changes.push_back(Change(Op::kRead, rows_table, {}, std::move(row)));
+  }
+  by_rows.checkpoint = "c1";
+  ASSERT_TRUE(sink_->Apply(by_rows).ok());
+
+  std::unique_ptr<Preformatter> pre = sink_->NewSnapshotPreformatter();
+  ASSERT_NE(pre, nullptr);
+  std::unique_ptr<ReadTextFormatter> enc = pre->NewReadTextFormatter(encoded_table);
+  ASSERT_NE(enc, nullptr);
+  enc->Begin(SourceInfo{});
+  // Two chunks in one group, as the snapshot applies them, the second with the checkpoint.
+  std::vector<Transaction> group(2);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    Transaction& t = group[r < 2 ? 0 : 1];
+    if (!t.preformatted) t.preformatted.emplace();
+    Status st = enc->Append(rows[r], &*t.preformatted);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    t.counted.Add(encoded_table, Op::kRead, 1, 0);
+  }
+  group[1].checkpoint = "c2";
+  Status st = sink_->ApplyGroup(group);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Checkpoint(), std::optional<std::string>("c2"));
+  const Rows want = Query("SELECT * FROM \"shop.by_rows\" ORDER BY rowid");
+  ASSERT_EQ(want.size(), rows.size());
+  EXPECT_EQ(Query("SELECT * FROM \"shop.encoded\" ORDER BY rowid"), want);
+
+  // The same chunk again (a copy resumed after a crash): the rows are replaced, not doubled.
+  group[1].checkpoint = "c3";
+  ASSERT_TRUE(sink_->ApplyGroup(group).ok());
+  EXPECT_EQ(Query("SELECT * FROM \"shop.encoded\" ORDER BY rowid"), want);
+
+  // The FormatReads way (chunks filtered as Rows) encodes the same.
+  std::vector<Row> converted;
+  for (const RowChange& c : by_rows.changes) converted.push_back(c.after);
+  Transaction from_rows;
+  auto third = Table("shop", "from_rows", cols, {0});
+  ASSERT_TRUE(pre->FormatReads(third, converted, SourceInfo{}, from_rows).ok());
+  from_rows.counted.Add(third, Op::kRead, converted.size(), 0);
+  ASSERT_TRUE(sink_->Apply(from_rows).ok());
+  EXPECT_EQ(Query("SELECT * FROM \"shop.from_rows\" ORDER BY rowid"), want);
+
+  // A cell ValueFromText refuses: its error with the table as context, as ReadRange gives it;
+  // the row's partial output is taken back.
+  std::string out = "x";
+  Cells bad = rows[0];
+  bad[17] = "12x";
+  Status parse = ValueFromText(cols[17], std::string_view("12x")).status().WithContext(encoded_table->QualifiedName());
+  ASSERT_FALSE(parse.ok());
+  st = enc->Append(bad, &out);
+  EXPECT_EQ(st.ToString(), parse.ToString());
+  EXPECT_EQ(out, "x");
+  EXPECT_EQ(enc->Append(Cells{"1"}, &out).code(), StatusCode::kInternal) << "1 cell for 18 columns";
+}
+
+}  // namespace
+}  // namespace sluice

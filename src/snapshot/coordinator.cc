@@ -376,6 +376,8 @@ class Worker {
             c.range = job.range;
             c.txn.is_snapshot = true;
             c.rows = rows;
+            // The table of the rows, for a sink that needs it (SQLite's encoded reads).
+            if (rows > 0) c.txn.counted.Add(t.schema, Op::kRead, rows, 0);
             const size_t bytes = 64 + out.size();
             want_ = std::max(want_, out.size());
             c.txn.preformatted = std::move(out);
@@ -407,6 +409,7 @@ class Worker {
           c.rows = rows.size();
           if (preformatter_) {
             RETURN_IF_ERROR(preformatter_->FormatReads(t.schema, rows, src, c.txn));
+            if (!rows.empty()) c.txn.counted.Add(t.schema, Op::kRead, rows.size(), 0);
             bytes = 64 + c.txn.preformatted->size();
             // The rows are freed here rather than on the coordinator thread.
             rows = {};
@@ -796,7 +799,7 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
     for (auto& d : dealt) {
       if (d.empty()) continue;
       auto w = std::make_unique<Worker>(options, sopts, tables, std::move(snaps[si++]), queue, abort,
-                                        sink.NewPreformatter(), replans, pool);
+                                        sink.NewSnapshotPreformatter(), replans, pool);
       for (const Job& j : d) w->Add(j);
       if (wm) w->UseWatermarks(wm.get(), static_cast<uint32_t>(si - 1), windows[si - 1]);
       workers.push_back(std::move(w));

@@ -652,6 +652,7 @@ class CopySink final : public Sink {
       : real_(real), ckpt_(ckpt), names_(std::move(names)), send_(std::move(send)), writer_gone_(writer_gone) {}
 
   std::unique_ptr<Preformatter> NewPreformatter() const override { return real_.NewPreformatter(); }
+  std::unique_ptr<Preformatter> NewSnapshotPreformatter() const override { return real_.NewSnapshotPreformatter(); }
   Result<std::optional<std::string>> LoadCheckpoint() override {
     return Status::Internal("the copy beside the stream does not load checkpoints");
   }
