@@ -186,7 +186,10 @@ const char* WritePolicyName(WritePolicy p) {
 Result<size_t> ChooseCursor(const TableSchema& schema, const std::string& configured,
                             const std::string& config_key) {
   if (!configured.empty()) {
-    const int i = schema.ColumnIndex(configured);
+    // Column names are case-insensitive in MySQL and MariaDB.
+    int i = -1;
+    for (size_t k = 0; k < schema.columns.size() && i < 0; ++k)
+      if (Lower(schema.columns[k].name) == Lower(configured)) i = static_cast<int>(k);
     if (i < 0)
       return Status::InvalidArgument(fmt::format(
           "{}.cursor: table {} has no column {}; candidates: {}", config_key,

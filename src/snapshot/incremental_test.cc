@@ -134,6 +134,10 @@ TEST(IncrementalCursor, ConfiguredColumnMustBeNotNullDatetimeOrTimestamp) {
   auto text = ChooseCursor(Orders(), "note", "k");
   ASSERT_FALSE(text.ok());
   EXPECT_NE(text.status().message().find("must be a NOT NULL DATETIME or TIMESTAMP"), std::string::npos);
+  // Column names are case-insensitive in MySQL and MariaDB: so is the configured cursor.
+  auto cased = ChooseCursor(Orders(), "Created_AT", "k");
+  ASSERT_TRUE(cased.ok()) << cased.status().ToString();
+  EXPECT_EQ(*cased, 2u);
   auto missing = ChooseCursor(Orders(), "nope", "k");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("has no column `nope`"), std::string::npos);
