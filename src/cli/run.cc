@@ -350,15 +350,13 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
       switched.push_back(t.QualifiedName());
       if (!ckpt.snapshot_done) {
         ASSIGN_OR_RETURN(TableSchema s, LoadTableSchema(*meta, t.db, t.table));
-        SchemaChange c;
-        c.kind = SchemaChange::Kind::kCreate;
-        c.after = std::make_shared<const TableSchema>(std::move(s));
-        c.ddl = "-- sluice: " + t.QualifiedName() + " read from the binlog from now on";
-        c.source.flavor = info.flavor;
-        c.source.server_id = info.server_id;
-        c.source.timestamp = static_cast<uint32_t>(std::time(nullptr));
-        c.source.snapshot = true;
-        replaced.push_back(std::move(c));
+        SourceInfo at;
+        at.flavor = info.flavor;
+        at.server_id = info.server_id;
+        at.timestamp = static_cast<uint32_t>(std::time(nullptr));
+        at.snapshot = true;
+        replaced.push_back(ReplaceTableChange(std::make_shared<const TableSchema>(std::move(s)),
+                                              t.QualifiedName() + " read from the binlog from now on", at));
       }
     }
     if (!replaced.empty()) RETURN_IF_ERROR(sink->ApplySchemaChanges(replaced, ckpt.ToJson()));

@@ -40,6 +40,18 @@ struct SchemaChange {
   std::string ddl;    // the statement text
   SourceInfo source;  // the DDL event: file, pos, GTID, timestamp
 };
+// The change that replaces the sink's table of `table` by an empty one of that definition
+// (an online re-read, an incremental copy started over, a table switched to the stream): a
+// kCreate whose statement is the comment "-- sluice: <why>", at `source`.
+inline SchemaChange ReplaceTableChange(TableSchemaPtr table, const std::string& why, SourceInfo source) {
+  SchemaChange c;
+  c.kind = SchemaChange::Kind::kCreate;
+  c.after = std::move(table);
+  c.ddl = "-- sluice: " + why;
+  c.source = std::move(source);
+  return c;
+}
+
 inline const char* SchemaChangeKindName(SchemaChange::Kind k) {
   switch (k) {
     case SchemaChange::Kind::kCreate: return "create";

@@ -636,14 +636,12 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       // An online re-read starting: the sink's table (old definition, old rows) is replaced by
       // an empty one of the definition the copy reads, in one sink transaction with the
       // checkpoint; after a crash before any row it is simply replaced again.
-      SchemaChange reset;
-      reset.kind = SchemaChange::Kind::kCreate;
-      reset.after = schema;
-      reset.ddl = "-- sluice: re-read of " + name.QualifiedName();
-      reset.source.flavor = ckpt.flavor;
-      reset.source.server_id = options.source_server_id;
-      reset.source.timestamp = static_cast<uint32_t>(std::time(nullptr));
-      reset.source.snapshot = true;
+      SourceInfo at;
+      at.flavor = ckpt.flavor;
+      at.server_id = options.source_server_id;
+      at.timestamp = static_cast<uint32_t>(std::time(nullptr));
+      at.snapshot = true;
+      const SchemaChange reset = ReplaceTableChange(schema, "re-read of " + name.QualifiedName(), at);
       LogInfo("re-reading table {} from the source (its sink table is replaced)", name.QualifiedName());
       RETURN_IF_ERROR(CallSinkRetrying("replacing table " + name.QualifiedName(), options.stop,
                                        [&] { return sink.ApplySchemaChanges({reset}, ckpt.ToJson()); }));

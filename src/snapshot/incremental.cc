@@ -678,11 +678,8 @@ Status RunIncremental(const IncrementalRunOptions& options, Connection& meta,
       }
       LogInfo("{}: {}: starting over{}", name, why, replace ? ", its sink table replaced" : "");
       if (replace) {
-        SchemaChange reset;
-        reset.kind = SchemaChange::Kind::kCreate;
-        reset.after = t.schema;
-        reset.ddl = "-- sluice: " + name + " read again from the start (" + why + ")";
-        reset.source = MakeSource(options, /*backfill=*/true);
+        const SchemaChange reset = ReplaceTableChange(t.schema, name + " read again from the start (" + why + ")",
+                                                      MakeSource(options, /*backfill=*/true));
         Status st = sink.ApplySchemaChanges({reset}, ckpt.ToJson());
         if (!st.ok()) return st.WithContext(name);
       } else {
