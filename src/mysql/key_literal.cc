@@ -121,9 +121,13 @@ Result<std::string> StandaloneKeyLiteral(Connection& conn, const ColumnDesc& col
   Result<std::string> lit = KeyLiteral(conn, col, text);
   // Not ASSIGN_OR_RETURN: gcc 12 took the moved-into string for uninitialized here.
   if (!lit.ok() || !lit->starts_with('\'') || col.charset.empty() || col.charset == "binary") return lit;
-  // A text column: the bytes in the column's charset, compared under its collation.
-  std::string hex = Hex(text);
-  std::string out = "_" + col.charset + " " + hex;
+  // A text column: key texts are UTF-8 (sluice reads with SET NAMES utf8mb4 and decodes the
+  // binlog's strings to UTF-8), so the literal is that text converted to the column's charset,
+  // compared under its collation. `_latin1 X'<UTF-8 bytes>'` read the bytes as latin1: 'ü'
+  // became 'Ã¼' and sorted after 'å' (a new user's probe: changes judged against another
+  // range's point were lost).
+  const std::string utf8 = "_utf8mb4 " + Hex(text);
+  std::string out = col.charset == "utf8mb4" ? utf8 : "CONVERT(" + utf8 + " USING " + col.charset + ")";
   if (!col.collation.empty()) out += " COLLATE " + col.collation;
   return out;
 }

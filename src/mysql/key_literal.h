@@ -12,7 +12,8 @@
 //                                a quoted string (the column's type and collation apply).
 // StandaloneKeyLiteral(col, text) the literal typed on its own, for comparisons with no
 //                                column present (two literals): text columns as
-//                                _charset X'..' COLLATE <column collation>, temporal columns
+//                                CONVERT(_utf8mb4 X'..' USING <column charset>) COLLATE
+//                                <column collation> (the text is UTF-8), temporal columns
 //                                as CAST('..' AS DATETIME(6)) etc., MariaDB UUID/INET as
 //                                CAST('..' AS UUID) etc.; the rest as KeyLiteral.
 // KeyTuple                        one literal, or a row value (l1, l2, ...) for composite keys.
