@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "binlog/checksum.h"
 #include "binlog/event_stream.h"
@@ -1414,6 +1415,9 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
   // holds its end commits it; a stop or error before that takes them back.
   bool parts_open = false;
   uint64_t parts_rows = 0;  // rows in the open parts, counted when committed
+  // Items of the open parts: applied (sluice_stream_items_applied_total, which the lag compares
+  // with the items read) once the transaction they belong to commits or is taken back.
+  uint64_t parts_items = 0;
   struct AbortOpenParts {
     Sink& sink;
     bool& open;
@@ -1427,6 +1431,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     sink.AbortParts();  // whatever the failed call left open
     parts_open = false;
     parts_rows = 0;
+    parts_items = 0;
     if (st.code() == StatusCode::kUnavailable)
       return Status::Unavailable(fmt::format("sink: {} of a large transaction failed ({}); starting again from {}",
                                              what, st.message(), checkpoint_.stream_start.ToString()));
@@ -1501,6 +1506,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       if (!st.ok()) return part_failure("applying a part", st);
       parts_open = true;
       parts_rows += first->txn.row_count();
+      ++parts_items;
       continue;
     }
     if (first->abort_parts) {
@@ -1509,7 +1515,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       parts_rows = 0;
       advance(checkpoint_, *first);
       unsaved = true;
-      m_applied.Add(1);
+      m_applied.Add(static_cast<double>(1 + std::exchange(parts_items, 0)));
       publish_position();
       continue;
     }
@@ -1523,6 +1529,8 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
         if (c.after) prepared.emplace(c.after.get(), c.after);
       checkpoint_ = std::move(after);
       unsaved = false;
+      m_applied.Add(1);
+      publish_position();
       continue;
     }
     if (first->reset) {
@@ -1617,6 +1625,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       parts_open = false;
       group_rows += parts_rows;
       parts_rows = 0;
+      group_items += std::exchange(parts_items, 0);
     } else {
       RETURN_IF_ERROR(CallSink("apply", [&] { return sink.ApplyGroup(group); }));
     }

@@ -113,6 +113,34 @@ TEST(Observe, MetricsEndpointDuringARunUnderLoad) {
   EXPECT_NE(scrape.find("# TYPE sluice_rows_total counter"), std::string::npos) << scrape;
 }
 
+// The lag is 0 once the sink holds everything read, whatever the items were: the parts of a
+// transaction over sink.max_buffered_bytes and a schema change were counted as read but never
+// as applied, so after them the lag grew with the clock until the next small transaction (a
+// new user's probe: "lag 31 s" in the stop line and the metric while idle and caught up).
+TEST(Observe, LagIsZeroOnceCaughtUpAfterPartsAndSchemaChanges) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_lag; CREATE DATABASE it_lag;"
+                       "CREATE TABLE it_lag.t (id INT PRIMARY KEY, c VARCHAR(100) NOT NULL);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_lag.t"};
+  spec.sink_type = "jsonl";
+  spec.sink_path = dir.File("out.jsonl");
+  std::string config = WriteConfig(dir, spec);
+  std::ofstream(config, std::ios::app) << "max_buffered_bytes = " << (4 << 20) << "\n";
+  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_EQ(RunSqlText("ALTER TABLE it_lag.t ADD COLUMN n INT NOT NULL DEFAULT 0;"
+                       "INSERT INTO it_lag.t SELECT seq, REPEAT('x', 90), seq FROM seq_1_to_60000;",
+                       "it_lag"),
+            0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the source's commit is > 2 s old
+  auto run = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("60000 row changes"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("lag 0 s)"), std::string::npos) << "caught up, so no lag:\n" << run.output;
+}
+
 TEST(Observe, JsonLogs) {
   ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_obs; CREATE TABLE IF NOT EXISTS it_obs.j (id INT PRIMARY KEY);"
                        "INSERT IGNORE INTO it_obs.j VALUES (1);"),
