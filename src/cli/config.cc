@@ -203,8 +203,10 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
     RETURN_IF_ERROR(GetInt(*snap, "snapshot", "chunk_rows", &c.snapshot.chunk_rows, 1, 1000000000, origin));
     RETURN_IF_ERROR(GetInt(*snap, "snapshot", "workers", &c.snapshot.workers, 1, 64, origin));
     RETURN_IF_ERROR(GetInt(*snap, "snapshot", "fetch_rows", &c.snapshot.fetch_rows, 1, 10000000, origin));
+    // Every checkpoint of the snapshot holds each range's progress, so its cost grows with the
+    // ranges: 4,000 ranges of one 40,000-row table took 6 s more than 64 did (BENCHMARKS.md).
     RETURN_IF_ERROR(GetInt(*snap, "snapshot", "max_ranges_per_table", &c.snapshot.max_ranges_per_table,
-                           1, 100000, origin));
+                           1, 4096, origin));
     RETURN_IF_ERROR(GetInt(*snap, "snapshot", "exact_count_max_rows", &c.snapshot.exact_count_max_rows,
                            0, int64_t{1} << 62, origin));
     RETURN_IF_ERROR(GetInt(*snap, "snapshot", "expected_rows_per_second",

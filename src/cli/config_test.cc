@@ -75,6 +75,9 @@ TEST(ConfigTest, RejectsBadInputNamingTheKey) {
   ExpectError(src + "[sink]\ntype=\"nats\"\n[sink.nats]\nreplicas=7\n", "sink.nats.replicas");
   ExpectError("[source]\nserver_id = 1\ntables=[\"a.*\"]\n[snapshot]\nmode=\"sometimes\"\n",
               "snapshot.mode");
+  // Every checkpoint of a snapshot holds each range's progress: thousands of ranges are refused.
+  ExpectError("[source]\nserver_id = 1\ntables=[\"a.*\"]\n[snapshot]\nmax_ranges_per_table = 5000\n",
+              "snapshot.max_ranges_per_table");
   ExpectError(base + "drop_tables = \"purge\"\n", "sink.drop_tables");
   ExpectError("[source\n", "sluice.toml:");
 }

@@ -882,6 +882,7 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
   // Applies `group` (the chunks ready[group_chunk[i]]), then accounts for it.
   const auto apply_group = [&]() -> Status {
     if (group.empty()) return Status::Ok();
+    group.back().checkpoint = ckpt.ToJson();  // the state after its last member
     size_t rows = 0;
     for (const size_t i : group_chunk) rows += ready[i].rows;
     const TableState& first = tables[ready[group_chunk[0]].table];
@@ -982,7 +983,9 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
           break;
         }
       }
-      chunk.txn.checkpoint = ckpt.ToJson();
+      // The checkpoint is written when the group is applied, for its last member only (the one
+      // a group records): it holds every range's progress, and made for each chunk it was most
+      // of the run with hundreds of ranges (a new user's probe: 3637 ranges of 40,000 rows, 91 s).
       group.push_back(std::move(chunk.txn));
       group_chunk.push_back(ci);
       group_finishes.push_back(p.done);
