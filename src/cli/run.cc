@@ -409,6 +409,36 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
       MarkForReread(ckpt, asked);
     }
   }
+  // A sink table that is gone although the checkpoint holds rows copied into it (dropped by
+  // hand, or the destination restored from an older backup, while sluice was stopped): the
+  // stream would create it empty and fill it with later changes only (a new user's probe). It
+  // is copied again instead.
+  if (stored) {
+    std::vector<std::string> missing;
+    for (const auto& t : tables) {
+      const std::string name = t.QualifiedName();
+      const auto it = ckpt.tables.find(name);
+      const auto inc = ckpt.incremental.find(name);
+      const bool copied =
+          (it != ckpt.tables.end() && !it->second.reread && (it->second.done || it->second.rows > 0)) ||
+          (inc != ckpt.incremental.end() && !inc->second.restart &&
+           (inc->second.backfill_done || inc->second.backfill_rows > 0 || inc->second.runs > 0));
+      if (!copied) continue;
+      TableSchema named;
+      named.db = t.db;
+      named.table = t.table;
+      ASSIGN_OR_RETURN(std::optional<bool> has, sink->HasTable(named));
+      if (has && !*has) missing.push_back(name);
+    }
+    if (!missing.empty()) {
+      std::string list;
+      for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+      LogWarning("the sink has no table for {}, although rows were copied into it (dropped while sluice was "
+                 "stopped?): copying {} again from the source",
+                 list, missing.size() == 1 ? "it" : "them");
+      MarkForReread(ckpt, missing);
+    }
+  }
   SnapshotRunOptions so;
   so.connection = conn_opts;
   so.source_server_id = info.server_id;

@@ -140,6 +140,12 @@ class Sink {
   // formats nothing while streaming, encodes each chunk's rows as the values it will bind
   // (sink/sqlite_sink.h), so that its one writing thread only binds and steps.
   virtual std::unique_ptr<Preformatter> NewSnapshotPreformatter() const { return NewPreformatter(); }
+  // Whether the destination holds a table for `table` (only its db and table names are read),
+  // or nullopt where the sink has no tables to ask about (files, topics, streams).
+  virtual Result<std::optional<bool>> HasTable(const TableSchema& table) {
+    (void)table;
+    return std::optional<bool>();
+  }
   virtual ~Sink() = default;
   // The checkpoint text stored by the last applied transaction, or nullopt for a new sink.
   virtual Result<std::optional<std::string>> LoadCheckpoint() = 0;

@@ -410,6 +410,13 @@ Status SqlApplier::PrepareTable(const TableSchema& schema) {
   return Status::Ok();
 }
 
+Result<std::optional<bool>> SqlApplier::HasTable(const TableSchema& table) {
+  if (Status st = Recover(); !st.ok()) return Note(st);
+  Result<std::optional<std::vector<SqlExistingColumn>>> have = dialect_->DescribeTable(*conn_, dialect_->TableName(table));
+  if (!have.ok()) return Note(have.status());
+  return std::optional<bool>(have->has_value());
+}
+
 void SqlApplier::ForgetTable(const std::string& key) {
   auto it = tables_.find(key);
   if (it == tables_.end()) return;

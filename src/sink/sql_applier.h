@@ -82,6 +82,7 @@ class SqlApplier : public Sink {
   // the existing table has the same columns. Apply() prepares tables it has not seen
   // itself, so calling this is optional.
   Status PrepareTable(const TableSchema& table) override;
+  Result<std::optional<bool>> HasTable(const TableSchema& table) override;
   Status Apply(const Transaction& txn) override;
   Status ApplyGroup(const std::vector<Transaction>& group) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
