@@ -404,6 +404,15 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   if (local_sink && stored) {
     std::vector<std::string> asked = selected_names(ClaimResnapshotRequests(config.sink));
     if (asked.empty()) ClearResnapshotClaim(config.sink);  // nothing (or nothing selected)
+    // A claim left by a run stopped during the copy it asked for: the checkpoint holds the
+    // mark and the copy's progress, so the copy continues (marked again, it started over at
+    // every run: a new user's probe).
+    std::erase_if(asked, [&](const std::string& n) {
+      const auto it = ckpt.tables.find(n);
+      if (it == ckpt.tables.end() || !it->second.reread || it->second.done) return false;
+      LogInfo("{}: continuing the re-read asked for by sluice resnapshot", n);
+      return true;
+    });
     if (!asked.empty()) {
       LogInfo("re-reading on request (sluice resnapshot): {} table(s)", asked.size());
       MarkForReread(ckpt, asked);

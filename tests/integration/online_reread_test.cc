@@ -721,6 +721,45 @@ TEST(Resnapshot, RereadsChosenTablesWhenStoppedAndWhileRunning) {
   (void)RunSqlText("DROP DATABASE IF EXISTS it_ors_no;");
 }
 
+// A run killed during the copy `sluice resnapshot` asked for, while it ran: the next run
+// continues that copy from the checkpoint's progress. It claimed the request again and marked
+// the table again, so the copy started over at every run (a new user's probe).
+TEST(Resnapshot, CopyInterruptedByAKillContinues) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_ork; CREATE DATABASE it_ork; USE it_ork;"
+                       "CREATE TABLE it_ork.t (id INT PRIMARY KEY, v VARCHAR(40));"
+                       "INSERT INTO it_ork.t SELECT seq, REPEAT('v', 40) FROM seq_1_to_200000;"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_ork.t"};
+  spec.sink_path = dir.File("replica.db");
+  spec.snapshot_extra = "workers = 1\nfetch_rows = 100\n";
+  const std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  r = RunSluice({"resnapshot", "--config", config, "it_ork.t"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Killed once the copy is under way: the sink table replaced and partly filled again.
+  bool mid_copy = false;
+  for (int i = 0; i < 400 && !mid_copy; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    if (ReadFile(dir.File("log")).find("re-read requested (sluice resnapshot)") == std::string::npos) continue;
+    const std::string n = ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM \"it_ork.t\"");
+    mid_copy = !n.empty() && std::atoi(n.c_str()) > 10000 && std::atoi(n.c_str()) < 150000;
+  }
+  kill(pid, SIGKILL);
+  WaitChild(pid, std::chrono::seconds(20));
+  if (!mid_copy) GTEST_SKIP() << "the copy was not caught half done; log:\n" << ReadFile(dir.File("log"));
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("it_ork.t: continuing the re-read asked for by sluice resnapshot"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("its sink table is replaced"), std::string::npos) << "the copy started over:\n" << r.output;
+  ExpectReplicaEqualsSource({"it_ork.t"}, spec.sink_path);
+}
+
 // Issue 7's acceptance: catching up over 10,000 transactions with 50 DDL statements in between
 // (columns added, types widened, ENUMs extended, and DECIMAL scales changed, which re-read the
 // table), with NO_LOG metadata: the replica equals the source. SLUICE_CATCHUP_TRANSACTIONS
