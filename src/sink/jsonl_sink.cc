@@ -18,6 +18,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_file.h"
 #include "sink/envelope.h"
+#include "util/log.h"
 
 namespace sluice {
 
@@ -232,7 +233,11 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
     const uint64_t recorded = *state.output_bytes;
     if (size < recorded) return OutputShorter(o.path, size, sink->state_path_, recorded);
     if (size > recorded) {
-      // Lines written after the last checkpoint: they will be emitted again.
+      // Lines written after the last checkpoint: they will be emitted again. Said, so that
+      // anything else appended by hand is not cut silently (a new user's probe).
+      LogWarning("{}: cutting the {} bytes after the last confirmed line (byte {}, recorded in {}): lines written "
+                 "after the last checkpoint are written again; anything else appended to the file is dropped",
+                 o.path, size - recorded, recorded, sink->state_path_);
       if (::ftruncate(sink->fd_, static_cast<off_t>(recorded)) != 0) {
         return IoError("truncate", o.path, errno);
       }
@@ -244,6 +249,10 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
   } else {
     // First use (or a state file from stdout mode): keep what is there, and record its
     // length before writing so that a crash before the first checkpoint cuts back to it.
+    if (size > 0 && !text)
+      LogWarning("{} already holds {} bytes and there is no state file ({}): this is a new pipeline, and its lines "
+                 "(the snapshot first) are appended after them; remove the file to start a fresh one",
+                 o.path, size, sink->state_path_);
     if (::fsync(sink->fd_) != 0) return IoError("fsync", o.path, errno);
     RETURN_IF_ERROR(SyncParentDirectory(o.path));
     sink->output_bytes_ = size;

@@ -309,3 +309,39 @@ TEST(SinkPath, ReplicaTableDroppedWhileStoppedIsCopiedAgain) {
 
 }  // namespace
 }  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+// What the JSON lines sink does to a file edited while sluice was stopped is said, never done
+// silently (a new user's probe): a line appended by hand is cut with the unconfirmed lines
+// (with a warning naming the bytes), and an output without its state file gets a new
+// pipeline's lines, a whole snapshot again, appended (with a warning naming the file).
+TEST(SinkPath, JsonlEditsWhileStoppedAreNamedInTheLog) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_jsonl_edit; CREATE DATABASE it_jsonl_edit;"
+                       "CREATE TABLE it_jsonl_edit.t (id INT PRIMARY KEY, v INT);"
+                       "INSERT INTO it_jsonl_edit.t VALUES (1, 1), (2, 2);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_jsonl_edit.t"};
+  spec.sink_type = "jsonl";
+  spec.sink_path = dir.File("out.jsonl");
+  const std::string config = WriteConfig(dir, spec);
+  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const auto size = std::filesystem::file_size(spec.sink_path);
+  std::ofstream(spec.sink_path, std::ios::app) << "{\"my\":\"note\"}\n";
+  auto second = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("cutting the 14 bytes after the last confirmed line"), std::string::npos)
+      << second.output;
+  EXPECT_EQ(std::filesystem::file_size(spec.sink_path), size);
+  ASSERT_TRUE(std::filesystem::remove(spec.sink_path + ".checkpoint"));
+  auto third = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  EXPECT_NE(third.output.find("there is no state file"), std::string::npos) << third.output;
+}
+
+}  // namespace
+}  // namespace sluice::testing
