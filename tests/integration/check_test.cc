@@ -85,6 +85,8 @@ class CheckWrong : public ::testing::Test {
               "CREATE DATABASE it_other; CREATE TABLE it_other.t (id INT PRIMARY KEY);"
               "CREATE USER 'it_weak'@'127.0.0.1' IDENTIFIED BY 'weakpw';"
               "GRANT SELECT ON it_other.* TO 'it_weak'@'127.0.0.1';"
+              "CREATE USER 'it_part'@'127.0.0.1' IDENTIFIED BY 'partpw';"
+              "GRANT SELECT ON it_chk.t TO 'it_part'@'127.0.0.1';"
               "CREATE TABLE it_chk.wide (id INT PRIMARY KEY, v VARCHAR(16000)) DEFAULT CHARSET=utf8mb4;");
     }
   }
@@ -221,6 +223,20 @@ TEST_F(CheckWrong, NoSelectOnTheCapturedTables) {
   const std::string out = CheckAsWeakUser(dir).output;
   EXPECT_THAT(LineOf(out, "SELECT on it_chk.*"), ::testing::StartsWith("FAIL")) << out;
   EXPECT_THAT(out, ::testing::HasSubstr("fix: GRANT SELECT ON `it_chk`.* TO 'it_weak'@'127.0.0.1'"));
+}
+
+// SELECT granted on one table of it_chk: `it_chk.*` reads as one readable table, but the
+// others are invisible to the user, so the line says that they are not captured.
+TEST_F(CheckWrong, SelectOnSingleTablesOnlyIsSaid) {
+  TempDir dir;
+  Spec s = Wrong();
+  s.user = "it_part";
+  s.password = "partpw";
+  s.tables = {"it_chk.*"};
+  const std::string out = Check(Config(dir, s)).output;
+  EXPECT_THAT(LineOf(out, "SELECT on it_chk.*"), ::testing::HasSubstr("1 table(s), all readable; but SELECT is granted on "
+                                                                    "single tables of it_chk only"))
+      << out;
 }
 
 TEST_F(CheckWrong, NonTransactionalEngine) {
