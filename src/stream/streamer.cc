@@ -1472,6 +1472,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
           return save_pending(true);
         }
         RETURN_IF_ERROR(save_pending(false));
+        if (options_.on_applied) options_.on_applied(checkpoint_, 0);  // idle: the progress line still comes
         continue;
       }
     }
@@ -1507,6 +1508,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       parts_open = true;
       parts_rows += first->txn.row_count();
       ++parts_items;
+      if (options_.on_applied) options_.on_applied(checkpoint_, 0);
       continue;
     }
     if (first->abort_parts) {

@@ -90,7 +90,9 @@ struct StreamerOptions {
   // cannot apply parts (Kafka, NATS, JSON lines with transaction metadata or to stdout) and
   // XA transactions (held until XA COMMIT) still take whole transactions.
   size_t max_buffered_bytes = 256u << 20;
-  // Progress callback for logging: called on the sink writer thread after each applied group.
+  // Progress callback for logging: called on the sink writer thread after each applied group,
+  // and with rows = 0 while the writer waits for work or applies a large transaction's parts
+  // (so that a progress line still comes when nothing is committed for a while).
   std::function<void(const Checkpoint&, size_t rows)> on_applied;
 };
 

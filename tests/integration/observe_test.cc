@@ -1,5 +1,7 @@
 // Observability (issue 11, item 5): the Prometheus endpoint scraped with curl during a run
 // under a write load, the live progress display in a terminal (tmux), JSON logs.
+#include <signal.h>
+
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -139,6 +141,26 @@ TEST(Observe, LagIsZeroOnceCaughtUpAfterPartsAndSchemaChanges) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("60000 row changes"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("lag 0 s)"), std::string::npos) << "caught up, so no lag:\n" << run.output;
+}
+
+// A progress line every 10 s while streaming, also when nothing is committed meanwhile (an
+// idle source): lines came only after a commit, so an idle stream printed none at all (a new
+// user's probe).
+TEST(Observe, ProgressLinesWhileIdle) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_obs; CREATE TABLE IF NOT EXISTS it_obs.idle (id INT PRIMARY KEY);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_obs.idle"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  const std::string log = WaitForLog(dir.File("log"), "progress: at ", 160);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0);
+  EXPECT_NE(log.find("progress: at "), std::string::npos) << "no progress line in 16 s of an idle stream:\n"
+                                                          << ReadFile(dir.File("log"));
+  EXPECT_NE(log.find("lag 0 s"), std::string::npos) << log;
 }
 
 TEST(Observe, JsonLogs) {
