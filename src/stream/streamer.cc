@@ -19,6 +19,7 @@
 #include "sink/sink_retry.h"
 #include "schema/ddl.h"
 #include "schema/ddl_apply.h"
+#include "schema/dml_tables.h"
 #include "stream/reconnect_backoff.h"
 #include "stream/schema_check.h"
 #include "stream/transaction_assembler.h"
@@ -520,6 +521,51 @@ class SchemaRegistry {
     return w;
   }
 
+  // A data change logged as a statement at `at` (binlog_format=STATEMENT or MIXED in some
+  // session): its rows are not in the binlog. It is passed when every table it can change
+  // (schema/dml_tables.h) is one whose rows the stream would not apply at `at` anyway: not
+  // selected, being copied again (pending: the binlog from the mark is replayed after the
+  // copy, and the statement judged again then), or copied at a later point (the copy holds
+  // its change; rows before copied_at are dropped the same way, Resolve). Otherwise, or when
+  // the tables cannot be told, the run stops: nothing could apply it.
+  Status OnStatementDml(std::string_view schema, std::string_view query, const BinlogPosition& at) const {
+    const std::string where = fmt::format("binlog {} at offset {}", at.file, at.pos);
+    const std::string text = Shorten(query.substr(0, 120)) + (query.size() > 120 ? "..." : "");
+    const char* kLogged =
+        "was logged as a statement, not as rows (binlog_format=STATEMENT or MIXED in some session), and sluice "
+        "reads row events only";
+    ddl::DmlTables d = ddl::TablesChangedBy(query, schema);
+    if (!d.known) {
+      if (!MentionsCaptured(schema, query)) return Status::Ok();
+      return Status::FailedPrecondition(fmt::format(
+          "{}: \"{}\" {}; sluice could not tell which tables it changes ({}), so it may change selected "
+          "tables and sluice stops rather than guess. No run of this destination can get past it: start "
+          "over into a new destination (a new sink path or database; its snapshot is taken after this "
+          "statement), and set binlog_format=ROW globally and in every session (docs/schema-changes.md)",
+          where, text, kLogged, d.unknown));
+    }
+    std::string changed, recopied;
+    for (const ddl::TableRef& t : d.tables) {
+      if (!TableSelected(filter_, t.db, t.table)) continue;
+      const std::string key = t.ToString();
+      std::string& list = RowsDropped(key, at) ? recopied : changed;
+      list += (list.empty() ? "" : " ") + key;
+    }
+    if (!changed.empty())
+      return Status::FailedPrecondition(fmt::format(
+          "{}: \"{}\" changes selected table(s) {} and {}: it cannot be applied. To get past it, copy "
+          "the table(s) again, after the statement: `sluice resnapshot --config FILE {}`, then run "
+          "sluice again (the stream passes the statement for tables copied after it); and set "
+          "binlog_format=ROW globally and in every session (docs/schema-changes.md)",
+          where, text, changed, kLogged, changed));
+    if (recopied.empty())
+      LogInfo("{}: \"{}\" was logged as a statement and changes no selected table: skipped", where, text);
+    else
+      LogInfo("{}: \"{}\" was logged as a statement; the stream drops the rows of the selected table(s) it "
+              "changes ({}) here (being copied again, or copied after it): skipped", where, text, recopied);
+    return Status::Ok();
+  }
+
   // Whether a statement that could not be parsed may touch a captured table: its default
   // database, or a literal database name of the patterns written in it.
   bool MentionsCaptured(std::string_view schema, std::string_view query) const {
@@ -573,6 +619,13 @@ class SchemaRegistry {
   bool Skipped(const std::string& key, const BinlogPosition& event) const {
     if (pending_.count(key)) return true;
     return !others_at_.empty() && !rereading_.count(key) && ComparePositions(event, others_at_) < 0;
+  }
+  // Whether the stream drops rows of `key` at `event` (see ResolveUncached): the table is
+  // being copied again, or its copy was read at later points.
+  bool RowsDropped(const std::string& key, const BinlogPosition& event) const {
+    if (!skipping_.empty() && Skipped(key, event)) return true;
+    auto c = copied_at_.find(key);
+    return c != copied_at_.end() && ComparePositions(event, c->second) < 0;
   }
   std::string skipping_;  // non-empty while SetSkipping has anything to skip
   std::set<std::string> pending_, rereading_;
@@ -877,8 +930,9 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       },
       StreamPoint{checkpoint_.stream_start, checkpoint_.gtid});
 
-  assembler.set_statement_filter([&schemas](std::string_view schema, std::string_view query) {
-    return schemas.MentionsCaptured(schema, query);
+  assembler.set_statement_filter([&schemas](std::string_view schema, std::string_view query,
+                                             const BinlogPosition& at) {
+    return schemas.OnStatementDml(schema, query, at);
   });
   // JSON lines: rows become their lines as they are decoded, straight from the row image (no
   // Values to build, hand over and free; issue 8), unless the snapshot hand-off must look at

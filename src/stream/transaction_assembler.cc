@@ -230,13 +230,9 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
       return std::optional<CommittedTransaction>(std::move(rolled_back));
     }
     for (std::string_view dml : {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD DATA"}) {
-      if (StartsWithCi(q->query, dml) && statement_filter_ && statement_filter_(q->schema, q->query)) {
-        std::string text = q->query.substr(0, 120);
-        return Status::FailedPrecondition(fmt::format(
-            "binlog {} at offset {}: a change to selected tables was logged as a statement, not "
-            "as rows (binlog_format=STATEMENT or MIXED in some session): \"{}\"; sluice reads row "
-            "events only: set binlog_format=ROW globally and in every session",
-            current_file_, ev.pos, text));
+      if (StartsWithCi(q->query, dml) && statement_filter_) {
+        RETURN_IF_ERROR(statement_filter_(q->schema, q->query, BinlogPosition{current_file_, ev.pos}));
+        break;
       }
     }
     if (auto xid = XaArgument(q->query, "START")) {

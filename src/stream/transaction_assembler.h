@@ -90,10 +90,12 @@ class TransactionAssembler {
   // nullopt. Errors name the event position.
   Result<std::optional<CommittedTransaction>> Feed(const binlog::Event& event);
 
-  // Decides whether a statement-logged data change (a QUERY event holding INSERT, UPDATE,
-  // DELETE, REPLACE or LOAD DATA: binlog_format=STATEMENT or MIXED in some session) touches
-  // selected tables. If it does, Feed fails: the change cannot be read as rows.
-  using StatementFilter = std::function<bool(std::string_view schema, std::string_view query)>;
+  // Judges a statement-logged data change (a QUERY event holding INSERT, UPDATE, DELETE,
+  // REPLACE or LOAD DATA: binlog_format=STATEMENT or MIXED in some session) that starts at
+  // `at`: OK lets the stream pass it (it changes no table whose rows the stream applies
+  // there), an error is Feed's (the change cannot be read as rows).
+  using StatementFilter =
+      std::function<Status(std::string_view schema, std::string_view query, const BinlogPosition& at)>;
   void set_statement_filter(StatementFilter f) { statement_filter_ = std::move(f); }
 
   // The resume point as of the last transaction boundary (see XA above).

@@ -377,6 +377,72 @@ TEST(EndToEnd, TruncateAddedTablesSinkLockAndStatementChanges) {
   EXPECT_NE(r.output.find("logged as a statement"), std::string::npos) << r.output;
 }
 
+// Data changes logged as statements (a session with binlog_format=STATEMENT) in a database
+// with selected tables: one that changes only tables not selected is passed (it used to stop
+// every run at the same offset), one that changes a selected table stops with the table named,
+// and `sluice resnapshot` of that table gets the stream past it (the copy, taken after the
+// statement, holds its change).
+TEST(EndToEnd, StatementLoggedChangesPassUnselectedTablesAndStopOnSelectedOnes) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_stmt; CREATE DATABASE it_stmt;"
+                       "CREATE TABLE it_stmt.t_comp (id INT PRIMARY KEY, v INT);"
+                       "CREATE TABLE it_stmt.t_nopk (a INT, n INT);"
+                       "INSERT INTO it_stmt.t_comp VALUES (1, 10), (2, 20), (3, 30);"
+                       "INSERT INTO it_stmt.t_nopk VALUES (3, 0), (4, 0);"), 0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_stmt.t_comp"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  // Statement-logged changes of the table that is not selected, unqualified (the session's
+  // default database) and through a join that only reads the selected table; then row-logged
+  // changes of the selected one.
+  ASSERT_EQ(RunSqlText("USE it_stmt; SET SESSION binlog_format = 'STATEMENT';"
+                       "UPDATE t_nopk SET n = n + 1 WHERE a = 3;"
+                       "DELETE x FROM t_nopk AS x JOIN t_comp c ON c.id = x.a WHERE c.v = 40;"
+                       "INSERT INTO `it_stmt`.`t_nopk` SELECT id, v FROM t_comp;"
+                       "SET SESSION binlog_format = 'ROW';"
+                       "INSERT INTO t_comp VALUES (4, 40); UPDATE t_comp SET v = v + 1 WHERE id = 1;"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"UPDATE t_nopk SET n = n + 1 WHERE a = 3\" was logged as a statement and changes no "
+                          "selected table: skipped"),
+            std::string::npos)
+      << r.output;
+  ExpectReplicaEqualsSource({"it_stmt.t_comp"}, spec.sink_path);
+
+  // A statement-logged change of the selected table: every run stops there, naming it.
+  ASSERT_EQ(RunSqlText("USE it_stmt; SET SESSION binlog_format = 'STATEMENT';"
+                       "UPDATE t_comp JOIN t_nopk ON t_nopk.a = t_comp.id SET t_comp.v = t_comp.v + 100;"
+                       "SET SESSION binlog_format = 'ROW'; INSERT INTO t_comp VALUES (5, 50);"), 0);
+  for (int i = 0; i < 2; ++i) {
+    r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("changes selected table(s) it_stmt.t_comp and was logged as a statement"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("`sluice resnapshot --config FILE it_stmt.t_comp`"), std::string::npos) << r.output;
+  }
+  // The remedy the message gives: the table copied again, after the statement.
+  r = RunSluice({"resnapshot", "--config", config, "it_stmt.t_comp"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("INSERT INTO it_stmt.t_comp VALUES (6, 60);"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(being copied again, or copied after it): skipped"), std::string::npos) << r.output;
+  ExpectReplicaEqualsSource({"it_stmt.t_comp"}, spec.sink_path);
+
+  // With no default database, names qualified, the selected table only read: passed.
+  ASSERT_EQ(RunSqlText("SET SESSION binlog_format = 'STATEMENT'; UPDATE it_stmt.t_nopk SET n = 0 "
+                       "WHERE a IN (SELECT id FROM it_stmt.t_comp);"
+                       "SET SESSION binlog_format = 'ROW'; DELETE FROM it_stmt.t_comp WHERE id = 2;"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_stmt.t_comp"}, spec.sink_path);
+}
+
 // The JSON lines sink writes a truncate record ("op": "t").
 TEST(EndToEnd, JsonlGetsTruncateRecords) {
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_trunc; CREATE DATABASE it_trunc;"
