@@ -65,10 +65,12 @@ class Reader {
       return out;
     }
     out.known = ok;
-    if (ok)
+    if (ok) {
       out.tables = std::move(tables_);
-    else
+      out.calls = Calls();
+    } else {
       out.unknown = why_;
+    }
     return out;
   }
 
@@ -331,6 +333,24 @@ class Reader {
       }
     }
     return true;
+  }
+
+  // Every [db.]name( of the statement (DmlTables::calls).
+  std::vector<TableRef> Calls() const {
+    std::vector<TableRef> out;
+    for (size_t i = 0; i + 1 < t_.size(); ++i) {
+      if (!t_[i].IsName() || !t_[i + 1].IsPunct('(')) continue;
+      TableRef f;
+      if (i >= 2 && t_[i - 1].IsPunct('.') && t_[i - 2].IsName()) {
+        f = TableRef{t_[i - 2].text, t_[i].text};
+      } else if (!default_db_.empty()) {
+        f = TableRef{std::string(default_db_), t_[i].text};
+      } else {
+        continue;  // a bare name with no default database is no stored function
+      }
+      if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(std::move(f));
+    }
+    return out;
   }
 
   const std::vector<Token>& t_;

@@ -16,8 +16,8 @@
 // schema). Comments are skipped, /*! ... */ contents read (schema/sql_tokenizer.h).
 //
 // Only what the text names: a trigger on a named table, a stored function the statement
-// calls, or a view named in place of a table can change other tables; the caller decides
-// what to do about those.
+// calls (see `calls`), or a view named in place of a table can change other tables; the
+// caller decides what to do about those.
 // Pure; thread-safe.
 #pragma once
 
@@ -40,6 +40,10 @@ struct DmlTables {
   bool known = false;
   std::vector<TableRef> tables;
   std::string unknown;
+  // With `known`: every name followed by "(" ([db.]f(...), the default database for a bare
+  // one), which holds each stored function the statement calls (a function can change other
+  // tables) along with built-in functions and column lists: the caller asks the server.
+  std::vector<TableRef> calls;
 };
 
 DmlTables TablesChangedBy(std::string_view sql, std::string_view default_db,

@@ -528,7 +528,10 @@ class SchemaRegistry {
   // copy, and the statement judged again then), or copied at a later point (the copy holds
   // its change; rows before copied_at are dropped the same way, Resolve). Otherwise, or when
   // the tables cannot be told, the run stops: nothing could apply it.
-  Status OnStatementDml(std::string_view schema, std::string_view query, const BinlogPosition& at) const {
+  // Before passing one in a database of the patterns (MentionsCaptured), the server is asked
+  // what the text cannot show (HiddenChanges): a table it changes that is a view or has
+  // triggers, or a stored function it calls, may change selected tables; the run stops then.
+  Status OnStatementDml(std::string_view schema, std::string_view query, const BinlogPosition& at) {
     const std::string where = fmt::format("binlog {} at offset {}", at.file, at.pos);
     const std::string text = Shorten(query.substr(0, 120)) + (query.size() > 120 ? "..." : "");
     const char* kLogged =
@@ -558,12 +561,60 @@ class SchemaRegistry {
           "sluice again (the stream passes the statement for tables copied after it); and set "
           "binlog_format=ROW globally and in every session (docs/schema-changes.md)",
           where, text, changed, kLogged, changed));
+    if (MentionsCaptured(schema, query)) {
+      ASSIGN_OR_RETURN(std::string hidden, HiddenChanges(d));
+      if (!hidden.empty())
+        return Status::FailedPrecondition(fmt::format(
+            "{}: \"{}\" {}; it names no selected table it changes, but {}, which may change selected "
+            "tables, and sluice stops rather than guess. No run of this destination can get past it: "
+            "start over into a new destination (a new sink path or database; its snapshot is taken after "
+            "this statement), and set binlog_format=ROW globally and in every session "
+            "(docs/schema-changes.md)",
+            where, text, kLogged, hidden));
+    }
     if (recopied.empty())
       LogInfo("{}: \"{}\" was logged as a statement and changes no selected table: skipped", where, text);
     else
       LogInfo("{}: \"{}\" was logged as a statement; the stream drops the rows of the selected table(s) it "
               "changes ({}) here (being copied again, or copied after it): skipped", where, text, recopied);
     return Status::Ok();
+  }
+
+  // For a statement-logged change passed by its table names: which of the tables it changes
+  // are views or have triggers, and which names it calls are stored functions, as the server
+  // has them now ("" when none). What the user may not see (information_schema shows only
+  // objects the user has a privilege on) is not found.
+  Result<std::string> HiddenChanges(const ddl::DmlTables& d) {
+    auto in = [&](const std::vector<ddl::TableRef>& refs) {
+      std::string list;
+      for (const ddl::TableRef& t : refs)
+        list += (list.empty() ? "(" : ", (") + conn_.Quote(t.db) + ", " + conn_.Quote(t.table) + ")";
+      return list;
+    };
+    std::vector<std::string> parts;
+    if (!d.tables.empty()) {
+      const std::string tables = in(d.tables);
+      parts.push_back("SELECT 'is a view', TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
+                      "TABLE_TYPE = 'VIEW' AND (TABLE_SCHEMA, TABLE_NAME) IN (" + tables + ")");
+      parts.push_back("SELECT 'has a trigger', EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE FROM "
+                      "information_schema.TRIGGERS WHERE (EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE) IN (" +
+                      tables + ")");
+    }
+    if (!d.calls.empty())
+      parts.push_back("SELECT 'is a stored function it calls', ROUTINE_SCHEMA, ROUTINE_NAME FROM "
+                      "information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION' AND (ROUTINE_SCHEMA, "
+                      "ROUTINE_NAME) IN (" + in(d.calls) + ")");
+    if (parts.empty()) return std::string();
+    std::string sql;
+    for (const std::string& p : parts) sql += (sql.empty() ? "" : " UNION ALL ") + p;
+    ASSIGN_OR_RETURN(QueryResult r, conn_.Query(sql));
+    std::string out;
+    for (const auto& row : r.rows) {
+      if (row.size() < 3 || !row[0] || !row[1] || !row[2]) continue;
+      const std::string item = fmt::format("{}.{} {}", *row[1], *row[2], *row[0]);
+      if (out.find(item) == std::string::npos) out += (out.empty() ? "" : "; ") + item;
+    }
+    return out;
   }
 
   // Whether a statement that could not be parsed may touch a captured table: its default
