@@ -10,6 +10,9 @@
 //   QUERY          := thread_id(4) exec_time(4) db_len(1) error_code(2)
 //                     [status_vars_len(2) when post-header >= 13] status_vars db NUL query
 //                     (QUERY_COMPRESSED: query is a MariaDB compressed block)
+//   EXECUTE_LOAD_QUERY := QUERY with a post-header of 26: the 13 above, file_id(4)
+//                     fn_pos_start(4) fn_pos_end(4) dup_handling(1) (a statement-logged LOAD
+//                     DATA; its file's bytes came in BEGIN_LOAD_QUERY/APPEND_BLOCK events)
 //   XID            := xid(8)
 //   INTVAR         := kind(1) value(8)          RAND := seed1(8) seed2(8)
 //   USER_VAR       := name_len(4) name value...
@@ -488,6 +491,14 @@ Status DecodeEventImpl(std::span<const uint8_t> bytes, uint64_t offset, const De
       ev.body = std::move(e);
       break;
     }
+    case EventType::EXECUTE_LOAD_QUERY_EVENT: {
+      // Decoded as a QUERY (the extra post-header fields skipped), so that the stream sees the
+      // LOAD DATA text: as an opaque event, it was passed whatever table it loaded.
+      if (phl(26) < 26) return r.Error(fmt::format("post-header length {} < 26", phl(26)));
+      ASSIGN_OR_RETURN(auto e, DecodeQuery(r, phl(26), false));
+      ev.body = std::move(e);
+      break;
+    }
     case EventType::XID_EVENT: {
       if (body.size() != 8) return r.Error(fmt::format("body is {} bytes, expected 8", body.size()));
       ASSIGN_OR_RETURN(uint64_t xid, r.ReadLe64());
@@ -617,7 +628,6 @@ Status DecodeEventImpl(std::span<const uint8_t> bytes, uint64_t offset, const De
     case EventType::DELETE_FILE_EVENT:
     case EventType::NEW_LOAD_EVENT:
     case EventType::BEGIN_LOAD_QUERY_EVENT:
-    case EventType::EXECUTE_LOAD_QUERY_EVENT:
     case EventType::IGNORABLE_LOG_EVENT:
     case EventType::TRANSACTION_CONTEXT_EVENT:
     case EventType::VIEW_CHANGE_EVENT:

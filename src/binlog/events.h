@@ -55,7 +55,8 @@ struct RotateEvent {
   std::string next_file;
 };
 
-// QUERY_EVENT and MariaDB QUERY_COMPRESSED_EVENT (query inflated).
+// QUERY_EVENT, MariaDB QUERY_COMPRESSED_EVENT (query inflated) and EXECUTE_LOAD_QUERY_EVENT
+// (a statement-logged LOAD DATA; the fields of its longer post-header are not kept).
 struct QueryEvent {
   uint32_t thread_id = 0;
   uint32_t exec_time = 0;

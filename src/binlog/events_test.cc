@@ -543,6 +543,31 @@ TEST(HandBuilt, ZeroLogPosTracksRunningOffset) {
   EXPECT_EQ(b->pos, 256u + e.size());
 }
 
+// EXECUTE_LOAD_QUERY (18), a statement-logged LOAD DATA: a QUERY whose post-header (26 in
+// the FDE) adds file_id, fn_pos_start, fn_pos_end and dup_handling; read as a QueryEvent so
+// that the stream judges its text (it used to be opaque, and passed whatever it loaded).
+TEST(HandBuilt, ExecuteLoadQueryIsAQuery) {
+  EventStream s = MariadbStream();
+  std::string sql = "LOAD DATA INFILE '/tmp/SQL_LOAD-1-2-3.data' INTO TABLE `t` FIELDS TERMINATED BY ','";
+  Bytes q;
+  PutLe(q, 9, 4);   // thread id
+  PutLe(q, 0, 4);   // exec time
+  q.push_back(2);   // db len
+  PutLe(q, 0, 2);   // error code
+  PutLe(q, 0, 2);   // status vars len
+  PutLe(q, 3, 4);   // file id
+  PutLe(q, 17, 4);  // fn_pos_start
+  PutLe(q, 42, 4);  // fn_pos_end
+  q.push_back(1);   // dup handling
+  q.push_back('d'); q.push_back('b'); q.push_back(0);
+  q.insert(q.end(), sql.begin(), sql.end());
+  auto ev = s.Next(MakeEvent(18, q, true, 3000));
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  ASSERT_TRUE(std::holds_alternative<QueryEvent>(ev->body));
+  EXPECT_EQ(std::get<QueryEvent>(ev->body).query, sql);
+  EXPECT_EQ(std::get<QueryEvent>(ev->body).schema, "db");
+}
+
 TEST(HandBuilt, MariadbCompressedQueryAndRows) {
   auto compress = [](const std::string& text) {
     uLongf n = compressBound(text.size());
