@@ -824,6 +824,10 @@ Status Streamer::CallSink(const char* what, const std::function<Status()>& call)
 Status Streamer::Run(const Checkpoint& start, Sink& sink) {
   checkpoint_ = start;
   auto last_connected = Clock::now();
+  // Since when the destination fails without a commit in between (a large transaction's parts
+  // failing, read again from the source each time): those are not the source's outages.
+  bool sink_failing = false;
+  Clock::time_point sink_failing_since = Clock::now();
   ReconnectBackoff backoff(std::chrono::milliseconds(250),
                            std::chrono::milliseconds(options_.reconnect_max_backoff_ms));
   while (true) {
@@ -879,8 +883,23 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
         .Counter("sluice_reconnects_total", "reconnects to the source after a lost connection",
                  {{"component", "stream"}})
         .Add(1);
-    LogWarning("{}; reconnecting from {} in {} ms (attempt {}, down for {} s)", st.ToString(),
-               checkpoint_.stream_start.ToString(), wait.count(), backoff.attempt(), down_for.count());
+    // A large transaction's parts failed in the sink (part_failure): the source is fine, the
+    // destination is not (a full disk, a lock); said so, with how long it has been failing. A
+    // new user's probe saw "reconnecting ... down for 0 s" for 30 s of a full disk.
+    const bool sink_side = st.message().rfind("sink: ", 0) == 0;
+    if (!sink_side || moved) sink_failing = false;
+    if (sink_side && !sink_failing) {
+      sink_failing = true;
+      sink_failing_since = now;
+    }
+    if (sink_side)
+      LogWarning("{}; the destination is failing, not the source: reading the transaction again from {} in {} ms "
+                 "(attempt {}, failing for {} s)",
+                 st.ToString(), checkpoint_.stream_start.ToString(), wait.count(), backoff.attempt(),
+                 std::chrono::duration_cast<std::chrono::seconds>(now - sink_failing_since).count());
+    else
+      LogWarning("{}; reconnecting from {} in {} ms (attempt {}, down for {} s)", st.ToString(),
+                 checkpoint_.stream_start.ToString(), wait.count(), backoff.attempt(), down_for.count());
     auto until = Clock::now() + wait;
     while (Clock::now() < until && !Stopping(options_.stop))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -219,7 +219,8 @@ TEST(SinkFault, LargeTransactionFailingInPartsReconnectsWithAGrowingWait) {
   for (std::string text; std::chrono::steady_clock::now() < deadline;
        std::this_thread::sleep_for(milliseconds(50))) {
     text = ReadFile(log);
-    if (text.find("(attempt 2,") != std::string::npos || CountOccurrences(text, "reconnecting from") >= 4) break;
+    if (text.find("(attempt 2,") != std::string::npos || CountOccurrences(text, "reading the transaction again") >= 4)
+      break;
   }
   ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(other);
@@ -228,6 +229,12 @@ TEST(SinkFault, LargeTransactionFailingInPartsReconnectsWithAGrowingWait) {
   EXPECT_EQ(WaitChild(pid, seconds(30)), 0) << ReadFile(log);
   const std::string out = ReadFile(log);
   EXPECT_NE(out.find("of a large transaction failed"), std::string::npos) << "the parts never failed:\n" << out;
+  // Said to be the destination's failure (it was "reconnecting ... down for 0 s", as if the
+  // source were away).
+  EXPECT_NE(out.find("the destination is failing, not the source: reading the transaction again from"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("reconnecting from"), std::string::npos) << out;
   EXPECT_NE(out.find("in 250 ms (attempt 1,"), std::string::npos) << "the first wait:\n" << out;
   EXPECT_NE(out.find("in 500 ms (attempt 2,"), std::string::npos) << "the second wait did not grow:\n" << out;
   EXPECT_EQ(CountSqliteRows(replica, db + ".t"), 5000);
