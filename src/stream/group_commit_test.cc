@@ -380,6 +380,58 @@ TEST(GroupCommitTest, DumpByGtidDoesNotMoveTheResumePositionBack) {
   EXPECT_EQ(a.boundary().position.ToString(), "bin.000005:4") << "a rotation moves it to the next file";
 }
 
+// A data change logged as a statement goes to the statement filter (the streamer's judge of
+// its tables) also behind leading comments, as applications send them ("/* app */ UPDATE"):
+// such a statement passed unseen, and its rows were never in the binlog.
+TEST(GroupCommitTest, StatementLoggedChangesBehindCommentsReachTheStatementFilter) {
+  TableSchemaPtr schema = std::make_shared<TableSchema>();
+  TransactionAssembler a(
+      Flavor::kMariaDB, [&](const binlog::TableMap&) -> Result<TableSchemaPtr> { return schema; },
+      StreamPoint{{"bin.000004", 4}, ""});
+  std::vector<std::string> judged;
+  a.set_statement_filter([&](std::string_view, std::string_view query, const BinlogPosition&) {
+    judged.emplace_back(query);
+    return Status::FailedPrecondition("stopped");
+  });
+  uint64_t pos = 100;
+  auto feed = [&](auto body) {
+    Event e;
+    e.file = "bin.000004";
+    e.pos = pos;
+    e.end_pos = pos + 50;
+    pos += 50;
+    e.body = std::move(body);
+    return a.Feed(e).status();
+  };
+  auto query = [](std::string text) {
+    binlog::QueryEvent q;
+    q.schema = "shop";
+    q.query = std::move(text);
+    return q;
+  };
+  const std::vector<std::string> changes = {
+      "/* app:checkout */ UPDATE t SET n = n + 1", "  -- batch\n  /* a */ DELETE FROM t WHERE id = 1",
+      "# nightly\nINSERT INTO t VALUES (1)", "WITH x AS (SELECT 1) UPDATE t, x SET t.n = 1"};
+  for (const std::string& text : changes) {
+    binlog::MariadbGtidEvent g;
+    g.seq_no = pos;
+    g.server_id = 1;
+    ASSERT_TRUE(feed(g).ok());
+    ASSERT_TRUE(feed(query("BEGIN")).ok());
+    EXPECT_EQ(feed(query(text)).code(), StatusCode::kFailedPrecondition) << text;  // the next GTID starts over
+  }
+  EXPECT_EQ(judged, changes);
+  // Not data changes: an executable comment holds SQL of its own, a comment alone is nothing.
+  judged.clear();
+  binlog::MariadbGtidEvent g;
+  g.seq_no = pos;
+  g.server_id = 1;
+  g.flags = binlog::MariadbGtidEvent::kFlStandalone;
+  ASSERT_TRUE(feed(g).ok());
+  EXPECT_TRUE(feed(query("/*!40000 ALTER TABLE t DISABLE KEYS */")).ok());
+  EXPECT_TRUE(judged.empty());
+}
+
 // MySQL: a stream started at a file/position alone (a watermark snapshot's point has no GTID
 // set) must not record the set of only the GTIDs it streamed: resumed from by GTID, the
 // server would send every older transaction it still holds again. The boundary carries no

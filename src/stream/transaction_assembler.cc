@@ -26,6 +26,27 @@ bool StartsWithCi(std::string_view q, std::string_view prefix) {
   return true;
 }
 
+// `q` after its leading white space and comments (`/* ... */`, `-- ...`, `# ...`), as the server
+// skips them: applications and ORMs prefix statements with comments ("/* app:checkout */
+// UPDATE ..."), and such a statement-logged change passed the DML check unseen. An
+// executable comment (`/*!...*/`, `/*M!...*/`) holds SQL and is kept.
+std::string_view AfterLeadingComments(std::string_view q) {
+  while (true) {
+    while (!q.empty() && std::isspace(static_cast<unsigned char>(q.front()))) q.remove_prefix(1);
+    if (q.starts_with("/*") && !q.starts_with("/*!") && !q.starts_with("/*M!")) {
+      const size_t end = q.find("*/", 2);
+      if (end == std::string_view::npos) return q;
+      q.remove_prefix(end + 2);
+    } else if (q.starts_with("#") || (q.starts_with("--") && (q.size() == 2 || std::isspace(static_cast<unsigned char>(q[2]))))) {
+      const size_t end = q.find('\n');
+      if (end == std::string_view::npos) return std::string_view();
+      q.remove_prefix(end + 1);
+    } else {
+      return q;
+    }
+  }
+}
+
 // For "XA <verb> <xid>[ ONE PHASE]" returns the xid text; nullopt when `q` is not that verb.
 std::optional<std::string> XaArgument(std::string_view q, std::string_view verb) {
   while (!q.empty() && std::isspace(static_cast<unsigned char>(q.front()))) q.remove_prefix(1);
@@ -229,8 +250,10 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
       rolled_back.rolled_back = true;
       return std::optional<CommittedTransaction>(std::move(rolled_back));
     }
-    for (std::string_view dml : {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD DATA"}) {
-      if (StartsWithCi(q->query, dml) && statement_filter_) {
+    // WITH: MySQL 8's common table expressions before UPDATE or DELETE (the filter cannot
+    // tell their tables, and stops where that matters).
+    for (std::string_view dml : {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD DATA", "WITH"}) {
+      if (StartsWithCi(AfterLeadingComments(q->query), dml) && statement_filter_) {
         RETURN_IF_ERROR(statement_filter_(q->schema, q->query, BinlogPosition{current_file_, ev.pos}));
         break;
       }
