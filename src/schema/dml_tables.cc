@@ -14,15 +14,6 @@ namespace {
 using sql::Token;
 using sql::TokenKind;
 
-bool EqualCi(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           auto up = [](char c) {
-             return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
-           };
-           return up(x) == up(y);
-         });
-}
-
 // A table reference of UPDATE/DELETE: the table and the alias it goes by ("" when none).
 struct Ref {
   TableRef table;
@@ -315,7 +306,7 @@ class Reader {
     for (const auto& [db, name] : targets) {
       bool found = false;
       for (const Ref& r : refs) {
-        const bool by_alias = db.empty() && !r.alias.empty() && EqualCi(r.alias, name);
+        const bool by_alias = db.empty() && !r.alias.empty() && sql::EqualsIgnoreAsciiCase(r.alias, name);
         const bool by_name =
             r.alias.empty() && r.table.table == name && (db.empty() || r.table.db == db);
         if (by_alias || by_name) {
@@ -378,7 +369,7 @@ DmlTables TablesChangedBy(std::string_view sql, std::string_view default_db,
                               {"DELETE", DmlKind::kDelete},
                               {"LOAD", DmlKind::kLoadData}})
       if (s.size() >= std::string_view(word).size() &&
-          EqualCi(s.substr(0, std::string_view(word).size()), word))
+          sql::EqualsIgnoreAsciiCase(s.substr(0, std::string_view(word).size()), word))
         out.kind = kind;
     out.unknown = std::string(tokens.status().message());
     return out;

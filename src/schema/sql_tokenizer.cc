@@ -187,16 +187,20 @@ class Lexer {
 
 }  // namespace
 
-bool Token::Is(std::string_view keyword) const {
-  if (kind != TokenKind::kWord || text.size() != keyword.size()) return false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char a = text[i];
-    char b = keyword[i];
-    if (a >= 'a' && a <= 'z') a = static_cast<char>(a - 'a' + 'A');
-    if (b >= 'a' && b <= 'z') b = static_cast<char>(b - 'a' + 'A');
-    if (a != b) return false;
+bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i];
+    char y = b[i];
+    if (x >= 'a' && x <= 'z') x = static_cast<char>(x - 'a' + 'A');
+    if (y >= 'a' && y <= 'z') y = static_cast<char>(y - 'a' + 'A');
+    if (x != y) return false;
   }
   return true;
+}
+
+bool Token::Is(std::string_view keyword) const {
+  return kind == TokenKind::kWord && EqualsIgnoreAsciiCase(text, keyword);
 }
 
 Result<std::vector<Token>> Tokenize(std::string_view sql, uint32_t server_version) {

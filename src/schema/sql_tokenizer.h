@@ -29,6 +29,10 @@ namespace sluice::sql {
 
 enum class TokenKind : uint8_t { kWord, kQuotedIdent, kString, kNumber, kPunct };
 
+// Whether `a` and `b` are equal ignoring ASCII case (SQL keywords; identifiers compared as
+// MySQL compares column and alias names).
+bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b);
+
 struct Token {
   TokenKind kind;
   std::string text;   // unquoted / unescaped value; words as written (case kept)
