@@ -10,12 +10,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -82,6 +84,28 @@ bool IsLargeObject(const std::string& type) {
 // LOB columns are measured (MAX(LENGTH)) only in tables up to this many rows: the check must
 // stay quick at every run start.
 constexpr uint64_t kMeasureLobMaxRows = 200000;
+
+// Whether `pid` is a process on this machine other than this one, running a program of this
+// one's name (/proc/<pid>/comm): an id left in SHOW SLAVE HOSTS by a run killed a moment ago
+// may since belong to an unrelated process.
+bool SluiceProcessRunning(int64_t pid) {
+  if (pid <= 0 || pid == static_cast<int64_t>(::getpid())) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  auto comm = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string name;
+    std::getline(in, name);
+    return name;
+  };
+  std::string theirs = comm(fmt::format("/proc/{}/comm", pid));
+  return !theirs.empty() && theirs == comm("/proc/self/comm");
+}
+
+std::string JoinedHosts(const std::vector<std::string>& hosts) {
+  std::string out;
+  for (const std::string& h : hosts) out += (out.empty() ? "" : ", ") + h;
+  return out;
+}
 
 CheckLine Line(std::string name, CheckOutcome o, std::string detail, std::string fix = "",
                bool fatal = false) {
@@ -285,7 +309,13 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bo
                                      host >= 0 && row[host] ? *row[host] : "");
         ours |= f.replica_hosts.back().first == config.source.server_id;
       }
-    if (!ours || !settle_replica_ids || config.source.server_id == 0 || attempt == 12) break;
+    f.replica_hosts_running.clear();
+    for (const auto& [sid, listed] : f.replica_hosts)
+      if (sid == config.source.server_id && config.source.server_id != 0)
+        if (auto pid = SluicePidOf(listed); pid && SluiceProcessRunning(*pid)) f.replica_hosts_running.push_back(listed);
+    if (!ours || !settle_replica_ids || config.source.server_id == 0 || attempt == 12 ||
+        !f.replica_hosts_running.empty())
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 
@@ -495,7 +525,7 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
     for (const auto& [sid, host] : f.replica_hosts) {
       if (sid != id) continue;
       users += (users.empty() ? "" : ", ") + (host.empty() ? std::string("a replica") : host);
-      from_here = from_here || host == ReplicaHostName();
+      from_here = from_here || host == ReplicaHostName() || SluicePidOf(host).has_value();
     }
     if (id == 0) {
       out.push_back(Line("server_id", CheckOutcome::kFail,
@@ -506,6 +536,13 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
       out.push_back(Line("server_id", CheckOutcome::kFail,
                          fmt::format("source.server_id {} is the server's own server_id", id),
                          "pick another source.server_id, unique among the server's replicas", true));
+    } else if (!f.replica_hosts_running.empty()) {
+      // The server would drop the running one's connection for this run's: refuse instead.
+      out.push_back(Line("server_id", CheckOutcome::kFail,
+                         fmt::format("source.server_id {} is in use by another sluice run on this machine, still "
+                                     "running ({}): the server drops one of two replicas with the same id",
+                                     id, JoinedHosts(f.replica_hosts_running)),
+                         "give this pipeline its own source.server_id, or stop the other run first", true));
     } else if (!users.empty() && from_here && !f.replica_ids_settled) {
       // `sluice run` does not wait for the id to leave the list: most often it is this
       // tool's own run, stopped a moment ago.

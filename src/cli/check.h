@@ -62,6 +62,9 @@ struct SourceFacts {
   bool replica_hosts_known = false;
   std::vector<std::pair<uint32_t, std::string>> replica_hosts;  // server_id, host
   std::string replica_hosts_error;
+  // Hosts listed with source.server_id that name a sluice process on this machine which is
+  // still running (not this one): another run holds the id (SluicePidOf, mysql/replication.h).
+  std::vector<std::string> replica_hosts_running;
   // Whether replica_hosts was asked again until source.server_id left it (settle_replica_ids).
   bool replica_ids_settled = false;
   std::vector<std::pair<std::string, uint64_t>> binlogs;  // SHOW BINARY LOGS

@@ -180,6 +180,35 @@ TEST(Check, ServerIdListedFromThisMachineRightAfterAStop) {
   EXPECT_NE(l->detail.find("is in use by a connected replica (sluice@elsewhere)"), std::string::npos) << l->detail;
 }
 
+// What a run registers names its process, so that the next run on this machine tells a run
+// killed a moment ago (warned about, above) from one still running (refused: the server would
+// drop that one's connection for this one's).
+TEST(Check, ServerIdHeldByARunningSluiceOnThisMachineIsRefused) {
+  const std::string mine = RegisteredReplicaHost();
+  EXPECT_LE(mine.size(), 60u);
+  EXPECT_EQ(SluicePidOf(mine), static_cast<int64_t>(::getpid())) << mine;
+  EXPECT_EQ(SluicePidOf(ReplicaHostName()), std::nullopt);  // an older sluice: no id
+  EXPECT_EQ(SluicePidOf("sluice@elsewhere.example pid 12"), std::nullopt);
+  EXPECT_EQ(SluicePidOf(mine + "0x"), std::nullopt);
+  EXPECT_EQ(SluicePidOf("replica-3 pid 12"), std::nullopt);
+  const std::string listed = ReplicaHostName() + " pid 4242";
+  EXPECT_EQ(SluicePidOf(listed), 4242);
+
+  SourceFacts f = GoodFacts();
+  Config c = GoodConfig();
+  f.replica_hosts = {{5401, listed}};
+  f.replica_ids_settled = false;
+  const CheckLine* l = Find(EvaluateServer(f, c), "server_id");  // its process gone
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->outcome, CheckOutcome::kWarn) << l->detail;
+  f.replica_hosts_running = {listed};
+  l = Find(EvaluateServer(f, c), "server_id");
+  EXPECT_EQ(l->outcome, CheckOutcome::kFail);
+  EXPECT_TRUE(l->fatal);
+  EXPECT_EQ(l->detail, "source.server_id 5401 is in use by another sluice run on this machine, still running (" +
+                           listed + "): the server drops one of two replicas with the same id");
+}
+
 // A JSON lines output cut short (its last line incomplete) behind sluice's back: the check
 // fails with the words the run's sink refuses it with (the new-user test: check passed).
 TEST(Check, JsonlOutputCutShortFailsAsTheRunDoes) {

@@ -200,6 +200,15 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     RETURN_IF_ERROR(CheckSinkFilePath(config.sink.path, "sink.path"));
   if (config.sink.type == SinkType::kJsonl)
     RETURN_IF_ERROR(CheckSinkFilePath(config.sink.checkpoint, "sink.checkpoint"));
+  // Before the source's checks: a second run of one config hears about the sink it shares,
+  // not about the server_id the first one holds. Kafka and NATS need no local lock: a
+  // transactional producer fences an older one, and JetStream drops resent records by id.
+  // PostgreSQL: an advisory lock (postgres_sink.h).
+  std::optional<SinkLock> lock;
+  if (config.sink.type == SinkType::kSqlite || config.sink.type == SinkType::kJsonl) {
+    ASSIGN_OR_RETURN(SinkLock taken, SinkLock::Take(config.sink));
+    lock.emplace(std::move(taken));
+  }
   ConnectOptions conn_opts = SourceConnectOptions(config.source);
   ASSIGN_OR_RETURN(std::unique_ptr<Observer> observer, Observer::Start(config, conn_opts));
   ASSIGN_OR_RETURN(auto meta, Connection::Connect(conn_opts));
@@ -267,13 +276,6 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
   incremental.fetch_rows = config.snapshot.fetch_rows;
   incremental.stop = options.stop;
 
-  // Kafka and NATS need no local lock: a transactional producer fences an older one, and
-  // JetStream drops resent records by id. PostgreSQL: an advisory lock (postgres_sink.h).
-  std::optional<SinkLock> lock;
-  if (config.sink.type == SinkType::kSqlite || config.sink.type == SinkType::kJsonl) {
-    ASSIGN_OR_RETURN(SinkLock taken, SinkLock::Take(config.sink));
-    lock.emplace(std::move(taken));
-  }
   ASSIGN_OR_RETURN(auto sink, OpenSinkWaiting(config.sink, options));
   ASSIGN_OR_RETURN(auto stored, sink->LoadCheckpoint());
   if (!unmatched.ok()) {

@@ -150,6 +150,7 @@ Result<std::unique_ptr<ReplicationSession>> ReplicationSession::Start(
   uint64_t sid = 0;
   (void)ParseU64(info.rows[0][1].value_or(""), &sid);
   s->source_server_id_ = static_cast<uint32_t>(sid);
+  s->server_id_ = options.server_id;
   s->binlog_checksum_ = info.rows[0][2].value_or("NONE");
   if (s->source_server_id_ == options.server_id)
     return Status::InvalidArgument(fmt::format(
@@ -216,6 +217,29 @@ std::string ReplicaHostName() {
   return host;
 }
 
+namespace {
+constexpr std::string_view kPidMark = " pid ";
+}  // namespace
+
+std::string RegisteredReplicaHost() {
+  std::string suffix = std::string(kPidMark) + std::to_string(static_cast<int64_t>(::getpid()));
+  std::string host = ReplicaHostName();
+  if (host.size() + suffix.size() > 60) host.resize(60 - suffix.size());
+  return host + suffix;
+}
+
+std::optional<int64_t> SluicePidOf(std::string_view listed_host) {
+  size_t mark = listed_host.rfind(kPidMark);
+  if (mark == std::string_view::npos || mark == 0) return std::nullopt;
+  std::string_view machine = listed_host.substr(0, mark), digits = listed_host.substr(mark + kPidMark.size());
+  // The machine part may have been shortened to make room for the id.
+  if (!ReplicaHostName().starts_with(machine) || !machine.starts_with("sluice")) return std::nullopt;
+  int64_t pid = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+  if (ec != std::errc() || end != digits.data() + digits.size() || pid <= 0) return std::nullopt;
+  return pid;
+}
+
 void ReplicationSession::Cancel() {
   if (conn_ != nullptr && conn_->handle() != nullptr) mariadb_cancel(conn_->handle());
 }
@@ -266,6 +290,20 @@ Status ReplicationSession::SendMysqlGtidDump(const ReplicationOptions& options) 
 Status ReplicationSession::FetchError() {
   MYSQL* m = conn_->handle();
   unsigned int err = mysql_errno(m);
+  // MariaDB's ER_SLAVE_SAME_ID (4052; not in Connector/C's list), and MySQL's 1236 with the
+  // same words: another replica connected with this server_id and the server dropped this
+  // connection for it. Connecting again would drop that one in turn.
+  if (err == 4052 || (err == ER_MASTER_FATAL_ERROR_READING_BINLOG &&
+                      std::string_view(mysql_error(m)).find("same server_uuid/server_id") !=
+                          std::string_view::npos)) {
+    return Status::FailedPrecondition(RedactSecret(
+        fmt::format("the server {} dropped this replication connection: another replica connected with the "
+                    "same server_id ({}), so this run stops rather than drop that one in turn. Give every "
+                    "pipeline and replica of the server its own source.server_id (SHOW SLAVE HOSTS on the "
+                    "server lists the one that has it now). Server said: [{}] {}",
+                    conn_->options().Describe(), server_id_, err, mysql_error(m)),
+        conn_->options().password));
+  }
   if (err == ER_MASTER_FATAL_ERROR_READING_BINLOG) {
     std::string msg = fmt::format("binlog dump from {} failed: [{}] {}",
                                   conn_->options().Describe(), err, mysql_error(m));

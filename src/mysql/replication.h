@@ -61,8 +61,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "core/position.h"
 #include "mysql/connection.h"
@@ -77,6 +79,16 @@ namespace sluice {
 // unknown), so that SHOW SLAVE HOSTS tells a run's own earlier connection from another
 // machine's.
 std::string ReplicaHostName();
+
+// What a run registers (COM_REGISTER_SLAVE's host, SHOW SLAVE HOSTS' Host column):
+// ReplicaHostName(), shortened if needed, then " pid " and this process's id, within the
+// 60 bytes. A later run on this machine tells from it whether the process that holds a
+// server_id is still running (SluicePidOf).
+std::string RegisteredReplicaHost();
+
+// The process id in a Host column written by RegisteredReplicaHost on this machine;
+// nullopt for any other text (another machine, an older sluice, another replica).
+std::optional<int64_t> SluicePidOf(std::string_view listed_host);
 
 struct ReplicationOptions {
   // This replica's id: nonzero and different from the server's @@server_id (and from any
@@ -95,8 +107,8 @@ struct ReplicationOptions {
   // BINLOG_DUMP_NON_BLOCK: the server ends the stream (EOF) when it has sent everything
   // instead of waiting for new events. Fetch() then returns an empty span.
   bool non_blocking = false;
-  // Shown in SHOW SLAVE HOSTS / SHOW REPLICAS (ReplicaHostName: "sluice@<this machine>").
-  std::string replica_host = ReplicaHostName();
+  // Shown in SHOW SLAVE HOSTS / SHOW REPLICAS ("sluice@<this machine> pid <id>").
+  std::string replica_host = RegisteredReplicaHost();
 };
 
 class ReplicationSession {
@@ -133,6 +145,7 @@ class ReplicationSession {
   st_mariadb_rpl* rpl_ = nullptr;
   Flavor flavor_ = Flavor::kUnknown;
   uint32_t source_server_id_ = 0;
+  uint32_t server_id_ = 0;  // this replica's (ReplicationOptions::server_id)
   std::string binlog_checksum_;
   uint64_t connection_id_ = 0;
   bool non_blocking_ = false;

@@ -430,11 +430,37 @@ TEST(Check, ServerIdOfAConnectedReplica) {
   Spec t = s;
   t.sink_path = other.File("replica.db");
   auto r = Check(Config(other, t));
+  // A second pipeline given the same id by mistake refuses to start: connecting would make the
+  // server drop the running one's connection, which then stopped for good (the new-user
+  // probe: "the healthy one dies, the newcomer only warns").
+  auto second = RunSluice({"run", "--config", Config(other, t), "--until-caught-up"}, std::chrono::seconds(60));
+  ASSERT_EQ(RunSqlText("INSERT INTO it_chk_ok.t VALUES (5622, 'after the second run') "
+                       "ON DUPLICATE KEY UPDATE b = 'after the second run'"),
+            0);
+  bool applied = false;
+  for (int i = 0; i < 100 && !applied; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    sqlite3* db = nullptr;
+    if (sqlite3_open(s.sink_path.empty() ? dir.File("replica.db").c_str() : s.sink_path.c_str(), &db) == SQLITE_OK) {
+      sqlite3_stmt* st = nullptr;
+      if (sqlite3_prepare_v2(db, "SELECT count(*) FROM \"it_chk_ok.t\" WHERE id = 5622 AND CAST(b AS TEXT) = 'after the second run'",
+                             -1, &st, nullptr) == SQLITE_OK &&
+          sqlite3_step(st) == SQLITE_ROW)
+        applied = sqlite3_column_int(st, 0) == 1;
+      sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+  }
   kill(running, SIGTERM);
-  EXPECT_EQ(WaitChild(running), 0);
+  EXPECT_EQ(WaitChild(running), 0) << ReadFile(dir.File("run.log"));
+  EXPECT_TRUE(applied) << "the first run stopped streaming:\n" << ReadFile(dir.File("run.log"));
+  EXPECT_EQ(second.exit_code, 1) << second.output;
+  EXPECT_THAT(second.output, ::testing::HasSubstr("source.server_id 5622 is in use by another sluice run on this "
+                                                  "machine, still running (sluice@"))
+      << second.output;
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(LineOf(r.output, "server_id"), ::testing::StartsWith("FAIL")) << r.output;
-  EXPECT_THAT(LineOf(r.output, "server_id"), ::testing::HasSubstr("5622 is in use by a connected replica"));
+  EXPECT_THAT(LineOf(r.output, "server_id"), ::testing::HasSubstr("5622 is in use by another sluice run on this machine"));
   EXPECT_THAT(r.output, ::testing::HasSubstr("\nNOT READY: "));
   // Right after that run stopped, the server still lists its id for a second or two: check
   // waits for it to go rather than failing (it failed here, and in make demo's resume step).
