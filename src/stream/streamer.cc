@@ -1092,10 +1092,14 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   // sink calls queued to the writer like the stream's transactions; their events are dropped
   // meanwhile. While any is pending, or until the stream passes others_at again, the resume
   // point stays at `resume_at` (the first mark) and others_at moves with the stream instead.
+  // Every unfinished copy is pending, not only the re-reads: the copy below finishes them all
+  // (start_copy), and one whose table changed while sluice was stopped starts over at a point
+  // after the change. The stream applied such a table's rows and DDL meanwhile, to a sink
+  // table already of the later definition (the run stopped on them).
   std::set<std::string> pending;
   if (options_.reread)
     for (const auto& [name, p] : checkpoint_.tables)
-      if (p.reread && !p.done) pending.insert(name);
+      if (!p.done) pending.insert(name);
   if (pending.empty() && !checkpoint_.others_at.empty() &&
       ComparePositions(checkpoint_.stream_start, checkpoint_.others_at) >= 0) {
     // Nothing was read past the marks before the copy ended: one position again.
