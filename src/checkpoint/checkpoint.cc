@@ -38,6 +38,8 @@
 // kCorruption naming the field.
 #include "checkpoint/checkpoint.h"
 
+#include <charconv>
+
 #include <nlohmann/json.hpp>
 
 #include "util/hash.h"
@@ -325,6 +327,155 @@ struct Checkpoint::FrozenSnapshot {
 };
 
 namespace {
+// The "snapshot" object written straight into text, byte for byte what nlohmann's dump of
+// SnapshotToJson gives (CheckpointRangesTest.SnapshotTextEqualsTheDocumentsDump): it holds
+// every range's progress and is made once per applied group, and building it as a document
+// first was most of a snapshot with thousands of ranges. False when a string is not UTF-8
+// (nlohmann would replace bytes there): the caller then takes the document's way.
+class SnapshotText {
+ public:
+  explicit SnapshotText(std::string* out) : out_(*out) {}
+
+  bool Snapshot(bool snapshot_done, const std::map<std::string, TableSnapshotProgress>& tables) {
+    out_ += "{\"done\":";
+    Bool(snapshot_done);
+    out_ += ",\"tables\":{";
+    bool first = true;
+    for (const auto& [name, p] : tables) {
+      if (!first) out_ += ',';
+      first = false;
+      if (!String(name)) return false;
+      out_ += ":{\"done\":";
+      Bool(p.done);
+      out_ += ",\"rows\":";
+      Number(p.rows);
+      out_ += ",\"last_key\":";
+      Key(p.last_key);
+      if (!p.copied_at.empty()) {
+        out_ += ",\"copied_at\":";
+        if (!Point(p.copied_at)) return false;
+      }
+      if (p.expected_rows > 0) {
+        out_ += ",\"expected_rows\":";
+        Number(p.expected_rows);
+      }
+      if (p.reread) out_ += ",\"reread\":true";
+      if (!p.db.empty()) {
+        out_ += ",\"db\":";
+        if (!String(p.db)) return false;
+      }
+      if (!p.ranges.empty()) {
+        out_ += ",\"ranges\":[";
+        for (size_t i = 0; i < p.ranges.size(); ++i) {
+          if (i) out_ += ',';
+          if (!Range(p.ranges[i])) return false;
+        }
+        out_ += ']';
+      }
+      out_ += '}';
+    }
+    out_ += "}}";
+    return true;
+  }
+
+ private:
+  bool Range(const RangeProgress& r) {
+    out_ += "{\"lower\":";
+    Key(r.lower);
+    out_ += ",\"upper\":";
+    Key(r.upper);
+    out_ += ",\"done\":";
+    Bool(r.done);
+    out_ += ",\"rows\":";
+    Number(r.rows);
+    out_ += ",\"last_key\":";
+    Key(r.last_key);
+    out_ += ",\"segments\":[";
+    for (size_t i = 0; i < r.segments.size(); ++i) {
+      if (i) out_ += ',';
+      out_ += "{\"end\":";
+      Key(r.segments[i].end);
+      out_ += ',';
+      if (!PointFields(r.segments[i].point)) return false;
+      out_ += '}';
+    }
+    out_ += "]}";
+    return true;
+  }
+  bool Point(const BinlogPosition& p) {
+    out_ += '{';
+    if (!PointFields(p)) return false;
+    out_ += '}';
+    return true;
+  }
+  bool PointFields(const BinlogPosition& p) {
+    out_ += "\"file\":";
+    if (!String(p.file)) return false;
+    out_ += ",\"pos\":";
+    Number(p.pos);
+    return true;
+  }
+  // As KeyToJson: UTF-8 texts as strings, others as {"hex": ...}.
+  void Key(const KeyTexts& key) {
+    out_ += '[';
+    for (size_t i = 0; i < key.size(); ++i) {
+      if (i) out_ += ',';
+      if (ValidUtf8(key[i])) {
+        Escaped(key[i]);
+      } else {
+        out_ += "{\"hex\":\"";
+        for (unsigned char c : key[i]) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out_ += kHex[c >> 4];
+          out_ += kHex[c & 15];
+        }
+        out_ += "\"}";
+      }
+    }
+    out_ += ']';
+  }
+  bool String(std::string_view s) {
+    if (!ValidUtf8(s)) return false;
+    Escaped(s);
+    return true;
+  }
+  // nlohmann's escaping with ensure_ascii off: the quote, the backslash and control
+  // characters; \u00xx in lower case for those without a short form.
+  void Escaped(std::string_view s) {
+    out_ += '"';
+    for (char ch : s) {
+      const unsigned char c = static_cast<unsigned char>(ch);
+      switch (c) {
+        case '"': out_ += "\\\""; break;
+        case '\\': out_ += "\\\\"; break;
+        case '\b': out_ += "\\b"; break;
+        case '\f': out_ += "\\f"; break;
+        case '\n': out_ += "\\n"; break;
+        case '\r': out_ += "\\r"; break;
+        case '\t': out_ += "\\t"; break;
+        default:
+          if (c < 0x20) {
+            static constexpr char kHex[] = "0123456789abcdef";
+            out_ += "\\u00";
+            out_ += kHex[c >> 4];
+            out_ += kHex[c & 15];
+          } else {
+            out_ += ch;
+          }
+      }
+    }
+    out_ += '"';
+  }
+  void Bool(bool b) { out_ += b ? "true" : "false"; }
+  void Number(uint64_t n) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), n);
+    out_.append(buf, end);
+  }
+
+  std::string& out_;
+};
+
 OJson SnapshotToJson(bool snapshot_done, const std::map<std::string, TableSnapshotProgress>& tables) {
   OJson t = OJson::object();
   for (const auto& [name, p] : tables) {
@@ -342,7 +493,22 @@ OJson SnapshotToJson(bool snapshot_done, const std::map<std::string, TableSnapsh
   }
   return OJson{{"done", snapshot_done}, {"tables", std::move(t)}};
 }
+// The "snapshot" object's text: SnapshotText, or the document's dump where it declines.
+std::string SnapshotJsonText(bool snapshot_done, const std::map<std::string, TableSnapshotProgress>& tables) {
+  std::string text;
+  if (SnapshotText(&text).Snapshot(snapshot_done, tables)) return text;
+  return SnapshotToJson(snapshot_done, tables).dump(-1, ' ', false, OJson::error_handler_t::replace);
+}
 }  // namespace
+
+std::string SnapshotJsonForTest(bool snapshot_done, const std::map<std::string, TableSnapshotProgress>& tables,
+                                bool through_document) {
+  if (through_document)
+    return SnapshotToJson(snapshot_done, tables).dump(-1, ' ', false, OJson::error_handler_t::replace);
+  std::string text;
+  if (!SnapshotText(&text).Snapshot(snapshot_done, tables)) return "<declined>";
+  return text;
+}
 
 std::string Checkpoint::SnapshotFingerprint() const {
   std::string f = snapshot_done ? "1" : "0";
@@ -355,7 +521,7 @@ std::string Checkpoint::SnapshotFingerprint() const {
 void Checkpoint::FreezeSnapshotJson() {
   auto frozen = std::make_shared<FrozenSnapshot>();
   frozen->fingerprint = SnapshotFingerprint();
-  frozen->json = SnapshotToJson(snapshot_done, tables).dump(-1, ' ', false, OJson::error_handler_t::replace);
+  frozen->json = SnapshotJsonText(snapshot_done, tables);
   frozen_snapshot_ = std::move(frozen);
 }
 
@@ -369,9 +535,10 @@ std::string Checkpoint::ToJsonWithoutSchemas() const {
   doc["gtid"] = gtid;
   if (source.known())
     doc["source"] = OJson{{"server_id", source.server_id}, {"server_uuid", source.server_uuid}};
-  // A frozen snapshot object is spliced in where its placeholder is: the first `"snapshot":`
-  // of the text is this key, as the strings before it cannot hold an unescaped quote.
-  doc["snapshot"] = frozen ? OJson(nullptr) : SnapshotToJson(snapshot_done, tables);
+  // The snapshot object (frozen, or written by SnapshotText) is spliced in where its
+  // placeholder is: the first `"snapshot":` of the text is this key, as the strings before it
+  // cannot hold an unescaped quote.
+  doc["snapshot"] = nullptr;
   if (!filter_include.empty() || !filter_exclude.empty())
     doc["filter"] = OJson{{"include", filter_include}, {"exclude", filter_exclude}};
   if (!incremental.empty()) {
@@ -394,11 +561,9 @@ std::string Checkpoint::ToJsonWithoutSchemas() const {
   // Replacement never triggers: every string here is UTF-8 we produced; invalid bytes (if a
   // key ever held them) become U+FFFD instead of throwing.
   std::string text = doc.dump(-1, ' ', false, OJson::error_handler_t::replace);
-  if (frozen) {
-    static constexpr std::string_view kPlaceholder = "\"snapshot\":null";
-    const size_t at = text.find(kPlaceholder);
-    text.replace(at + kPlaceholder.size() - 4, 4, frozen_snapshot_->json);
-  }
+  static constexpr std::string_view kPlaceholder = "\"snapshot\":null";
+  const size_t at = text.find(kPlaceholder);
+  text.replace(at + kPlaceholder.size() - 4, 4, frozen ? frozen_snapshot_->json : SnapshotJsonText(snapshot_done, tables));
   return text;
 }
 

@@ -102,6 +102,12 @@ struct TableSnapshotProgress {
 // pieces in key order, each the keys up to `end` (inclusive; empty: to the end of the table)
 // read at `point`. Adjacent pieces with the same point are merged. Empty when any range is
 // unfinished.
+// Tests only: the checkpoint's "snapshot" object as written into checkpoints (through_document
+// false; "<declined>" where the writer leaves it to the document) or as nlohmann dumps the
+// document of it (true). The two must be equal byte for byte.
+std::string SnapshotJsonForTest(bool snapshot_done, const std::map<std::string, TableSnapshotProgress>& tables,
+                                bool through_document);
+
 std::vector<KeyPointPiece> HandoffPieces(const TableSnapshotProgress& table);
 
 // A table read without the binlog (snapshot/incremental.h). Keys are canonical texts:
