@@ -135,6 +135,48 @@ TEST_P(OnlineRereadCatchUp, RewritingDdlReReadsTheTable) {
 
 INSTANTIATE_TEST_SUITE_P(Metadata, OnlineRereadCatchUp, ::testing::Values("FULL", "NO_LOG"));
 
+class OnlineRereadLike : public ::testing::TestWithParam<const char*> {};
+
+// CREATE TABLE ... LIKE a table whose re-read is pending. The DDL on d1 between its mark and
+// its copy are left to the copy (it reads d1 as it is then), so the history holds d1 as it was
+// at the mark: the new table took that stale definition. Here a column moved in d1 meanwhile,
+// so d2 got x and y swapped: with MINIMAL metadata every d2 row landed in the wrong columns
+// with exit 0 (a new user's probe); with FULL metadata the run stopped at every start, saying
+// the definition changed without a DDL. d2 is copied from the source instead.
+TEST_P(OnlineRereadLike, CreateLikeATableBeingReReadTakesItsDefinitionFromTheSource) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_orl; CREATE DATABASE it_orl;"
+                       "CREATE TABLE it_orl.d1 (id INT PRIMARY KEY, x INT, y INT, a VARCHAR(20));"
+                       "INSERT INTO it_orl.d1 VALUES (1, 10, 20, 'one');"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_orl.*"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  {
+    RowMetadata mode(GetParam());
+    ASSERT_EQ(RunSqlText("USE it_orl;"
+                         "ALTER TABLE d1 MODIFY a VARCHAR(3);"  // narrowing: d1 is re-read
+                         "ALTER TABLE d1 MODIFY y INT AFTER id;"  // d1 is (id, y, x, a) now
+                         "CREATE TABLE d2 LIKE d1;"
+                         "INSERT INTO d2 (id, x, y, a) VALUES (1, 111, 222, 'ab');"
+                         "UPDATE d2 SET x = x + 1; INSERT INTO d2 (id, x, y, a) VALUES (2, 1, 2, 'n');"
+                         "INSERT INTO d1 (id, x, y, a) VALUES (2, 3, 4, 'two');"),
+              0);
+  }
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT x || ',' || y FROM \"it_orl.d2\" WHERE id = 1"), "112,222");
+  ExpectReplicaEqualsSource({"it_orl.*"}, spec.sink_path);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_orl.*"}, spec.sink_path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Metadata, OnlineRereadLike, ::testing::Values("FULL", "MINIMAL"));
+
 class OnlineRereadStreaming : public ::testing::TestWithParam<const char*> {};
 
 // Applied while sluice streams: each rewriting DDL re-reads t at once.
