@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "schema/text_value.h"
+#include "util/hash.h"
 
 namespace sluice {
 
@@ -854,10 +855,24 @@ class PgDialect : public SqlDialect {
   std::vector<std::string> RenameTableSql(const SqlTableName& from, const SqlTableName& to) const override {
     if (from.namespace_name == to.namespace_name)
       return {"ALTER TABLE " + from.quoted + " RENAME TO " + PgQuote(to.table_name)};
-    // Another schema: move it, then rename it there.
-    return {"ALTER TABLE " + from.quoted + " SET SCHEMA " + to.quoted_namespace,
-            "ALTER TABLE " + to.quoted_namespace + "." + PgQuote(from.table_name) + " RENAME TO " +
-                PgQuote(to.table_name)};
+    // Another schema: moved under a name of its own, then renamed there. Moved under its old
+    // name it met a table of that name in the other schema (a captured yb.t when ya.t becomes
+    // yb.u), and renamed to the name it already had PostgreSQL refused ("relation already
+    // exists": RENAME TABLE ya.t TO yb.t stopped every run; a new user's probe). The target
+    // name itself is free (the applier drops it first). One transaction: all or none.
+    // Its primary key's index moves with it and is a relation of the schema too: renamed
+    // first to a name of its own (the probe's yb.s and the moved ya.s both had "s_pkey").
+    const std::string name = fmt::format("_sluice_mv_{:016x}", Fnv1a64(to.key));
+    const std::string scratch = from.quoted_namespace + "." + PgQuote(name);
+    std::string literal = "'";  // the scratch table's quoted name as an SQL string
+    for (char c : scratch) literal += c == '\'' ? std::string("''") : std::string(1, c);
+    literal += "'";
+    return {"ALTER TABLE " + from.quoted + " RENAME TO " + PgQuote(name),
+            "DO $sluice$DECLARE c name; BEGIN SELECT conname INTO c FROM pg_constraint WHERE conrelid = " + literal +
+                "::regclass AND contype = 'p'; IF c IS NOT NULL THEN EXECUTE format('ALTER TABLE %s RENAME "
+                "CONSTRAINT %I TO %I', " + literal + ", c, '" + name + "_pkey'); END IF; END$sluice$",
+            "ALTER TABLE " + scratch + " SET SCHEMA " + to.quoted_namespace,
+            "ALTER TABLE " + to.quoted_namespace + "." + PgQuote(name) + " RENAME TO " + PgQuote(to.table_name)};
   }
 
  private:

@@ -235,6 +235,37 @@ TEST(Postgres, SakilaSnapshotMixedLoadAndSchemaChangesCompareEqual) {
   ExpectPgEqualsSource({"sakila.*"}, pgdb);
 }
 
+// Renames into another database (another PostgreSQL schema): under the same name, which
+// stopped every run ("relation "t" already exists": the table was moved, then renamed to the
+// name it had; a new user's probe), and under a new name while the other schema holds a table
+// of the old one (moved under its old name, it met that table).
+TEST(Postgres, RenamesAcrossDatabasesKeepEveryName) {
+  REQUIRE_PG();
+  const std::string pgdb = PgServer::Get().NewDatabase("it_pg_xren");
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_pgxa; DROP DATABASE IF EXISTS it_pgxb;"
+                       "CREATE DATABASE it_pgxa; CREATE DATABASE it_pgxb;"
+                       "CREATE TABLE it_pgxa.t (id INT PRIMARY KEY, v INT); INSERT INTO it_pgxa.t VALUES (1, 1);"
+                       "CREATE TABLE it_pgxa.s (id INT PRIMARY KEY, v INT); INSERT INTO it_pgxa.s VALUES (1, 10);"
+                       "CREATE TABLE it_pgxb.s (id INT PRIMARY KEY, w VARCHAR(5)); INSERT INTO it_pgxb.s VALUES (7, 'b');"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_pgxa.*", "it_pgxb.*"};
+  spec.server_id = 5503;
+  const std::string config = WritePgConfig(dir, spec, pgdb);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("RENAME TABLE it_pgxa.t TO it_pgxb.t; INSERT INTO it_pgxb.t VALUES (2, 2);"
+                       "RENAME TABLE it_pgxa.s TO it_pgxb.u; INSERT INTO it_pgxb.u VALUES (2, 20);"
+                       "UPDATE it_pgxb.s SET w = 'still' WHERE id = 7;"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectPgEqualsSource({"it_pgxb.*"}, pgdb);  // it_pgxa has no table left
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
 TEST(Postgres, EveryTypeThroughSnapshotAndBinlogComparesEqual) {
   REQUIRE_PG();
   const std::string pgdb = PgServer::Get().NewDatabase("it_pg_types");
