@@ -79,6 +79,10 @@ TEST(ConfigTest, RejectsBadInputNamingTheKey) {
   ExpectError("[source]\nserver_id = 1\ntables=[\"a.*\"]\n[snapshot]\nmax_ranges_per_table = 5000\n",
               "snapshot.max_ranges_per_table");
   ExpectError(base + "drop_tables = \"purge\"\n", "sink.drop_tables");
+  // PostgreSQL: a database mapped onto sluice's own schema would merge a source table named
+  // `checkpoint` with the checkpoint (a new user's probe: the replica held the checkpoint).
+  ExpectError(src + "[sink]\ntype=\"postgres\"\n[sink.postgres]\nconninfo=\"host=h dbname=d\"\nschemas = { meta = \"_sluice\" }\n",
+              "sink.postgres.schemas.meta: \"_sluice\" holds sluice's own tables");
   ExpectError("[source\n", "sluice.toml:");
 }
 

@@ -23,6 +23,9 @@ Status ParsePostgresConfig(const toml::table& t, std::string_view origin, Postgr
       for (const auto& [db, schema] : *v.as_table()) {
         if (!schema.is_string() || schema.as_string()->get().empty())
           return error(fmt::format("schemas.{}", db.str()), "expected a non-empty string");
+        if (schema.as_string()->get() == "_sluice")
+          return error(fmt::format("schemas.{}", db.str()),
+                       "\"_sluice\" holds sluice's own tables (the checkpoint): map the database to another schema");
         o->schemas[std::string(db.str())] = schema.as_string()->get();
       }
     } else {

@@ -782,6 +782,7 @@ class PgDialect : public SqlDialect {
   std::string_view name() const override { return "postgres"; }
   std::string Quote(std::string_view identifier) const override { return PgQuote(identifier); }
   std::string Placeholder(int index) const override { return "$" + std::to_string(index); }
+  std::string_view ReservedNamespace() const override { return "_sluice"; }
   SqlTableName TableName(const TableSchema& table) const override {
     SqlTableName n;
     n.namespace_name = PostgresSchemaName(options_, table.db);

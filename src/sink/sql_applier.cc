@@ -309,9 +309,21 @@ bool MatchesSchema(const SqlDialect& d, const std::vector<SqlExistingColumn>& ha
 
 }  // namespace
 
+// A source table that would land among sluice's own tables (PostgreSQL: a source database
+// named or mapped "_sluice") would overwrite or be overwritten by the checkpoint.
+static Status RefuseReserved(const SqlDialect& dialect, const TableSchema& schema, const SqlTableName& name) {
+  const std::string_view reserved = dialect.ReservedNamespace();
+  if (reserved.empty() || name.namespace_name != reserved) return Status::Ok();
+  return Status::FailedPrecondition(fmt::format(
+      "table {}.{} would go to {}, among sluice's own tables (the checkpoint); map its database to another "
+      "destination namespace (docs/config.md)",
+      schema.db, schema.table, name.display));
+}
+
 Status SqlApplier::PrepareTable(const TableSchema& schema) {
   RETURN_IF_ERROR(Note(Recover()));
   const SqlTableName name = dialect_->TableName(schema);
+  RETURN_IF_ERROR(RefuseReserved(*dialect_, schema, name));
   if (schema.columns.empty()) {
     return Status::InvalidArgument(fmt::format("table {}: no columns", name.display));
   }
@@ -428,6 +440,8 @@ void SqlApplier::ForgetTable(const std::string& key) {
 
 Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
   RETURN_IF_ERROR(Note(Recover()));
+  for (const SchemaChange& c : changes)
+    if (c.after) RETURN_IF_ERROR(RefuseReserved(*dialect_, *c.after, dialect_->TableName(*c.after)));
   std::vector<std::string> touched;  // keys whose cached SqlTable is stale afterwards
   auto forget_meta = [&](const std::string& key) -> Status {
     ASSIGN_OR_RETURN(SqlStatement * s, Meta(SqlMeta::kForgetTable));

@@ -231,6 +231,9 @@ class SqlDialect {
   // Creates the applier's bookkeeping tables if missing (one or more statements).
   virtual std::vector<std::string> CreateMetadataSql() const = 0;
   virtual std::string MetaSql(SqlMeta which) const = 0;
+  // The namespace of sluice's own tables, where no source table may go ("" when they live
+  // beside the data under names of their own).
+  virtual std::string_view ReservedNamespace() const { return ""; }
   // "CREATE SCHEMA IF NOT EXISTS ..." for a table's namespace, or "" (SQLite).
   virtual std::string EnsureNamespaceSql(const SqlTableName& table) const {
     (void)table;

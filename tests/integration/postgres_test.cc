@@ -266,6 +266,29 @@ TEST(Postgres, RenamesAcrossDatabasesKeepEveryName) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
 }
 
+// A source database named `_sluice` lands on sluice's own schema: its table `checkpoint` was
+// merged with the checkpoint (exit 0, the replica holding the checkpoint's JSON). Refused,
+// naming the table; the checkpoint stays sluice's.
+TEST(Postgres, SourceTablesNeverGoToTheBookkeepingSchema) {
+  REQUIRE_PG();
+  const std::string pgdb = PgServer::Get().NewDatabase("it_pg_reserved");
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS _sluice; CREATE DATABASE _sluice;"
+                       "CREATE TABLE _sluice.checkpoint (id INT PRIMARY KEY, state TEXT);"
+                       "INSERT INTO _sluice.checkpoint VALUES (1, 'app data');"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"_sluice.*"};
+  spec.server_id = 5504;
+  const std::string config = WritePgConfig(dir, spec, pgdb);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(RunSqlText("DROP DATABASE _sluice"), 0);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("table _sluice.checkpoint would go to _sluice.checkpoint, among sluice's own tables"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Postgres, EveryTypeThroughSnapshotAndBinlogComparesEqual) {
   REQUIRE_PG();
   const std::string pgdb = PgServer::Get().NewDatabase("it_pg_types");
