@@ -77,7 +77,7 @@ int RunCommand(int argc, char** argv) {
   check->add_flag("--allow-core-dumps", allow_core_dumps,
                   "Keep core dumps enabled (they can contain the source password)");
 
-  auto* compare = app.add_subcommand("compare", "Compare the SQLite replica with the source, table by table");
+  auto* compare = app.add_subcommand("compare", "Compare the replica (SQLite, PostgreSQL, MySQL/MariaDB) with the source, table by table");
   compare->add_option("--config", config_path, "TOML config file")->required();
   compare->add_flag("--allow-core-dumps", allow_core_dumps,
                     "Keep core dumps enabled (they can contain the source password)");
