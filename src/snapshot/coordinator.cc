@@ -13,6 +13,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -580,20 +582,20 @@ Status CheckSnapshotTable(const TableSchema& schema, const SnapshotRunOptions& o
   return Status::Ok();
 }
 
-// Test hook (integration tests only): with SLUICE_TEST_SNAPSHOT_PAUSE_FILE set, the first
-// pass of the process, once planned and with its read transactions open, creates that file
-// and waits (at most 120 s) until the test removes it, so the test can change the source
-// between planning and reading.
-static void PauseForTest() {
-  static bool paused = false;
-  const char* path = std::getenv("SLUICE_TEST_SNAPSHOT_PAUSE_FILE");
-  if (path == nullptr || *path == '\0' || paused) return;
-  paused = true;
+void PauseForTest(const char* env, const char* where) {
+  static std::mutex mu;
+  static std::set<std::string> paused;
+  const char* path = std::getenv(env);
+  if (path == nullptr || *path == '\0') return;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!paused.insert(env).second) return;
+  }
   if (FILE* f = std::fopen(path, "w")) {
-    std::fputs("planned\n", f);
+    std::fputs("paused\n", f);
     std::fclose(f);
   }
-  LogInfo("snapshot: paused after planning until {} is removed (test hook)", path);
+  LogInfo("{} until {} is removed (test hook)", where, path);
   const auto until = Clock::now() + std::chrono::seconds(120);
   while (Clock::now() < until) {
     if (FILE* f = std::fopen(path, "r")) {
@@ -604,6 +606,10 @@ static void PauseForTest() {
     }
   }
 }
+
+// The first pass of the process, once planned and with its read transactions open, so that a
+// test can change the source between planning and reading.
+static void PauseForTest() { PauseForTest("SLUICE_TEST_SNAPSHOT_PAUSE_FILE", "snapshot: paused after planning"); }
 
 // One pass: plans the tables not yet done and copies them with the workers. Tables a worker
 // finds changed (ReplanRequests) are left unfinished, named in `replan`.

@@ -84,6 +84,16 @@ bool ConsistentReadEngine(std::string_view engine);
 // A named one is logged as copied without a consistent read.
 Status CheckSnapshotTable(const TableSchema& schema, const SnapshotRunOptions& options);
 
+// Test hook (integration tests only): with the environment variable `env` naming a file, the
+// first call of the process for that variable creates the file and waits (at most 120 s)
+// until the test removes it, so that the test can change the source at that moment; `where`
+// ("snapshot: paused after planning") begins the log line. Without the variable it returns
+// at once. Thread-safe.
+// SLUICE_TEST_SNAPSHOT_PAUSE_FILE pauses a snapshot pass once planned, with its read
+// transactions open; SLUICE_TEST_REREAD_PAUSE_FILE pauses a re-read once it found its tables
+// at the source, before planning them (snapshot/reread.cc).
+void PauseForTest(const char* env, const char* where);
+
 // Copies every table of `tables` that `ckpt` does not mark done into `sink`, updating `ckpt`
 // (and storing it with every chunk). Sets ckpt.snapshot_done when everything is copied.
 // Returns OK early (snapshot_done false) when *stop becomes true.

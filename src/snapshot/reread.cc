@@ -136,6 +136,7 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
   std::string list;
   for (const TableName& t : names) list += (list.empty() ? "" : ", ") + t.QualifiedName();
   LogInfo("re-reading {} table(s) online: {}", names.size(), list);
+  PauseForTest("SLUICE_TEST_REREAD_PAUSE_FILE", "re-read: paused before planning");
   for (int attempt = 1;; ++attempt) {
     Status st = RunSnapshot(options, *meta, names, ckpt, sink);
     // Another DDL on a table while its copy is read: RunSnapshot plans it again itself
