@@ -33,6 +33,82 @@ Result<std::optional<TableName>> OpenTable(Connection& conn, const std::string& 
   return std::optional<TableName>();
 }
 
+// Where "db.table" is at the source as a base table (its split into database and table), or
+// nullopt when it no longer exists there: information_schema first, then opening it.
+Result<std::optional<TableName>> FindTable(Connection& meta, const std::string& name) {
+  ASSIGN_OR_RETURN(QueryResult r,
+                   meta.Query("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+                              "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND "
+                              "CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) = " + meta.Quote(name)));
+  if (r.rows.size() == 1 && r.rows[0].size() == 2 && r.rows[0][0] && r.rows[0][1])
+    return std::optional<TableName>(TableName{*r.rows[0][0], *r.rows[0][1]});
+  return OpenTable(meta, name);
+}
+
+// Records the marked tables `gone` ("db.table" name, its db part if known) as no longer at the
+// source: nothing to copy. Every event of one before the server's position now is dropped
+// (copied_at) and every DDL on it before then skipped (a version at that position); a RENAME
+// of it into a captured name re-reads that table. Its sink table follows a DROP, stored with
+// the checkpoint; `none_left` (no other table to copy) also ends the re-read.
+Status RecordGone(const SnapshotRunOptions& options, Connection& meta, Checkpoint& ckpt, Sink& sink,
+                  const std::vector<std::pair<std::string, std::string>>& gone, bool none_left) {
+  ASSIGN_OR_RETURN(BinlogPosition now, ReadBinlogPosition(meta));
+  SchemaHistory h = ckpt.schemas ? *ckpt.schemas : SchemaHistory();
+  std::vector<SchemaChange> drops;
+  for (const auto& [name, db_part] : gone) {
+    LogWarning("table {} was marked for a re-read but no longer exists at the source (dropped "
+               "or renamed away); not copied, its sink table is treated as dropped",
+               name);
+    TableSnapshotProgress p;
+    p.done = true;
+    p.copied_at = now;
+    ckpt.tables[name] = std::move(p);
+    // The history is keyed by (db, table). A table renamed into the patterns has no version
+    // before its copy: it gets one at `now` too, under the (db, table) the stream looks it
+    // up by, or a restart that reads its RENAME again would mark it again (a run that never
+    // ends when the database name holds a dot: the version used to go under the split at
+    // the first dot), and a later RENAME of it would find no definition to move instead of
+    // re-reading its new name. The split is the one the stream marked the table with; a
+    // name marked without one (`sluice resnapshot`, older checkpoints) is split where the
+    // history knows the table, else at its first dot.
+    std::vector<size_t> dots;
+    if (!db_part.empty() && name.size() > db_part.size() && name.starts_with(db_part + ".")) {
+      dots.push_back(db_part.size());
+    } else {
+      for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) dots.push_back(dot);
+    }
+    bool known = false;
+    for (size_t dot : dots) known = known || h.Latest(name.substr(0, dot), name.substr(dot + 1)) != nullptr;
+    for (size_t dot : dots) {
+      const std::string db = name.substr(0, dot), table = name.substr(dot + 1);
+      const TableVersion* latest = h.Latest(db, table);
+      if (!latest && !known) {
+        RETURN_IF_ERROR(h.Add(db, table, TableVersion{now, nullptr, ""}));
+        break;
+      }
+      if (!latest) continue;
+      if (latest->schema) {
+        SchemaChange c;
+        c.kind = SchemaChange::Kind::kDrop;
+        c.before = latest->schema;
+        c.ddl = "-- sluice: " + name + " no longer exists at the source";
+        c.source.flavor = ckpt.flavor;
+        c.source.server_id = options.source_server_id;
+        c.source.file = now.file;
+        c.source.pos = now.pos;
+        c.source.timestamp = static_cast<uint32_t>(std::time(nullptr));
+        drops.push_back(std::move(c));
+      }
+      if (ComparePositions(latest->since, now) < 0) RETURN_IF_ERROR(h.Add(db, table, TableVersion{now, nullptr, ""}));
+      break;
+    }
+  }
+  h.CacheJson();
+  ckpt.schemas = h.empty() ? nullptr : std::make_shared<const SchemaHistory>(std::move(h));
+  if (none_left) ckpt.snapshot_done = true;
+  return sink.ApplySchemaChanges(drops, ckpt.ToJson());
+}
+
 }  // namespace
 
 void MarkForReread(Checkpoint& ckpt, const std::vector<std::string>& names) {
@@ -57,15 +133,7 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
   std::vector<std::pair<std::string, std::string>> gone;  // "db.table" name, its db part if known
   for (const auto& [name, p] : ckpt.tables) {
     if (p.done) continue;
-    ASSIGN_OR_RETURN(QueryResult r,
-                     meta->Query("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
-                                 "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND "
-                                 "CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) = " + meta->Quote(name)));
-    if (r.rows.size() == 1 && r.rows[0].size() == 2 && r.rows[0][0] && r.rows[0][1]) {
-      names.push_back(TableName{*r.rows[0][0], *r.rows[0][1]});
-      continue;
-    }
-    ASSIGN_OR_RETURN(std::optional<TableName> found, OpenTable(*meta, name));
+    ASSIGN_OR_RETURN(std::optional<TableName> found, FindTable(*meta, name));
     if (found) {
       names.push_back(*found);
     } else {
@@ -73,64 +141,9 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
     }
   }
   if (!gone.empty()) {
-    // Gone from the source since it was marked: nothing to copy. Every event of it before the
-    // server's position now is dropped (copied_at) and every DDL on it before then skipped (a
-    // version at that position); a RENAME of it into a captured name re-reads that table.
-    ASSIGN_OR_RETURN(BinlogPosition now, ReadBinlogPosition(*meta));
-    SchemaHistory h = ckpt.schemas ? *ckpt.schemas : SchemaHistory();
-    std::vector<SchemaChange> drops;
-    for (const auto& [name, db_part] : gone) {
-      LogWarning("table {} was marked for a re-read but no longer exists at the source (dropped "
-                 "or renamed away); not copied, its sink table is treated as dropped",
-                 name);
-      TableSnapshotProgress p;
-      p.done = true;
-      p.copied_at = now;
-      ckpt.tables[name] = std::move(p);
-      // The history is keyed by (db, table). A table renamed into the patterns has no version
-      // before its copy: it gets one at `now` too, under the (db, table) the stream looks it
-      // up by, or a restart that reads its RENAME again would mark it again (a run that never
-      // ends when the database name holds a dot: the version used to go under the split at
-      // the first dot), and a later RENAME of it would find no definition to move instead of
-      // re-reading its new name. The split is the one the stream marked the table with; a
-      // name marked without one (`sluice resnapshot`, older checkpoints) is split where the
-      // history knows the table, else at its first dot.
-      std::vector<size_t> dots;
-      if (!db_part.empty() && name.size() > db_part.size() && name.starts_with(db_part + ".")) {
-        dots.push_back(db_part.size());
-      } else {
-        for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) dots.push_back(dot);
-      }
-      bool known = false;
-      for (size_t dot : dots) known = known || h.Latest(name.substr(0, dot), name.substr(dot + 1)) != nullptr;
-      for (size_t dot : dots) {
-        const std::string db = name.substr(0, dot), table = name.substr(dot + 1);
-        const TableVersion* latest = h.Latest(db, table);
-        if (!latest && !known) {
-          RETURN_IF_ERROR(h.Add(db, table, TableVersion{now, nullptr, ""}));
-          break;
-        }
-        if (!latest) continue;
-        if (latest->schema) {
-          SchemaChange c;
-          c.kind = SchemaChange::Kind::kDrop;
-          c.before = latest->schema;
-          c.ddl = "-- sluice: " + name + " no longer exists at the source";
-          c.source.flavor = ckpt.flavor;
-          c.source.server_id = options.source_server_id;
-          c.source.file = now.file;
-          c.source.pos = now.pos;
-          c.source.timestamp = static_cast<uint32_t>(std::time(nullptr));
-          drops.push_back(std::move(c));
-        }
-        if (ComparePositions(latest->since, now) < 0) RETURN_IF_ERROR(h.Add(db, table, TableVersion{now, nullptr, ""}));
-        break;
-      }
-    }
-    h.CacheJson();
-    ckpt.schemas = h.empty() ? nullptr : std::make_shared<const SchemaHistory>(std::move(h));
-    if (names.empty()) ckpt.snapshot_done = true;
-    RETURN_IF_ERROR(sink.ApplySchemaChanges(drops, ckpt.ToJson()));
+    // Gone from the source since it was marked (dropped or renamed away while the stream
+    // caught up to its mark).
+    RETURN_IF_ERROR(RecordGone(options, *meta, ckpt, sink, gone, names.empty()));
     if (names.empty()) return Status::Ok();
   }
   std::string list;
@@ -139,6 +152,36 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
   PauseForTest("SLUICE_TEST_REREAD_PAUSE_FILE", "re-read: paused before planning");
   for (int attempt = 1;; ++attempt) {
     Status st = RunSnapshot(options, *meta, names, ckpt, sink);
+    if (st.code() == StatusCode::kNotFound) {
+      // A table found above can be gone by the time its copy plans it (LoadTableSchema, the
+      // planner's COUNT(*)) or reads it: the DROP or RENAME that removes it is later in the
+      // binlog than its mark, and the server runs it whenever it comes. Such a table is
+      // handled as one gone before the copy started, and the others' copy goes on where it
+      // stopped. When every unfinished table is still there, the error stands: a table this
+      // user may not read gives the same NotFound as a missing one, so the server is asked.
+      std::vector<TableName> left;
+      gone.clear();
+      for (const TableName& t : names) {
+        const std::string name = t.QualifiedName();
+        const TableSnapshotProgress& p = ckpt.tables[name];
+        std::optional<TableName> found = t;
+        if (!p.done) {
+          ASSIGN_OR_RETURN(found, FindTable(*meta, name));
+        }
+        if (found) {
+          left.push_back(*found);
+        } else {
+          gone.emplace_back(name, p.db);
+        }
+      }
+      if (!gone.empty()) {
+        LogInfo("re-read: {}; {} table(s) gone from the source since the copy began", st.ToString(), gone.size());
+        names = std::move(left);
+        RETURN_IF_ERROR(RecordGone(options, *meta, ckpt, sink, gone, names.empty()));
+        if (names.empty()) return Status::Ok();
+        continue;
+      }
+    }
     // Another DDL on a table while its copy is read: RunSnapshot plans it again itself
     // (coordinator.h), its sink table replaced again. The stream has not read past the mark,
     // so the new copy's point is still after it. This loop is the fallback for a change

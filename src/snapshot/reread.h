@@ -16,7 +16,11 @@
 // stream was catching up) is not copied: it is recorded as gone from the server's current
 // position on (its events before that are dropped, its DDL before that skipped), and the
 // sink table follows a DROP (the SQLite sink keeps it). A later table of that name is read
-// from its CREATE as usual.
+// from its CREATE as usual. A marked table that goes while its copy plans or reads it (a DROP
+// or RENAME later in the binlog than its mark, run by the server meanwhile) is handled the
+// same way once the server confirms it is gone (a NotFound is also what a table this user may
+// not read gives), and the other tables' copy goes on; its sink table may by then have been
+// replaced by an empty one, which is what the SQLite sink keeps.
 // Errors: those of RunSnapshot; connection errors are kUnavailable (the caller retries).
 // Thread safety: call from the one thread that owns `sink`.
 #pragma once
