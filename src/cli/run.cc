@@ -491,7 +491,16 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
       // Online re-reads (snapshot/reread.h): the streamer copies them beside the stream
       // (stream/streamer.h `reread`), so the other tables do not wait for them.
     } else {
-      RETURN_IF_ERROR(RunSnapshot(so, *meta, tables, ckpt, *sink));
+      // A table dropped or renamed away while the snapshot plans or reads it: not copied
+      // (the stream reads its DROP or RENAME), the others go on (snapshot/reread.h).
+      std::vector<TableName> copying = tables;
+      Status st = RunSnapshot(so, *meta, copying, ckpt, *sink);
+      for (int round = 0; st.code() == StatusCode::kNotFound && round < 100; ++round) {
+        ASSIGN_OR_RETURN(size_t gone, RecordTablesGoneDuringTheCopy(so, *meta, ckpt, *sink, &copying));
+        if (gone == 0) break;
+        st = copying.empty() ? Status::Ok() : RunSnapshot(so, *meta, copying, ckpt, *sink);
+      }
+      RETURN_IF_ERROR(st);
     }
     if (Stopping(options)) {
       LogInfo("stopped during the snapshot; the next run resumes it");

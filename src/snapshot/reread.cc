@@ -56,9 +56,9 @@ Status RecordGone(const SnapshotRunOptions& options, Connection& meta, Checkpoin
   SchemaHistory h = ckpt.schemas ? *ckpt.schemas : SchemaHistory();
   std::vector<SchemaChange> drops;
   for (const auto& [name, db_part] : gone) {
-    LogWarning("table {} was marked for a re-read but no longer exists at the source (dropped "
-               "or renamed away); not copied, its sink table is treated as dropped",
-               name);
+    LogWarning("table {} was {} but no longer exists at the source (dropped or renamed away); not "
+               "copied, its sink table is treated as dropped",
+               name, ckpt.tables.count(name) && ckpt.tables[name].reread ? "marked for a re-read" : "being copied");
     TableSnapshotProgress p;
     p.done = true;
     p.copied_at = now;
@@ -111,6 +111,29 @@ Status RecordGone(const SnapshotRunOptions& options, Connection& meta, Checkpoin
 
 }  // namespace
 
+Result<size_t> RecordTablesGoneDuringTheCopy(const SnapshotRunOptions& options, Connection& meta, Checkpoint& ckpt,
+                                             Sink& sink, std::vector<TableName>* names) {
+  std::vector<TableName> left;
+  std::vector<std::pair<std::string, std::string>> gone;
+  for (const TableName& t : *names) {
+    const std::string name = t.QualifiedName();
+    const TableSnapshotProgress& p = ckpt.tables[name];
+    std::optional<TableName> found = t;
+    if (!p.done) {
+      ASSIGN_OR_RETURN(found, FindTable(meta, name));
+    }
+    if (found) {
+      left.push_back(*found);
+    } else {
+      gone.emplace_back(name, p.db);
+    }
+  }
+  if (gone.empty()) return size_t{0};
+  *names = std::move(left);
+  RETURN_IF_ERROR(RecordGone(options, meta, ckpt, sink, gone, names->empty()));
+  return gone.size();
+}
+
 void MarkForReread(Checkpoint& ckpt, const std::vector<std::string>& names) {
   bool binlog_tables = false;
   for (const std::string& name : names) {
@@ -159,25 +182,9 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
       // handled as one gone before the copy started, and the others' copy goes on where it
       // stopped. When every unfinished table is still there, the error stands: a table this
       // user may not read gives the same NotFound as a missing one, so the server is asked.
-      std::vector<TableName> left;
-      gone.clear();
-      for (const TableName& t : names) {
-        const std::string name = t.QualifiedName();
-        const TableSnapshotProgress& p = ckpt.tables[name];
-        std::optional<TableName> found = t;
-        if (!p.done) {
-          ASSIGN_OR_RETURN(found, FindTable(*meta, name));
-        }
-        if (found) {
-          left.push_back(*found);
-        } else {
-          gone.emplace_back(name, p.db);
-        }
-      }
-      if (!gone.empty()) {
-        LogInfo("re-read: {}; {} table(s) gone from the source since the copy began", st.ToString(), gone.size());
-        names = std::move(left);
-        RETURN_IF_ERROR(RecordGone(options, *meta, ckpt, sink, gone, names.empty()));
+      ASSIGN_OR_RETURN(size_t n, RecordTablesGoneDuringTheCopy(options, *meta, ckpt, sink, &names));
+      if (n > 0) {
+        LogInfo("re-read: {}; {} table(s) gone from the source since the copy began", st.ToString(), n);
         if (names.empty()) return Status::Ok();
         continue;
       }

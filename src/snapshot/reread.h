@@ -36,6 +36,14 @@ namespace sluice {
 // snapshot_done still false when *options.stop became true. Opens its own connections.
 Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sink);
 
+// After a copy of `names` failed with kNotFound: the unfinished ones the server says are gone
+// (dropped or renamed away while they were planned or read) are recorded as a re-read's
+// gone table is (not copied; their events and DDL before the server's position now skipped;
+// their sink table follows a DROP) and removed from `names`; returns how many. 0: every table
+// is there (the NotFound was something else, e.g. a privilege), the error stands.
+Result<size_t> RecordTablesGoneDuringTheCopy(const SnapshotRunOptions& options, Connection& meta, Checkpoint& ckpt,
+                                             Sink& sink, std::vector<TableName>* names);
+
 // Marks `names` ("db.table") for an online re-read in `ckpt` (the caller stores it). A table
 // read without the binlog (ckpt.incremental holds it: modes incremental, full, snapshot_only)
 // is marked to start over at the next run instead (IncrementalProgress::restart).
