@@ -839,6 +839,22 @@ std::optional<CheckLine> EvaluateSqliteTables(Connection& conn, const SourceFact
               fmt::format("{} captured table(s) already in {} have the source's columns", *existing, k.path));
 }
 
+std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& f, const Config& config) {
+  std::vector<TableName> names;
+  for (const TableFacts& t : f.tables) names.push_back(t.name);
+  Status st = CheckNameCollisions(names, config.sink);
+  if (st.ok()) return std::nullopt;
+  CheckLine l = Line("sink table names", CheckOutcome::kFail, st.message(),
+                     config.sink.type == SinkType::kPostgres ? "map the two databases onto different schemas "
+                                                               "(sink.postgres.schemas), or leave one table out"
+                     : config.sink.type == SinkType::kMysql  ? "map the two databases onto different databases "
+                                                               "(sink.mysql.databases), or leave one table out"
+                                                             : "leave one table out (source.exclude) or rename it",
+                     true);
+  l.code = StatusCode::kInvalidArgument;
+  return l;
+}
+
 // What a sink's stored checkpoint holds, for the sink line: the stream position, and the
 // tables read without the binlog (a pipeline of only such tables has no stream position).
 static std::string DescribeCheckpoint(const std::optional<Checkpoint>& cp) {
@@ -1010,6 +1026,7 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
       for (auto& l : EvaluateRetention(*facts, config, sink.checkpoint, sink.checkpoint_age_seconds))
         lines.push_back(std::move(l));
       for (auto& l : EvaluateIncremental(**conn, *facts, config)) lines.push_back(std::move(l));
+      if (auto l = EvaluateSinkNames(*facts, config)) lines.push_back(std::move(*l));
       if (auto l = EvaluateSqliteTables(**conn, *facts, config, sink)) lines.push_back(std::move(*l));
     }
   }

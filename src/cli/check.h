@@ -123,6 +123,9 @@ SinkFacts CheckSink(const Config& config);
 std::optional<CheckLine> EvaluateSqliteTables(Connection& conn, const SourceFacts& f, const Config& config,
                                               const SinkFacts& sink);
 
+// "sink table names": a FAIL (the run's own error, cli/run.h CheckNameCollisions) when two
+// selected tables would share one sink table; nothing when they do not.
+std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& facts, const Config& config);
 // `sluice check`: all lines, printed to `out` as they are, one per requirement. Returns the
 // exit code (0 all pass, 1 otherwise).
 int RunCheckCommand(const Config& config, std::FILE* out);

@@ -7,7 +7,9 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <tuple>
 
+#include "cli/run.h"
 #include "mysql/replication.h"
 #include "sink/jsonl_sink.h"
 
@@ -241,6 +243,47 @@ TEST(Check, JsonlOutputCutShortFailsAsTheRunDoes) {
   EXPECT_TRUE(cut.line.fatal);
   EXPECT_EQ(cut.line.detail, run.status().message());
   (void)std::system(("rm -rf " + dir).c_str());
+}
+
+// Two source databases mapped onto one PostgreSQL schema (or MySQL database) that both hold a
+// table t would write into one destination table: refused as bad configuration, by `check`
+// (a FAIL line) and by `run` (kInvalidArgument, exit code 2) in the same words, naming both
+// source tables, the shared destination name and the key. Without a shared table name the
+// mapping is fine.
+TEST(Check, TwoDatabasesMappedOntoOneSchemaWithTheSameTableFail) {
+  SourceFacts f = GoodFacts();
+  f.tables.clear();
+  for (const char* db : {"c1", "c2"}) {
+    TableFacts t;
+    t.name = {db, "t"};
+    t.engine = "InnoDB";
+    f.tables.push_back(t);
+  }
+  std::vector<TableName> names = {f.tables[0].name, f.tables[1].name};
+  Config pg = GoodConfig();
+  pg.sink.type = SinkType::kPostgres;
+  pg.sink.postgres.schemas = {{"c1", "c"}, {"c2", "c"}};
+  Config my = GoodConfig();
+  my.sink.type = SinkType::kMysql;
+  my.sink.mysql.databases = {{"c1", "cc"}, {"c2", "cc"}};
+  for (const auto& [config, shared, key] :
+       {std::tuple{pg, "c.t", "sink.postgres.schemas"}, std::tuple{my, "cc.t", "sink.mysql.databases"}}) {
+    Status st = CheckNameCollisions(names, config.sink);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
+    for (const std::string& word : {std::string("`c1`.`t`"), std::string("`c2`.`t`"), std::string(shared), std::string(key)})
+      EXPECT_NE(st.message().find(word), std::string::npos) << word << " in " << st.message();
+    auto line = EvaluateSinkNames(f, config);
+    ASSERT_TRUE(line.has_value());
+    EXPECT_EQ(line->outcome, CheckOutcome::kFail);
+    EXPECT_TRUE(line->fatal);
+    EXPECT_EQ(line->detail, st.message());
+  }
+  // Distinct table names in the two databases: allowed.
+  f.tables[1].name.table = "u";
+  names[1].table = "u";
+  EXPECT_TRUE(CheckNameCollisions(names, pg.sink).ok());
+  EXPECT_FALSE(EvaluateSinkNames(f, pg).has_value());
+  EXPECT_FALSE(EvaluateSinkNames(f, my).has_value());
 }
 
 }  // namespace

@@ -86,16 +86,21 @@ Status CheckSinkFilePath(const std::string& path, std::string_view key) {
   return Status::Ok();
 }
 
+}  // namespace
+
 // Two selected source tables must not share one name downstream: the checkpoint keys the
-// snapshot progress by "db.table" (so `a.b`.c and a.`b.c` would share one entry), and the
+// snapshot progress by "db.table" (so `a.b`.c and a.`b.c` would share one entry), the
 // SQLite sink names its tables "db.table" where SQLite ignores ASCII case (so `d`.`T` and
-// `d`.`t` would share one table). Refused before anything is copied, naming both.
-Status CheckNameCollisions(const std::vector<TableName>& tables, SinkType sink) {
+// `d`.`t` would share one table), and the PostgreSQL and MySQL sinks map source databases
+// onto schemas/databases (sink.postgres.schemas, sink.mysql.databases), where two databases
+// mapped onto one share the table names they both hold. Refused before anything is copied
+// (kInvalidArgument: a configuration error, exit code 2), naming both.
+Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfig& sink) {
   auto quoted = [](const TableName& t) { return fmt::format("`{}`.`{}`", t.db, t.table); };
   std::map<std::string, const TableName*> seen;
   for (const auto& t : tables) {
     std::string key = t.QualifiedName();
-    if (sink == SinkType::kSqlite)
+    if (sink.type == SinkType::kSqlite)
       for (char& c : key)
         if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     auto [it, inserted] = seen.emplace(key, &t);
@@ -104,15 +109,33 @@ Status CheckNameCollisions(const std::vector<TableName>& tables, SinkType sink) 
         "source tables {} and {} would both become \"{}\" in the {} sink{}; leave one out "
         "(source.exclude) or rename it",
         quoted(*it->second), quoted(t), it->second->QualifiedName(),
-        sink == SinkType::kSqlite ? "SQLite" : "JSON lines",
-        sink == SinkType::kSqlite && it->second->QualifiedName() != t.QualifiedName()
+        sink.type == SinkType::kSqlite ? "SQLite" : "JSON lines",
+        sink.type == SinkType::kSqlite && it->second->QualifiedName() != t.QualifiedName()
             ? " (SQLite table names ignore case)"
             : ""));
   }
+  if (sink.type != SinkType::kPostgres && sink.type != SinkType::kMysql) return Status::Ok();
+  const bool pg = sink.type == SinkType::kPostgres;
+  const char* key = pg ? "sink.postgres.schemas" : "sink.mysql.databases";
+  std::map<std::pair<std::string, std::string>, const TableName*> dest;
+  for (const auto& t : tables) {
+    std::string ns = pg ? PostgresSchemaName(sink.postgres, t.db) : MysqlDestinationDatabase(sink.mysql, t.db);
+    auto [it, inserted] = dest.emplace(std::make_pair(ns, t.table), &t);
+    if (inserted) continue;
+    const TableName& first = *it->second;
+    auto mapped = [&](const std::string& db) {
+      const auto& m = pg ? sink.postgres.schemas : sink.mysql.databases;
+      return m.count(db) ? fmt::format("{}.{} = \"{}\"", key, db, m.at(db)) : fmt::format("{} unmapped", db);
+    };
+    return Status::InvalidArgument(fmt::format(
+        "source tables {} and {} would both become the {} table {}.{} ({}, {}): two source databases "
+        "mapped onto one {} must not hold tables of the same name; map them onto different {}s in {}, "
+        "or leave one table out (source.exclude)",
+        quoted(first), quoted(t), pg ? "PostgreSQL" : "MySQL", ns, t.table, mapped(first.db), mapped(t.db),
+        pg ? "schema" : "database", pg ? "schema" : "database", key));
+  }
   return Status::Ok();
 }
-
-}  // namespace
 
 ConnectOptions SourceConnectOptions(const SourceConfig& s) {
   ConnectOptions o;
@@ -262,7 +285,7 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
       return listed.status();
     }
   }
-  RETURN_IF_ERROR(CheckNameCollisions(tables, config.sink.type));
+  RETURN_IF_ERROR(CheckNameCollisions(tables, config.sink));
   // Tables of modes incremental/full/snapshot_only are read by cursor or copied
   // (snapshot/incremental.h), never streamed; the rest go through snapshot + binlog.
   ASSIGN_OR_RETURN(TableModes modes, ModesForTables(config, tables));

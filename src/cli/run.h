@@ -7,9 +7,11 @@
 #pragma once
 
 #include <atomic>
+#include <vector>
 
 #include "cli/config.h"
 #include "mysql/connection.h"
+#include "mysql/schema_loader.h"
 #include "sink/sink.h"
 #include "util/status.h"
 
@@ -26,5 +28,10 @@ Status RunPipeline(const Config& config, const RunOptions& options);
 Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config);
 // Connection options for the configured source.
 ConnectOptions SourceConnectOptions(const SourceConfig& source);
+// kInvalidArgument (a configuration error) when two of `tables` would share one table in the
+// sink: case-insensitively equal names in SQLite, or two source databases mapped onto one
+// PostgreSQL schema (sink.postgres.schemas) / MySQL database (sink.mysql.databases) that both
+// hold a table of one name. The message names both source tables, the shared name and the key.
+Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfig& sink);
 
 }  // namespace sluice::cli

@@ -337,6 +337,10 @@ Status SqlApplier::PrepareTable(const TableSchema& schema) {
   if (existing != tables_.end()) {
     const TableSchema& old = *existing->second->schema;
     const bool same_source = old.db == schema.db && old.table == schema.table;
+    if (!same_source)
+      return Status::FailedPrecondition(fmt::format(
+          "source tables `{}`.`{}` and `{}`.`{}` both map to the {} table {}", old.db, old.table, schema.db,
+          schema.table, dialect_->name(), name.display));
     if (same_source && old.columns.size() == schema.columns.size() &&
         SameShape(*dialect_, old, schema, old.columns.size()))
       return Status::Ok();
