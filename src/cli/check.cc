@@ -319,23 +319,15 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bo
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 
-  // Tables: engines, row counts, and the largest row from the declared column sizes.
-  auto listed = ListTables(conn, TableFilter{config.source.tables, config.source.exclude});
-  if (!listed.ok() && listed.status().code() == StatusCode::kNotFound) {
-    // A pattern that matches nothing fails the whole list (EvaluateServer reports it through
-    // the privilege lines); the tables the other patterns match are still judged here.
-    std::vector<TableName> found;
-    for (const std::string& pattern : config.source.tables) {
-      auto one = ListTables(conn, TableFilter{{pattern}, config.source.exclude});
-      if (!one.ok() && one.status().code() == StatusCode::kUnavailable) return one.status();
-      if (!one.ok()) continue;
-      for (TableName& t : *one)
-        if (std::find(found.begin(), found.end(), t) == found.end()) found.push_back(std::move(t));
-    }
-    listed = std::move(found);
-  }
+  // Tables: engines, row counts, and the largest row from the declared column sizes. A
+  // pattern that matches nothing is a fact (EvaluatePatterns); the tables the other patterns
+  // match are still judged here.
+  auto listed = ListTablesSkippingUnmatched(conn, TableFilter{config.source.tables, config.source.exclude},
+                                            &f.unmatched_patterns);
   if (!listed.ok()) {
     if (listed.status().code() == StatusCode::kUnavailable) return listed.status();
+    if (listed.status().code() == StatusCode::kNotFound && f.unmatched_patterns.empty())
+      f.unmatched_patterns.push_back(listed.status().message());
     return f;  // EvaluateServer reports the missing tables through the privilege lines
   }
   std::map<std::string, size_t> index;
@@ -839,6 +831,22 @@ std::optional<CheckLine> EvaluateSqliteTables(Connection& conn, const SourceFact
               fmt::format("{} captured table(s) already in {} have the source's columns", *existing, k.path));
 }
 
+std::vector<CheckLine> EvaluatePatterns(const SourceFacts& f, const std::optional<Checkpoint>& checkpoint) {
+  std::vector<CheckLine> out;
+  for (const std::string& m : f.unmatched_patterns) {
+    if (checkpoint)
+      out.push_back(Line("source.tables", CheckOutcome::kWarn,
+                         m + "; `sluice run` continues this existing pipeline (its tables may have been "
+                             "dropped or renamed)",
+                         "nothing, if the tables are gone on purpose; else correct the pattern in source.tables"));
+    else
+      out.push_back(Line("source.tables", CheckOutcome::kFail,
+                         m + "; a first `sluice run` refuses to start",
+                         "correct the pattern in source.tables, create the table, or GRANT SELECT on it", true));
+  }
+  return out;
+}
+
 std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& f, const Config& config) {
   std::vector<TableName> names;
   for (const TableFacts& t : f.tables) names.push_back(t.name);
@@ -1026,6 +1034,7 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
       for (auto& l : EvaluateRetention(*facts, config, sink.checkpoint, sink.checkpoint_age_seconds))
         lines.push_back(std::move(l));
       for (auto& l : EvaluateIncremental(**conn, *facts, config)) lines.push_back(std::move(l));
+      for (auto& l : EvaluatePatterns(*facts, sink.checkpoint)) lines.push_back(std::move(l));
       if (auto l = EvaluateSinkNames(*facts, config)) lines.push_back(std::move(*l));
       if (auto l = EvaluateSqliteTables(**conn, *facts, config, sink)) lines.push_back(std::move(*l));
     }

@@ -70,6 +70,9 @@ struct SourceFacts {
   std::vector<std::pair<std::string, uint64_t>> binlogs;  // SHOW BINARY LOGS
   bool binlogs_known = false;
   std::string tls_description;  // empty: no TLS
+  // The message of each source.tables pattern that selects no table (ListTables' words): the
+  // first is the error a first run stops with.
+  std::vector<std::string> unmatched_patterns;
 };
 
 // Reads the facts over an open connection. Network errors are returned; refusals become facts.
@@ -126,6 +129,10 @@ std::optional<CheckLine> EvaluateSqliteTables(Connection& conn, const SourceFact
 // "sink table names": a FAIL (the run's own error, cli/run.h CheckNameCollisions) when two
 // selected tables would share one sink table; nothing when they do not.
 std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& facts, const Config& config);
+// "source.tables": for each pattern that selects no table, a FAIL (fatal) before the first run,
+// which refuses it in the same words, or a WARN on an existing pipeline (`checkpoint`), which
+// goes on; nothing when every pattern selects a table.
+std::vector<CheckLine> EvaluatePatterns(const SourceFacts& facts, const std::optional<Checkpoint>& checkpoint);
 // `sluice check`: all lines, printed to `out` as they are, one per requirement. Returns the
 // exit code (0 all pass, 1 otherwise).
 int RunCheckCommand(const Config& config, std::FILE* out);

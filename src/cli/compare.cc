@@ -169,10 +169,11 @@ void FinishComparison(const TableSchema& schema, const SourceRows& src, TableCom
 }  // namespace
 
 Result<std::vector<TableComparison>> CompareTablesMysql(const ConnectOptions& source, const TableFilter& filter,
-                                                        const MysqlSinkOptions& destination) {
+                                                        const MysqlSinkOptions& destination,
+                                                        std::vector<std::string>* unmatched) {
   ASSIGN_OR_RETURN(auto conn, Connection::Connect(source));
   RETURN_IF_ERROR(conn->Execute("SET time_zone = '+00:00'"));
-  ASSIGN_OR_RETURN(auto tables, ListTables(*conn, filter));
+  ASSIGN_OR_RETURN(auto tables, ListTablesSkippingUnmatched(*conn, filter, unmatched));
   ASSIGN_OR_RETURN(auto dest, Connection::Connect(destination.connect));
   RETURN_IF_ERROR(dest->Execute("SET time_zone = '+00:00'"));
   std::vector<TableComparison> out;
@@ -226,10 +227,11 @@ Result<std::vector<TableComparison>> CompareTablesMysql(const ConnectOptions& so
 
 Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
                                                    const TableFilter& filter,
-                                                   const std::string& sqlite_path) {
+                                                   const std::string& sqlite_path,
+                                                   std::vector<std::string>* unmatched) {
   ASSIGN_OR_RETURN(auto conn, Connection::Connect(source));
   RETURN_IF_ERROR(conn->Execute("SET time_zone = '+00:00'"));
-  ASSIGN_OR_RETURN(auto tables, ListTables(*conn, filter));
+  ASSIGN_OR_RETURN(auto tables, ListTablesSkippingUnmatched(*conn, filter, unmatched));
 
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(sqlite_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
@@ -303,10 +305,11 @@ Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
 }
 
 Result<std::vector<TableComparison>> CompareTablesPostgres(const ConnectOptions& source, const TableFilter& filter,
-                                                           const PostgresSinkOptions& replica) {
+                                                           const PostgresSinkOptions& replica,
+                                                           std::vector<std::string>* unmatched) {
   ASSIGN_OR_RETURN(auto conn, Connection::Connect(source));
   RETURN_IF_ERROR(conn->Execute("SET time_zone = '+00:00'"));
-  ASSIGN_OR_RETURN(auto tables, ListTables(*conn, filter));
+  ASSIGN_OR_RETURN(auto tables, ListTablesSkippingUnmatched(*conn, filter, unmatched));
   std::vector<TableComparison> out;
   for (const auto& name : tables) {
     ASSIGN_OR_RETURN(TableSchema schema, LoadTableSchema(*conn, name.db, name.table));

@@ -55,18 +55,25 @@ Result<Value> ReplicaValue(sqlite3_stmt* stmt, int i, const ColumnDesc& col);
 // columns: d, e" naming the rest. "" when the rows are equal. Not escaped (PrintableText).
 std::string ColumnDifferences(const Row& source, const Row& replica, const TableSchema& t, size_t max_value_chars);
 
+// An include pattern of `filter` that selects no table (a database emptied or not yet
+// filled) does not stop the comparison: the tables the others select are compared, and the
+// pattern's message ("table pattern 'x.*' matches no table ...") is appended to *unmatched
+// (ignored when null). kNotFound when no pattern selects a table.
 Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
                                                    const TableFilter& filter,
-                                                   const std::string& sqlite_path);
+                                                   const std::string& sqlite_path,
+                                                   std::vector<std::string>* unmatched = nullptr);
 // The same against a MySQL/MariaDB destination: its rows are read with the source's own
 // snapshot converter (the destination's column types are the source's one to one), from
 // MysqlDestinationDatabase(destination, db).`table`.
 Result<std::vector<TableComparison>> CompareTablesMysql(const ConnectOptions& source, const TableFilter& filter,
-                                                        const MysqlSinkOptions& destination);
+                                                        const MysqlSinkOptions& destination,
+                                                        std::vector<std::string>* unmatched = nullptr);
 // The same against a PostgreSQL replica (sink/postgres_sink.h): its rows are read back through
 // the inverse of the type mapping (ReadPostgresTable); JSON compares by value (jsonb keeps its
 // own layout). A missing replica table counts every source row as missing.
 Result<std::vector<TableComparison>> CompareTablesPostgres(const ConnectOptions& source, const TableFilter& filter,
-                                                           const PostgresSinkOptions& replica);
+                                                           const PostgresSinkOptions& replica,
+                                                           std::vector<std::string>* unmatched = nullptr);
 
 }  // namespace sluice::cli

@@ -124,6 +124,30 @@ Result<std::vector<TableName>> ListTables(Connection& conn, const TableFilter& f
   return out;
 }
 
+Result<std::vector<TableName>> ListTablesSkippingUnmatched(Connection& conn, const TableFilter& filter,
+                                                           std::vector<std::string>* unmatched) {
+  auto all = ListTables(conn, filter);
+  if (all.ok() || all.status().code() != StatusCode::kNotFound) return all;
+  std::vector<TableName> out;
+  for (const std::string& p : filter.include) {
+    auto some = ListTables(conn, TableFilter{{p}, filter.exclude});
+    if (some.ok()) {
+      out.insert(out.end(), some->begin(), some->end());
+    } else if (some.status().code() == StatusCode::kNotFound) {
+      const std::string& m = some.status().message();
+      if (unmatched) unmatched->push_back(m.find("table pattern") == std::string::npos
+                               ? fmt::format("table pattern '{}': every table it matches is excluded (source.exclude)", p)
+                               : m);
+    } else {
+      return some.status();
+    }
+  }
+  if (out.empty()) return all.status();
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 Result<std::vector<std::string>> ParseEnumSetLabels(std::string_view column_type) {
   auto bad = [&](std::string_view why) {
     return Status::Corruption(

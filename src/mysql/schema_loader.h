@@ -64,6 +64,11 @@ std::string SchemaScope(Connection& conn, const std::vector<std::string>& includ
 // Base tables selected by `filter`, sorted by (db, table). kNotFound naming the first include
 // pattern that matches no table; kInvalidArgument for a pattern without '.' or no includes.
 Result<std::vector<TableName>> ListTables(Connection& conn, const TableFilter& filter);
+// As ListTables, but an include pattern that selects no table is left out, its message (the
+// kNotFound one ListTables gives for it alone) appended to *unmatched, instead of failing the
+// whole list. kNotFound (ListTables' message) only when no pattern selects a table.
+Result<std::vector<TableName>> ListTablesSkippingUnmatched(Connection& conn, const TableFilter& filter,
+                                                           std::vector<std::string>* unmatched);
 
 // Labels of "enum('a','b''c')" / "set('x','y')" (COLUMN_TYPE text), in order.
 // kCorruption if the text is not a well-formed enum/set type.

@@ -358,6 +358,47 @@ TEST(Check, CorrectSetupPassesEveryLine) {
   EXPECT_THAT(r.output, ::testing::HasSubstr("\nOK: 17 passed, 0 warning(s), 0 failed"));
 }
 
+// A source.tables pattern that matches no table (its database empty, not yet or any more):
+// before the first run `check` fails it in the words `run` refuses with (it passed "SELECT on
+// ... no table matches (nothing to check)" and said READY: new-user test); once the pipeline
+// exists it warns, as the run does and goes on; `compare` compares the tables that exist and
+// names the pattern in a warning line (it exited 1 with NotFound).
+TEST(Check, APatternMatchingNoTableFailsAFirstRunAndWarnsAResumedOne) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_pat_a; DROP DATABASE IF EXISTS it_pat_b;"
+                       "CREATE DATABASE it_pat_a; CREATE DATABASE it_pat_b;"
+                       "CREATE TABLE it_pat_a.t (id INT PRIMARY KEY); INSERT INTO it_pat_a.t VALUES (1), (2);"),
+            0);
+  TempDir dir;
+  Spec s = Good();
+  s.tables = {"it_pat_a.*", "it_pat_b.*"};
+  const std::string both = Config(dir, s);
+  auto first = Check(both);
+  EXPECT_EQ(first.exit_code, 1) << first.output;
+  const std::string words = "table pattern 'it_pat_b.*' matches no table";
+  EXPECT_THAT(LineOf(first.output, "source.tables"), ::testing::StartsWith("FAIL")) << first.output;
+  EXPECT_THAT(LineOf(first.output, "source.tables"), ::testing::HasSubstr(words)) << first.output;
+  EXPECT_THAT(first.output, ::testing::HasSubstr("\nNOT READY:")) << first.output;
+  auto refused = RunSluice({"run", "--config", both, "--until-caught-up"}, std::chrono::seconds(60));
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_THAT(refused.output, ::testing::HasSubstr(words)) << refused.output;
+
+  // The pipeline of it_pat_a alone, then both patterns again: a resumed run goes on.
+  Spec one = s;
+  one.tables = {"it_pat_a.*"};
+  auto run = RunSluice({"run", "--config", Config(dir, one), "--until-caught-up"}, std::chrono::seconds(60));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  Config(dir, s);
+  auto resumed = Check(both);
+  EXPECT_THAT(LineOf(resumed.output, "source.tables"), ::testing::StartsWith("WARN")) << resumed.output;
+  EXPECT_THAT(LineOf(resumed.output, "source.tables"), ::testing::HasSubstr(words)) << resumed.output;
+  EXPECT_THAT(resumed.output, ::testing::Not(::testing::HasSubstr("\nNOT READY:"))) << resumed.output;
+  auto compare = RunSluice({"compare", "--config", both}, std::chrono::seconds(60));
+  EXPECT_EQ(compare.exit_code, 0) << compare.output;
+  EXPECT_THAT(compare.output, ::testing::HasSubstr("WARNING: " + words)) << compare.output;
+  EXPECT_THAT(compare.output, ::testing::HasSubstr("it_pat_a.t")) << compare.output;
+  EXPECT_THAT(compare.output, ::testing::HasSubstr("OK: 1 of 1 tables")) << compare.output;
+}
+
 // Warnings alone (here: a server without TLS, source.tls = "preferred") do not stop a run: the
 // verdict says ready, with warnings (it said NOT READY: a new-user test), and the exit code
 // stays 1 as README's exit codes say.
