@@ -286,5 +286,29 @@ TEST(Check, TwoDatabasesMappedOntoOneSchemaWithTheSameTableFail) {
   EXPECT_FALSE(EvaluateSinkNames(f, my).has_value());
 }
 
+// Two [table] sections whose globs both match a table: which tables are cdc is unknown, so
+// the server_id line must not claim one needs the binlog stream ("source.server_id is
+// missing: the binlog stream of the tables in mode cdc needs one", beside the real error:
+// new-user test). The "table modes" line says what is wrong, alone.
+TEST(Check, UnresolvableModesDoNotClaimACdcTableNeedsAServerId) {
+  Config c = GoodConfig();
+  c.source.server_id = 0;
+  for (const char* p : {"db.t*", "db.*t"}) {
+    TableSection s;
+    s.pattern = p;
+    s.key = fmt::format("table.\"{}\"", p);
+    s.mode = TableMode::kFull;
+    c.tables.push_back(s);
+  }
+  auto lines = EvaluateServer(GoodFacts(), c);
+  const CheckLine* id = Find(lines, "server_id");
+  EXPECT_TRUE(id == nullptr || id->outcome != CheckOutcome::kFail) << id->detail;
+  EXPECT_TRUE(RefuseOnFatal(lines).ok());
+  // With the sections disjoint and the table cdc, a missing id is still refused.
+  c.tables.pop_back();
+  c.tables[0].pattern = "db.x*";
+  EXPECT_EQ(Find(EvaluateServer(GoodFacts(), c), "server_id")->outcome, CheckOutcome::kFail);
+}
+
 }  // namespace
 }  // namespace sluice::cli

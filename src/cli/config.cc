@@ -344,6 +344,8 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (const toml::node* n = root.get("table")) {
     if (!n->is_table()) return KeyError(origin, "table", "expected sections [table.\"db.table\"]");
     RETURN_IF_ERROR(ParseTableSections(*n->as_table(), origin, &c));
+    // Before anything else about the tables (server_id below depends on their modes).
+    RETURN_IF_ERROR(CheckSectionsDisjoint(c, origin));
   }
   // Only the binlog stream (mode cdc) needs a replica id. Whether any selected table is cdc
   // depends on the server's tables when a section names another mode: then `sluice check`

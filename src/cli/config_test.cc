@@ -285,5 +285,26 @@ TEST(ConfigTest, WatermarkConsistencyExcludesItsSignalTableAndTakesItsOwnReplica
   ExpectError(src + "[snapshot]\nconsistency = \"dblog\"\n", "snapshot.consistency");
 }
 
+// A section naming one table literally whose name another section's glob matches: the overlap
+// is plain from the config, so loading it fails (exit code 2) with the words the run gave only
+// after connecting, and before the missing server_id (no cdc table is known) is mentioned.
+// A literal not selected by source.tables is no overlap (that section matches nothing).
+TEST(ConfigTest, ALiteralSectionMatchedByAnotherSectionsGlobIsRefusedAtLoad) {
+  setenv("SLUICE_TEST_PW", "s3cret", 1);
+  const std::string source =
+      "[source]\npassword_env = \"SLUICE_TEST_PW\"\ntables = [\"inc.o\"]\n[sink]\npath = \"r.db\"\n";
+  const std::string sections = "[table.\"inc.o\"]\nmode = \"incremental\"\n[table.\"inc.*\"]\nmode = \"full\"\n";
+  ExpectError(source + sections, "sluice.toml: table inc.o matches both [table.\"inc.*\"] and [table.\"inc.o\"]; "
+                                 "make the patterns disjoint");
+  auto c = ParseConfig(source + sections, "sluice.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message().find("server_id"), std::string::npos) << c.status().message();
+  // Not selected: the literal section has no effect, which run and check warn about.
+  auto ok = ParseConfig("[source]\nserver_id = 7\npassword_env = \"SLUICE_TEST_PW\"\ntables = [\"inc.p\"]\n"
+                        "[sink]\npath = \"r.db\"\n" + sections,
+                        "sluice.toml");
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
 }  // namespace
 }  // namespace sluice::cli

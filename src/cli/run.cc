@@ -244,6 +244,11 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
                                                                  /*settle_replica_ids=*/false));
   const ServerInfo& info = facts.info;
   {
+    // Two [table] sections matching one table: the configuration's error, before any line
+    // that depends on the tables' modes (server_id, the binlog settings).
+    std::vector<TableName> names;
+    for (const TableFacts& t : facts.tables) names.push_back(t.name);
+    RETURN_IF_ERROR(ModesForTables(config, names).status());
     std::vector<CheckLine> lines = EvaluateServer(facts, config);
     std::erase_if(lines, [](const CheckLine& l) { return l.name == "TLS"; });  // logged below
     RETURN_IF_ERROR(RefuseOnFatal(lines));

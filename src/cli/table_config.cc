@@ -119,6 +119,30 @@ std::string UnmatchedSectionMessage(const std::string& key) {
   return fmt::format("[{}] matches no table selected by source.tables/source.exclude: it has no effect", key);
 }
 
+namespace {
+std::string BothMessage(const std::string& table, const TableSection& first, const TableSection& second) {
+  return fmt::format("table {} matches both [{}] and [{}]; make the patterns disjoint", table, first.key, second.key);
+}
+}  // namespace
+
+Status CheckSectionsDisjoint(const Config& config, std::string_view origin) {
+  const TableFilter selected{config.source.tables, config.source.exclude};
+  for (const TableSection& literal : config.tables) {
+    const size_t dot = literal.pattern.find('.');
+    if (dot == std::string::npos || literal.pattern.find_first_of("*?") != std::string::npos) continue;
+    const std::string db = literal.pattern.substr(0, dot), table = literal.pattern.substr(dot + 1);
+    if (!TableSelected(selected, db, table)) continue;
+    // The first two sections (in the config's order, as ModesForTables walks them) that match it.
+    const TableSection* found = nullptr;
+    for (const TableSection& s : config.tables) {
+      if (!TableSelected(TableFilter{{s.pattern}, {}}, db, table)) continue;
+      if (found) return Status::InvalidArgument(fmt::format("{}: {}", origin, BothMessage(literal.pattern, *found, s)));
+      found = &s;
+    }
+  }
+  return Status::Ok();
+}
+
 Result<TableModes> ModesForTables(const Config& config, const std::vector<TableName>& listed) {
   TableModes out;
   for (const TableSection& s : config.tables) {
@@ -131,8 +155,7 @@ Result<TableModes> ModesForTables(const Config& config, const std::vector<TableN
     for (const TableSection& s : config.tables) {
       if (!TableSelected(TableFilter{{s.pattern}, {}}, t.db, t.table)) continue;
       if (found)
-        return Status::InvalidArgument(fmt::format("table {} matches both [{}] and [{}]; make the patterns disjoint",
-                                                   t.QualifiedName(), found->key, s.key));
+        return Status::InvalidArgument(BothMessage(t.QualifiedName(), *found, s));
       found = &s;
     }
     if (!found || found->mode == TableMode::kCdc) {

@@ -11,7 +11,9 @@
 //   max_rows = 100000              not with cdc; rows per run, 0 (default) = no limit
 // Unknown keys, wrong types, bad values and keys that do not apply to the mode are
 // kInvalidArgument naming the key ("table.\"shop.orders\".mode: 'incremantal' is not one of:
-// ..."). A table matched by two sections is an error at run time (ModesForTables), naming both.
+// ..."). A table matched by two sections is an error naming both: when the config is loaded
+// if one of them names the table literally (CheckSectionsDisjoint), else at run time
+// (ModesForTables).
 // Thread safety: pure functions.
 #pragma once
 
@@ -43,6 +45,12 @@ struct TableModes {
 };
 // The message for a section that matches no selected table (TableModes::unmatched).
 std::string UnmatchedSectionMessage(const std::string& key);
+// kInvalidArgument when the config alone shows a table matched by two sections: a section
+// naming one table literally ("shop.orders", selected by source.tables/source.exclude) whose
+// name another section's glob matches. The message is ModesForTables' for that table,
+// prefixed with `origin`. Overlaps of two globs depend on the server's tables and are found
+// by ModesForTables.
+[[nodiscard]] Status CheckSectionsDisjoint(const Config& config, std::string_view origin);
 [[nodiscard]] Result<TableModes> ModesForTables(const Config& config, const std::vector<TableName>& listed);
 
 }  // namespace sluice::cli
