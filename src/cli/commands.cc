@@ -125,6 +125,20 @@ int RunCommand(int argc, char** argv) {
                      "Largest event inside a TRANSACTION_PAYLOAD to decode, in bytes (default and maximum 1 GiB)")
       ->check(CLI::Range(uint64_t{19}, uint64_t{1} << 30));
 
+  // A first word that names no command: CLI11 would say only "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr, "sluice: unknown command '%s'; the commands are: %s (sluice --help describes them)\n",
+                   argv[1], names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

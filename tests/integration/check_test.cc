@@ -399,6 +399,16 @@ TEST(Check, APatternMatchingNoTableFailsAFirstRunAndWarnsAResumedOne) {
   EXPECT_THAT(compare.output, ::testing::HasSubstr("OK: 1 of 1 tables")) << compare.output;
 }
 
+// A first word that names no command gets the list of commands (it got CLI11's "A
+// subcommand is required").
+TEST(Check, AnUnknownCommandIsNamedWithTheValidOnes) {
+  auto r = RunSluice({"frobnicate", "--config", "x"}, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("unknown command 'frobnicate'")) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("run, check, compare, verify, resnapshot, tail, decode")) << r.output;
+  EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("A subcommand is required"))) << r.output;
+}
+
 // Warnings alone (here: a server without TLS, source.tls = "preferred") do not stop a run: the
 // verdict says ready, with warnings (it said NOT READY: a new-user test), and the exit code
 // stays 1 as README's exit codes say.
