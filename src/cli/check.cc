@@ -858,6 +858,30 @@ std::vector<CheckLine> EvaluatePatterns(const SourceFacts& f, const std::optiona
   return out;
 }
 
+std::string ConnectFailureFix(const SourceConfig& source, std::string_view message) {
+  const std::string mode = fmt::format("source.tls = \"{}\"", TlsModeName(source.tls));
+  if (message.find("needs TLS, but the server does not offer it") != std::string_view::npos)
+    return fmt::format("enable TLS on the server (ssl_cert and ssl_key in its config, then restart it; "
+                       "SHOW VARIABLES LIKE 'have_ssl' says YES), or choose another source.tls: \"preferred\" "
+                       "uses TLS when the server offers it and plain text otherwise, \"disabled\" never ({} "
+                       "insists on TLS)",
+                       mode);
+  if (message.find("server certificate") != std::string_view::npos)
+    return fmt::format("make source.ca the CA that signed the server certificate and source.host a name the "
+                       "certificate holds, or choose another source.tls (\"verify_ca\" does not check the host "
+                       "name, \"required\" not the certificate) ({})",
+                       mode);
+  if (message.find("TLS handshake failed") != std::string_view::npos)
+    return fmt::format("check the server's TLS setup (ssl_cert, ssl_key, tls_version) and source.cert/source.key, "
+                       "or choose another source.tls ({})",
+                       mode);
+  if (message.find("allow_cleartext_auth") != std::string_view::npos)
+    return "use source.tls = \"verify_ca\" or \"verify_identity\" (the password then goes to a verified "
+           "server), or set source.allow_cleartext_auth = true";
+  return "check source.host, source.port, that the server listens on TCP there (bind_address, "
+         "skip_networking=OFF), and the user and password";
+}
+
 std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& f, const Config& config) {
   std::vector<TableName> names;
   for (const TableFacts& t : f.tables) names.push_back(t.name);
@@ -1033,9 +1057,7 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
     lines.push_back(Line("TCP connection", CheckOutcome::kFail,
                          fmt::format("cannot connect to {}:{}: {}", config.source.host, config.source.port,
                                      conn.status().message()),
-                         "check source.host, source.port, that the server listens on TCP there (bind_address, "
-                         "skip_networking=OFF), and the user and password",
-                         true));
+                         ConnectFailureFix(config.source, conn.status().message()), true));
   } else {
     auto facts = GatherSourceFacts(**conn, config);
     if (!facts.ok()) {

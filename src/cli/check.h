@@ -20,6 +20,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -133,6 +134,10 @@ std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& facts, const Confi
 // which refuses it in the same words, or a WARN on an existing pipeline (`checkpoint`), which
 // goes on; nothing when every pattern selects a table.
 std::vector<CheckLine> EvaluatePatterns(const SourceFacts& facts, const std::optional<Checkpoint>& checkpoint);
+// The fix line for a source connection that failed with `message`: for a TLS refusal (the
+// server offers no TLS, a certificate that fails verification) what fits it, else where to
+// look for a connection refused (host, port, listening on TCP, user and password).
+std::string ConnectFailureFix(const SourceConfig& source, std::string_view message);
 // `sluice check`: all lines, printed to `out` as they are, one per requirement. Returns the
 // exit code (0 all pass, 1 otherwise).
 int RunCheckCommand(const Config& config, std::FILE* out);

@@ -399,6 +399,21 @@ TEST(Check, APatternMatchingNoTableFailsAFirstRunAndWarnsAResumedOne) {
   EXPECT_THAT(compare.output, ::testing::HasSubstr("OK: 1 of 1 tables")) << compare.output;
 }
 
+// source.tls = "verify_identity" against a server without TLS: the connection line fails with
+// a fix about TLS (it gave the generic "check source.host, source.port, that the server
+// listens on TCP ...": new-user test).
+TEST(Check, TlsRequiredOfAServerWithoutTlsGetsAFixAboutTls) {
+  TempDir dir;
+  Spec s = Good();
+  s.tls = "verify_identity";
+  auto r = Check(Config(dir, s));
+  if (LineOf(r.output, "TCP connection").rfind("FAIL", 0) != 0) GTEST_SKIP() << "the test server offers TLS:\n" << r.output;
+  EXPECT_THAT(LineOf(r.output, "TCP connection"), ::testing::HasSubstr("does not offer it")) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("fix: enable TLS on the server")) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("choose another source.tls")) << r.output;
+  EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("source.port"))) << r.output;
+}
+
 // A first word that names no command gets the list of commands (it got CLI11's "A
 // subcommand is required").
 TEST(Check, AnUnknownCommandIsNamedWithTheValidOnes) {
