@@ -86,7 +86,19 @@ bool IsZeroDateTime(std::string_view s) {
 
 // The PostgreSQL input text of `v` for column `c` (for text parameters, COPY and literals);
 // bytea values come back raw (the caller encodes them as its channel needs).
-Result<std::string> PgText(const Value& v, const ColumnDesc& c, uint8_t kind) {
+// A NUL byte in a value bound for text (or another textual type): PostgreSQL cannot store
+// it, and the run stops on it. The message says the way forward: sluice has no setting that
+// stores a text column as bytea (docs/sinks.md, "PostgreSQL"), so the source row is fixed and
+// the table copied again. `source`: the source table, when the caller knows it.
+std::string NulByteMessage(const TableSchema* source = nullptr) {
+  return fmt::format(
+      "the value holds a NUL byte, which PostgreSQL text cannot hold; remove the NUL byte from the source row "
+      "(e.g. UPDATE ... SET col = REPLACE(col, CHAR(0), '')), then `sluice resnapshot --config FILE {}` and run "
+      "again (a column of a binary type or CHARACTER SET binary on the source becomes bytea, which holds any byte)",
+      source ? source->db + "." + source->table : std::string("DB.TABLE"));
+}
+
+Result<std::string> PgText(const Value& v, const ColumnDesc& c, uint8_t kind, const TableSchema* table = nullptr) {
   switch (v.kind) {
     case Value::Kind::kNull:
     case Value::Kind::kAbsent: return Status::Internal("null value converted");
@@ -141,7 +153,7 @@ Result<std::string> PgText(const Value& v, const ColumnDesc& c, uint8_t kind) {
     case kPgBytea: return s;
     default:
       if (std::memchr(s.data(), 0, s.size()) != nullptr)
-        return Status::InvalidArgument("the value holds a NUL byte, which PostgreSQL text cannot hold");
+        return Status::InvalidArgument(NulByteMessage(table));
       return s;
   }
 }
@@ -479,16 +491,16 @@ Status PgStatement::Bind(int index, const Value& v, const SqlColumn* column) {
   if (v.kind == Value::Kind::kText && (kind == kPgPlain || kind == kPgTime)) {
     values_[i] = v.s.c_str();  // the MySQL text is the input form (decimal, json, time)
     if (std::memchr(v.s.data(), 0, v.s.size()) != nullptr)
-      return Status::InvalidArgument("the value holds a NUL byte, which PostgreSQL cannot hold");
+      return Status::InvalidArgument(NulByteMessage(column->table));
     return Status::Ok();
   }
   if (v.kind == Value::Kind::kText && kind == kPgText) {
     if (std::memchr(v.s.data(), 0, v.s.size()) != nullptr)
-      return Status::InvalidArgument("the value holds a NUL byte, which PostgreSQL text cannot hold");
+      return Status::InvalidArgument(NulByteMessage(column->table));
     values_[i] = v.s.c_str();
     return Status::Ok();
   }
-  ASSIGN_OR_RETURN(bufs_[i], PgText(v, *column->source, kind));
+  ASSIGN_OR_RETURN(bufs_[i], PgText(v, *column->source, kind, column->table));
   owned_[i] = true;
   return Status::Ok();
 }
@@ -624,14 +636,13 @@ Status PgConnection::FormatBinaryCopy(const SqlTable& table, const std::vector<c
         const std::string* bytes = &v.s;
         if (kind == BinaryKind::kText) {
           if (v.kind != Value::Kind::kText) {
-            Result<std::string> text = PgText(v, *col.source, col.bind_kind);
+            Result<std::string> text = PgText(v, *col.source, col.bind_kind, table.schema.get());
             if (!text.ok()) return text.status().WithContext(fmt::format("column {}", col.source->name));
             converted = std::move(*text);
             bytes = &converted;
           }
           if (std::memchr(bytes->data(), 0, bytes->size()) != nullptr)
-            return Status::InvalidArgument(fmt::format(
-                "column {}: the value holds a NUL byte, which PostgreSQL text cannot hold", col.source->name));
+            return Status::InvalidArgument(fmt::format("column {}: {}", col.source->name, NulByteMessage(table.schema.get())));
         } else if (v.kind != Value::Kind::kBytes && v.kind != Value::Kind::kText) {
           return Status::InvalidArgument(
               fmt::format("column {}: a {} value for a bytea column", col.source->name, v.DebugString()));
@@ -681,8 +692,7 @@ Status PgConnection::FormatCopy(const SqlTable& table, const std::vector<const R
       if (v.kind == Value::Kind::kText &&
           (col.bind_kind == kPgText || col.bind_kind == kPgPlain || col.bind_kind == kPgTime)) {
         if (!AppendCopyText(&buf, v.s))
-          return Status::InvalidArgument(fmt::format(
-              "column {}: the value holds a NUL byte, which PostgreSQL text cannot hold", col.source->name));
+          return Status::InvalidArgument(fmt::format("column {}: {}", col.source->name, NulByteMessage(table.schema.get())));
         continue;
       }
       if (v.kind == Value::Kind::kInt) {
@@ -693,14 +703,13 @@ Status PgConnection::FormatCopy(const SqlTable& table, const std::vector<const R
         AppendInt(&buf, v.u);
         continue;
       }
-      Result<std::string> text = PgText(v, *col.source, col.bind_kind);
+      Result<std::string> text = PgText(v, *col.source, col.bind_kind, table.schema.get());
       if (!text.ok()) return text.status().WithContext(fmt::format("column {}", col.source->name));
       if (col.bind_kind == kPgBytea) {
         buf += "\\\\x";
         buf += Hex(*text);
       } else if (!AppendCopyText(&buf, *text)) {
-        return Status::InvalidArgument(fmt::format(
-            "column {}: the value holds a NUL byte, which PostgreSQL cannot hold", col.source->name));
+        return Status::InvalidArgument(fmt::format("column {}: {}", col.source->name, NulByteMessage(table.schema.get())));
       }
     }
     buf.push_back('\n');

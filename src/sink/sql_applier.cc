@@ -241,6 +241,7 @@ Status SqlApplier::BuildTable(const TableSchema& schema, SqlTable* t) const {
   for (size_t i = 0; i < schema.columns.size(); ++i) {
     SqlColumn& col = t->columns[i];
     col.source = &t->schema->columns[i];
+    col.table = t->schema.get();
     col.quoted = dialect_->Quote(col.source->name);
     Result<std::string> type = dialect_->ColumnType(*col.source);
     if (!type.ok())

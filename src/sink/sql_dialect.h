@@ -54,6 +54,7 @@ struct SqlTableName {
 // One column of a destination table, computed once per table by the applier.
 struct SqlColumn {
   const ColumnDesc* source = nullptr;  // the source column (points into SqlTable::schema)
+  const TableSchema* table = nullptr;  // its source table (SqlTable::schema), for messages
   std::string quoted;                  // SqlDialect::Quote(source->name)
   std::string type;                    // SqlDialect::ColumnType(*source); "" = none (SQLite)
   // Dialect-private: what a bound value must be turned into (SqlDialect::BindKind), so the

@@ -696,6 +696,37 @@ TEST(Postgres, TwoDatabasesMappedOntoOneSchemaWithOneTableNameAreRefused) {
   EXPECT_TRUE(WaitForPgValue(pgdb, "SELECT count(*) FROM m.u", "1", seconds(5)));
 }
 
+// A NUL byte in a text column stops the run (PostgreSQL text cannot hold it); the message
+// says the way forward, and it works: fix the source row, `sluice resnapshot` the table, run
+// again (the message gave none: new-user test).
+TEST(Postgres, NulByteInTextSaysHowToGetPastItAndThatWorks) {
+  REQUIRE_PG();
+  const std::string pgdb = PgServer::Get().NewDatabase("it_pg_nul");
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_pgnul; CREATE DATABASE it_pgnul;"
+                       "CREATE TABLE it_pgnul.t (id INT PRIMARY KEY, t TEXT); INSERT INTO it_pgnul.t VALUES (1, 'a');"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_pgnul.t"};
+  spec.server_id = 5504;
+  const std::string config = WritePgConfig(dir, spec, pgdb);
+  ProcessResult r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("INSERT INTO it_pgnul.t VALUES (2, CONCAT('b', CHAR(0), 'c')), (3, 'd')"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("NUL byte"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sluice resnapshot --config FILE it_pgnul.t`"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bytea"), std::string::npos) << r.output;
+
+  ASSERT_EQ(RunSqlText("UPDATE it_pgnul.t SET t = REPLACE(t, CHAR(0), '') WHERE id = 2"), 0);
+  r = RunSluice({"resnapshot", "--config", config, "it_pgnul.t"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectPgEqualsSource({"it_pgnul.t"}, pgdb);
+}
+
 TEST(Postgres, CheckConnectsToTheSinkAndReadsItsCheckpoint) {
   REQUIRE_PG();
   const std::string pgdb = PgServer::Get().NewDatabase("it_pg_check");
