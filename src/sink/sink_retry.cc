@@ -22,6 +22,12 @@ Status CallSinkRetrying(std::string_view what, std::string_view object, std::str
                 std::chrono::duration<double>(Clock::now() - first_failure).count());
       return st;
     }
+    if (st.code() == StatusCode::kInvalidArgument) {
+      // A value or table the destination cannot hold (a NUL byte for PostgreSQL text, a BIT
+      // too wide): a run-time stop (exit code 1), not the bad configuration that
+      // kInvalidArgument means to the command line (exit code 2).
+      return Status::FailedPrecondition(st.message()).WithContext(fmt::format("sink: {}", what));
+    }
     if (st.code() != StatusCode::kUnavailable) return st.WithContext(fmt::format("sink: {}", what));
     if (stopping()) return Status::Cancelled("stop requested while the sink was failing");
     if (attempt == 1) first_failure = Clock::now();
