@@ -133,6 +133,8 @@ class JsonlSink : public Sink {
   // Writes buffer_ out; keeps it (keep) until Flush() has recorded it in the state file.
   Status WriteBuffer(bool keep);
   Status WriteState();  // output_bytes_ with the pending (else stored) checkpoint; writer thread
+  // Stdout a pipe: waits until the reader has taken every byte written (bounded when closing).
+  Status WaitStdoutRead(bool closing);
   // The durability thread (sync_every_txn, file mode): see jsonl_sink.cc.
   Status WriteAndHandOff();  // writes buffer_, hands its end and checkpoint to the thread
   Status WaitDurable();      // until every hand-off is in the state file (or its error)
@@ -147,6 +149,7 @@ class JsonlSink : public Sink {
 
   JsonlSinkOptions options_;
   bool to_stdout_ = false;
+  bool closing_ = false;  // Close's Flush: WaitStdoutRead gives up after 5 s
   std::string state_path_;
   int fd_ = -1;
   uint64_t output_bytes_ = 0;           // bytes of the output written (and, if synced, durable)

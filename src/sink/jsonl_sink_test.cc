@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <thread>
 #include <condition_variable>
 #include <fstream>
 #include <future>
@@ -566,6 +568,49 @@ TEST_F(JsonlSinkTest, GroupWrittenInPlaceInManyPiecesKeepsOrder) {
   EXPECT_EQ(Checkpoint(*s), "cp-last");
 }
 
+// Stdout a pipe: a checkpoint is recorded only once the reader has read every line before it.
+// Recorded as soon as write() put the lines in the pipe, the lines a reader had not read when
+// it died were never written again (a new user's probe: 245 of 300 changes, the next run exit 0).
+TEST_F(JsonlSinkTest, StdoutPipeCheckpointsOnlyWhatTheReaderRead) {
+  ::signal(SIGPIPE, SIG_IGN);
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  const int saved = ::dup(STDOUT_FILENO);
+  ASSERT_GE(::dup2(p[1], STDOUT_FILENO), 0);
+  ::close(p[1]);
+  auto s = OpenSink(true, "-");
+  ASSERT_TRUE(s);
+  // A reader that takes everything: the checkpoint follows.
+  std::string got;
+  std::thread reader([&] {
+    char buf[4096];
+    const size_t want = Line(Insert(1, "a")).size();
+    while (got.size() < want) {
+      ssize_t n = ::read(p[0], buf, sizeof buf);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+  });
+  Status st = s->Apply(Txn({Insert(1, "a")}, "cp1"));
+  reader.join();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(got, Line(Insert(1, "a")));
+  // A reader that dies with lines unread: the run stops and the checkpoint stays at cp1.
+  std::thread dying([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::close(p[0]);
+  });
+  st = s->Apply(Txn({Insert(2, "b")}, "cp2"));
+  dying.join();
+  ASSERT_GE(::dup2(saved, STDOUT_FILENO), 0);
+  ::close(saved);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("the reader of standard output went away with"), std::string::npos) << st.ToString();
+  s.reset();
+  s = OpenSink(true, "-");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Checkpoint(*s), "cp1");
+}
+
 }  // namespace
 }  // namespace sluice
-
