@@ -1009,6 +1009,10 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
   }
   join_all(result.ok() ? Status::Cancelled("snapshot finished") : result);
   reg.Gauge("sluice_snapshot_running", "1 while the initial snapshot runs").Set(0);
+  // The display's last snapshot frame goes now: it was drawn again under every log line until
+  // the display's next tick, a second later, still saying "89%, 0 of 2 table(s) done" after the
+  // tables' "copied" lines (a new user's probe).
+  if (StatusDisplayActive()) SetStatusDisplay(" ");
   // After the workers are gone: they read their ranges' progress when a job starts.
   for (auto it = failed.rbegin(); it != failed.rend(); ++it) *it->first = std::move(it->second);
   if (result.code() == StatusCode::kCancelled && Stopping(options.stop)) return Status::Ok();
