@@ -129,8 +129,9 @@ TEST(SnapshotFault, ConnectionResetsDuringSnapshotLeaveEveryTableComplete) {
   FaultWriter writer(db);
   writer.Start();
   pid_t pid = StartSluice({"run", "--config", config, "--until-caught-up"}, log);
-  // Once the copy has begun, reset every connection each time another 300 KB of results
-  // has gone through (about 10,000 rows), 16 times, then let the copy finish.
+  // Once the copy has begun, reset every connection each time another 200 KB of results
+  // has gone through (about 7,000 rows), 16 times, then let the copy finish. (Every 300 KB,
+  // a faster copy was done after 10 resets now and then.)
   // The copy has begun once its results flow through the proxy (1 MB: far more than connecting
   // and planning send). Waiting for the first rows in the sink instead started the resets late:
   // under ASan the first group commit came after half the rows, and 1 reset of 16 was made.
@@ -145,7 +146,7 @@ TEST(SnapshotFault, ConnectionResetsDuringSnapshotLeaveEveryTableComplete) {
   uint64_t last_bytes = proxy.server_bytes();
   while (!done && resets < 16 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(milliseconds(2));
-    if (proxy.server_bytes() < last_bytes + 300000) continue;
+    if (proxy.server_bytes() < last_bytes + 200000) continue;
     CopiedRows(spec.sink_path, db, &done);
     if (!done && proxy.ResetAll() > 0) ++resets;
     last_bytes = proxy.server_bytes();
