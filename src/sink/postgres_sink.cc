@@ -72,6 +72,17 @@ std::string PgQuote(std::string_view name) {
   return out + "\"";
 }
 
+// `text` as an SQL string literal: quoted, its quotes doubled (standard_conforming_strings, on
+// since PostgreSQL 9.1: backslashes are plain characters).
+std::string PgStringLiteral(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') out.push_back('\'');
+    out.push_back(c);
+  }
+  return out + "'";
+}
+
 // A MySQL date/time text with a zero year, month or day ('0000-00-00', '2020-00-15').
 bool HasZeroDatePart(std::string_view s) {
   if (s.size() < 10) return false;
@@ -810,9 +821,7 @@ class PgDialect : public SqlDialect {
     const uint8_t kind = PgKindOf(column);
     ASSIGN_OR_RETURN(std::string text, PgText(v, column, kind));
     if (kind == kPgBytea) return "'\\x" + Hex(text) + "'::bytea";
-    std::string out = "'";
-    for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
-    return out + "'::" + type;
+    return PgStringLiteral(text) + "::" + type;
   }
   std::string NullSafeEquals(const std::string& quoted_column, const std::string& param) const override {
     return quoted_column + " IS NOT DISTINCT FROM " + param;
@@ -874,9 +883,7 @@ class PgDialect : public SqlDialect {
     // first to a name of its own (the probe's yb.s and the moved ya.s both had "s_pkey").
     const std::string name = fmt::format("_sluice_mv_{:016x}", Fnv1a64(to.key));
     const std::string scratch = from.quoted_namespace + "." + PgQuote(name);
-    std::string literal = "'";  // the scratch table's quoted name as an SQL string
-    for (char c : scratch) literal += c == '\'' ? std::string("''") : std::string(1, c);
-    literal += "'";
+    const std::string literal = PgStringLiteral(scratch);  // the scratch table's quoted name
     return {"ALTER TABLE " + from.quoted + " RENAME TO " + PgQuote(name),
             "DO $sluice$DECLARE c name; BEGIN SELECT conname INTO c FROM pg_constraint WHERE conrelid = " + literal +
                 "::regclass AND contype = 'p'; IF c IS NOT NULL THEN EXECUTE format('ALTER TABLE %s RENAME "
