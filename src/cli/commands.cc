@@ -39,7 +39,10 @@ void InstallStopHandlers() {
 // Exit codes (README.md, "Exit codes"): 0 success; 1 an error at run time (server, network,
 // sink, privileges); 2 a problem in the config or arguments; 3 the destination cannot be
 // continued (the resume position was purged from the server, or the output was truncated):
-// a new snapshot into a new destination is needed.
+// a new snapshot into a new destination is needed; 4 `run --until-caught-up` was stopped by
+// SIGINT/SIGTERM before it caught up (kInterruptedExit).
+constexpr int kInterruptedExit = 4;
+
 int ExitCode(const Status& st) {
   if (st.ok()) return 0;
   switch (st.code()) {
@@ -66,7 +69,8 @@ int RunCommand(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Snapshot the selected tables, then stream the binlog into the sink");
   run->add_option("--config", config_path, "TOML config file")->required();
   run->add_flag("--until-caught-up", until_caught_up,
-                "Stop once everything up to the server's binlog end when streaming starts (after any snapshot) is in the sink");
+                "Stop once everything up to the server's binlog end when streaming starts (after any snapshot) is in the "
+                "sink (exit code 4 when SIGINT/SIGTERM stops it before)");
   run->add_flag("-q,--quiet", quiet, "Log warnings and errors only");
   run->add_flag("--allow-core-dumps", allow_core_dumps,
                 "Keep core dumps enabled (they can contain the source password)");
@@ -160,8 +164,17 @@ int RunCommand(int argc, char** argv) {
     RunOptions opts;
     opts.until_caught_up = until_caught_up;
     opts.stop = &g_stop;
-    Status st = RunPipeline(*config, opts);
-    return st.ok() ? 0 : Fail(st);
+    auto end = RunPipeline(*config, opts);
+    if (!end.ok()) return Fail(end.status());
+    // A plain run ends only by a signal: that is its normal stop. A script running
+    // --until-caught-up has to tell "caught up" from "interrupted".
+    if (until_caught_up && *end == RunEnd::kStopped) {
+      LogWarning("interrupted by a signal before catching up (exit code {}): what was committed is kept; run "
+                 "again to continue",
+                 kInterruptedExit);
+      return kInterruptedExit;
+    }
+    return 0;
   }
   if (*check) {
     auto config = LoadConfigFile(config_path);

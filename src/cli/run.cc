@@ -218,7 +218,7 @@ Result<std::unique_ptr<Sink>> OpenSinkWaiting(const SinkConfig& config, const Ru
   return WaitOutUnavailable("sink: opening", options, [&] { return OpenSink(config); });
 }
 
-Status RunPipeline(const Config& config, const RunOptions& options) {
+Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
   if (config.sink.type == SinkType::kSqlite || config.sink.type == SinkType::kJsonl)
     RETURN_IF_ERROR(CheckSinkFilePath(config.sink.path, "sink.path"));
   if (config.sink.type == SinkType::kJsonl)
@@ -322,9 +322,14 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     Status flushed = sink->Flush();
     RETURN_IF_ERROR(st);
     RETURN_IF_ERROR(flushed);
-    if (Stopping(options)) LogInfo("stopped; the next run resumes after the last committed chunk");
-    else LogInfo("incremental reads done");
-    return Status::Ok();
+    // RunIncremental does not say whether it read everything: a stop that comes just after
+    // the last chunk counts as one before it.
+    if (Stopping(options)) {
+      LogInfo("stopped; the next run resumes after the last committed chunk");
+      return RunEnd::kStopped;
+    }
+    LogInfo("incremental reads done");
+    return RunEnd::kDone;
   }
   // By GTID or by file/position, and whether this server can continue the checkpoint at all
   // (a failover target can, if its GTID history holds the checkpoint's position).
@@ -532,13 +537,17 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
     }
     if (Stopping(options)) {
       LogInfo("stopped during the snapshot; the next run resumes it");
-      return sink->Flush();
+      RETURN_IF_ERROR(sink->Flush());
+      return RunEnd::kStopped;
     }
   }
   if (!modes.other.empty()) {
     // The other tables are read once per run, before streaming the cdc tables.
     RETURN_IF_ERROR(RunIncremental(incremental, *meta, modes.other, ckpt, *sink));
-    if (Stopping(options)) return sink->Flush();
+    if (Stopping(options)) {
+      RETURN_IF_ERROR(sink->Flush());
+      return RunEnd::kStopped;
+    }
   }
   // --until-caught-up streams to the binlog's end as it is now, after the snapshot: a parallel
   // snapshot's later ranges were read at later points, and a target read before the copy
@@ -628,7 +637,9 @@ Status RunPipeline(const Config& config, const RunOptions& options) {
           streamer.checkpoint().stream_start.ToString(), streamer.applied_transactions(), streamer.applied_rows(),
           stream_secs, stream_secs > 0 ? streamer.applied_rows() / stream_secs : 0.0, streamer.applied_groups(),
           LagSeconds().value_or(0));
-  return Status::Ok();
+  // Without a target the stream ends only at *stop; with one, caught_up() says whether it got
+  // there before the stop (a stop during the last commit is not an interruption).
+  return streamer.caught_up() ? RunEnd::kDone : RunEnd::kStopped;
 }
 
 }  // namespace sluice::cli

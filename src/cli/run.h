@@ -3,7 +3,7 @@
 // See docs/design.md for why the hand-off has no gap and no duplicate, and how a run
 // killed at any moment resumes.
 // Errors: the first Status that stops the run (config problems are caught earlier, in
-// config.cc). Stops cleanly (OK) when *stop becomes true.
+// config.cc). Stops cleanly (OK, RunEnd::kStopped) when *stop becomes true.
 #pragma once
 
 #include <atomic>
@@ -22,7 +22,18 @@ struct RunOptions {
   const std::atomic<bool>* stop = nullptr;
 };
 
-Status RunPipeline(const Config& config, const RunOptions& options);
+// How a run that returned OK ended.
+enum class RunEnd {
+  // It did what it was asked: --until-caught-up, everything up to the binlog's end (read
+  // after any snapshot) is in the sink; a run of only incremental/full/snapshot_only tables
+  // read them all.
+  kDone,
+  // *stop (SIGINT/SIGTERM) ended it first: a streaming run's normal end, an --until-caught-up
+  // run's interruption (`sluice run` exits 4 then). What was committed is kept.
+  kStopped,
+};
+
+Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options);
 
 // Opens the configured sink.
 Result<std::unique_ptr<Sink>> OpenSink(const SinkConfig& config);

@@ -841,6 +841,7 @@ Status Streamer::CallSink(const char* what, const std::function<Status()>& call)
 
 Status Streamer::Run(const Checkpoint& start, Sink& sink) {
   checkpoint_ = start;
+  caught_up_ = false;
   auto last_connected = Clock::now();
   // Since when the destination fails without a commit in between (a large transaction's parts
   // failing, read again from the source each time): those are not the source's outages.
@@ -871,7 +872,9 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
                (checkpoint_.snapshot_done || !options_.reread)) {
       checkpoint_.others_at = BinlogPosition{};
       checkpoint_.rereading.clear();
-      return CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(checkpoint_.ToJson()); });
+      Status saved = CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(checkpoint_.ToJson()); });
+      caught_up_ = saved.ok();
+      return saved;
     } else {
       st = RunOnce(sink, &connected_at, &again);
     }
@@ -1326,6 +1329,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   };
 
   Status result;
+  bool read_to_target = false;  // stopped reading at the target, not at *stop
   auto last_poll = Clock::now();
   // Events are taken from the reader in batches (one lock and at most one wake-up per batch).
   std::vector<RawEvent> batch;
@@ -1343,7 +1347,10 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       }
       break;
     }
-    if (caught_up()) break;
+    if (caught_up()) {
+      read_to_target = true;
+      break;
+    }
     if (options_.poll_rereads && options_.reread && !assembler.in_transaction() &&
         Clock::now() - last_poll > std::chrono::seconds(1)) {
       last_poll = Clock::now();
@@ -1442,6 +1449,9 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     return writer_status;  // definite sink error
   }
   if (result.code() == StatusCode::kCancelled && Stopping(options_.stop)) result = Status::Ok();
+  // Everything read up to the target is in the sink now: a stop that came meanwhile (the
+  // threads winding down) did not interrupt anything.
+  if (result.ok() && read_to_target) caught_up_ = true;
   return result;
 }
 

@@ -25,7 +25,8 @@
 // Resume position: checkpoint() is always the state the sink last committed; it never moves
 // past a transaction before sink.Apply/ResetTable/SaveCheckpoint for it succeeded.
 // Stopping: when *stop becomes true, Run saves the checkpoint of the last applied
-// transaction and returns OK within about one heartbeat period.
+// transaction and returns OK within about one heartbeat period; caught_up() then tells a
+// stream with a target that stopped there from one that was stopped before it.
 #pragma once
 
 #include <atomic>
@@ -105,6 +106,10 @@ class Streamer {
   // Streams from `start` (its stream_start/gtid; snapshot fields are carried along into
   // every checkpoint written) into `sink`. Returns OK when stopped or caught up.
   Status Run(const Checkpoint& start, Sink& sink);
+  // After Run returned OK: true when it stopped because everything up to options.target was
+  // in the sink, false when *stop ended it first (and always without a target). A stop that
+  // comes once the target is reached (while the threads wind down) leaves it true.
+  bool caught_up() const { return caught_up_; }
 
   // The checkpoint as of the last applied transaction.
   const Checkpoint& checkpoint() const { return checkpoint_; }
@@ -166,6 +171,7 @@ class Streamer {
   bool reconnecting_ = false;  // set after the first connection of Run
   // The next copy runs with the stream stopped (a DDL on the table being copied was met).
   bool blocking_reread_ = false;
+  bool caught_up_ = false;  // see caught_up()
   std::atomic<uint64_t> applied_transactions_{0};
   std::atomic<uint64_t> applied_rows_{0};
   std::atomic<uint64_t> applied_groups_{0};

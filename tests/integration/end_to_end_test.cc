@@ -1,7 +1,11 @@
 // End-to-end tests of `sluice run` against the live test MariaDB: Sakila plus a mixed write
 // load, --until-caught-up behaviour, and config/server errors. Each test works in its own
 // database or sink so they do not depend on one another.
+#include <sqlite3.h>
+#include <sys/stat.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -118,6 +122,87 @@ TEST(EndToEnd, StreamsUntilSigtermThenExitsZero) {
   EXPECT_TRUE(arrived) << ReadFile(dir.File("log"));
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitChild(pid, seconds(20)), 0) << ReadFile(dir.File("log"));
+}
+
+// Polls `log` (every 20 ms, up to `timeout`) until it holds `needle` or the child has exited.
+bool WaitForLog(const std::string& log, const std::string& needle, pid_t child, seconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (ReadFile(log).find(needle) != std::string::npos) return true;
+    if (::kill(child, 0) != 0) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// `run --until-caught-up` stopped by SIGTERM before it caught up exits 4 (README, "Exit
+// codes"), so that a script can tell it from a run that caught up (exit 0): stopped in the
+// snapshot (paused after planning, SLUICE_TEST_SNAPSHOT_PAUSE_FILE) and in the stream (its
+// sink held by another process's write lock). A run without --until-caught-up stopped by
+// SIGTERM exits 0 as before. Both interrupted runs kept what they committed: the next run
+// catches up.
+TEST(EndToEnd, UntilCaughtUpStoppedBySignalExitsFour) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_sigu; CREATE DATABASE it_sigu; USE it_sigu;"
+                       "CREATE TABLE it_sigu.t (id INT PRIMARY KEY, v INT);"
+                       "INSERT INTO it_sigu.t SELECT seq, seq FROM seq_1_to_3000;"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_sigu.t"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  std::ofstream(config, std::ios::app) << "busy_timeout_ms = 200\n";  // [sink] is the last section
+
+  // In the snapshot.
+  const std::string pause = dir.File("paused");
+  ::setenv("SLUICE_TEST_SNAPSHOT_PAUSE_FILE", pause.c_str(), 1);
+  pid_t pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("snapshot.log"));
+  ::unsetenv("SLUICE_TEST_SNAPSHOT_PAUSE_FILE");
+  bool paused = false;
+  for (int i = 0; i < 3000 && !paused; ++i) {
+    struct stat st;
+    paused = ::stat(pause.c_str(), &st) == 0;
+    if (!paused) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(paused) << "the snapshot did not pause:\n" << ReadFile(dir.File("snapshot.log"));
+  kill(pid, SIGTERM);
+  std::remove(pause.c_str());
+  EXPECT_EQ(WaitChild(pid, seconds(60)), 4) << ReadFile(dir.File("snapshot.log"));
+  std::string log = ReadFile(dir.File("snapshot.log"));
+  EXPECT_NE(log.find("stopped during the snapshot"), std::string::npos) << log;
+  EXPECT_NE(log.find("interrupted by a signal before catching up (exit code 4)"), std::string::npos) << log;
+
+  // A plain run (it finishes the snapshot, then streams) stopped by SIGTERM: its normal end.
+  pid = StartSluice({"run", "--config", config}, dir.File("plain.log"));
+  ASSERT_TRUE(WaitForLog(dir.File("plain.log"), "streaming from", pid, seconds(60))) << ReadFile(dir.File("plain.log"));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, seconds(30)), 0) << ReadFile(dir.File("plain.log"));
+  log = ReadFile(dir.File("plain.log"));
+  EXPECT_EQ(log.find("interrupted"), std::string::npos) << log;
+
+  // In the stream: a change to apply, and the replica's write lock held by this process
+  // (longer than the busy timeout: the sink waits in place until the stop).
+  ASSERT_EQ(RunSqlText("UPDATE it_sigu.t SET v = -v WHERE id <= 10"), 0);
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(spec.sink_path.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("stream.log"));
+  const bool waiting = WaitForLog(dir.File("stream.log"), "locked", pid, seconds(60));
+  kill(pid, SIGTERM);
+  const int code = WaitChild(pid, seconds(30));
+  EXPECT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  log = ReadFile(dir.File("stream.log"));
+  ASSERT_TRUE(waiting) << "the sink never waited for the lock:\n" << log;
+  EXPECT_EQ(code, 4) << log;
+  EXPECT_NE(log.find("streaming from"), std::string::npos) << log;
+  EXPECT_NE(log.find("interrupted by a signal before catching up (exit code 4)"), std::string::npos) << log;
+
+  // What was committed is kept: the next run catches up.
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("interrupted"), std::string::npos) << r.output;
+  ExpectReplicaEqualsSource({"it_sigu.t"}, spec.sink_path);
 }
 
 TEST(EndToEnd, ClearErrorsForBadConfigAndServerState) {
