@@ -47,7 +47,7 @@ Result<std::unique_ptr<BinlogFileReader>> BinlogFileReader::Open(const std::stri
   uint8_t magic[4];
   size_t n = std::fread(magic, 1, 4, f);
   if (n != 4 || std::memcmp(magic, kMagic, 4) != 0) {
-    return Status::Corruption(fmt::format("file {} at offset 0: not a binlog file (bad magic)", r->name_));
+    return Status::Corruption(fmt::format("file {} at offset 0: not a binlog file (bad magic)", r->path_));
   }
   // Map the file when it is a regular file: the decoder then reads the page cache directly.
   struct stat st {};
@@ -67,7 +67,7 @@ Result<std::unique_ptr<BinlogFileReader>> BinlogFileReader::Open(const std::stri
 
 Status BinlogFileReader::Fail(Status st, uint64_t at) {
   done_ = true;
-  return st.WithContext(fmt::format("file {} at offset {}", name_, at));
+  return st.WithContext(fmt::format("file {} at offset {}", path_, at));
 }
 
 Status BinlogFileReader::Fill(size_t n) {
@@ -91,7 +91,7 @@ Status BinlogFileReader::Fill(size_t n) {
     if (got == 0) {
       if (std::ferror(file_)) {
         done_ = true;
-        return Status::Unavailable(fmt::format("file {} at offset {}: read error: {}", name_,
+        return Status::Unavailable(fmt::format("file {} at offset {}: read error: {}", path_,
                                                offset_ + chunk_len_, std::strerror(errno)));
       }
       eof_ = true;

@@ -9,9 +9,10 @@
 // Ownership: every returned Event shares ownership of the chunk its bytes sit in
 // (Event::storage), so it stays valid after further calls without a copy per event; a
 // chunk no event holds any more is reused for the next read. Errors: kNotFound / kUnavailable when the file cannot be opened
-// or read; kCorruption "file <name> at offset N: ..." for a bad magic, truncated or
-// damaged event; decoder kNotSupported errors get the same prefix. After an error the
-// reader is finished.
+// or read; kCorruption "file <path> at offset N: ..." for a bad magic, truncated or
+// damaged event, with the path as given to Open (two directories can hold files of one
+// base name); decoder kNotSupported errors get the same prefix. After an error the reader
+// is finished. Events carry the base name as their binlog file name (Event::file).
 // Thread safety: not thread-safe.
 #pragma once
 
@@ -66,7 +67,7 @@ class BinlogFileReader {
   Status ReadInto(binlog::Event* ev, bool* end);
 
   std::string path_;
-  std::string name_;  // base name, used as the binlog file name
+  std::string name_;  // base name, used as the binlog file name (errors name path_)
   std::FILE* file_ = nullptr;
   binlog::EventStream stream_;
   uint64_t offset_ = 4;

@@ -70,7 +70,8 @@ class FileWalkTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(FileWalkTest, ReadsToEndOrNamesFileAndOffset) {
   ASSERT_TRUE(fs::is_directory(FixtureDir())) << "fixture directory missing: " << FixtureDir();
   const std::string name = GetParam();
-  Outcome o = ReadAll(FixtureDir() / name);
+  const fs::path path = FixtureDir() / name;
+  Outcome o = ReadAll(path);
   auto it = Damaged().find(name);
   if (it == Damaged().end()) {
     EXPECT_TRUE(o.status.ok()) << o.status.ToString();
@@ -84,7 +85,8 @@ TEST_P(FileWalkTest, ReadsToEndOrNamesFileAndOffset) {
   } else {
     EXPECT_TRUE(o.status.code() == StatusCode::kCorruption || o.status.code() == StatusCode::kNotSupported)
         << o.status.ToString();
-    std::string prefix = "file " + name + " at offset " + std::to_string(it->second) + ": ";
+    // The file as given to Open, not its base name (that is the events' binlog file name).
+    std::string prefix = "file " + path.string() + " at offset " + std::to_string(it->second) + ": ";
     EXPECT_EQ(o.status.message().rfind(prefix, 0), 0u) << o.status.ToString();
   }
 }
@@ -144,10 +146,11 @@ TEST(BinlogFileReaderTest, MissingFileAndBadMagic) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   TempDir dir;
-  auto bad = BinlogFileReader::Open(dir.Write("x.000001", "\xfe" "bix....").string());
+  const fs::path x = dir.Write("x.000001", "\xfe" "bix....");
+  auto bad = BinlogFileReader::Open(x.string());
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kCorruption);
-  EXPECT_EQ(bad.status().message().rfind("file x.000001 at offset 0: ", 0), 0u) << bad.status().ToString();
+  EXPECT_EQ(bad.status().message().rfind("file " + x.string() + " at offset 0: ", 0), 0u) << bad.status().ToString();
 }
 
 // Issue 6, item 11: a big sparse file that is not a binlog is refused on its first four
@@ -180,10 +183,11 @@ TEST(BinlogFileReaderTest, TruncatedCopyNamesLastEvent) {
   ASSERT_EQ(good.size(), 1074u);
   TempDir dir;
   // Cut inside the last XID_EVENT (offset 1043, 31 bytes).
-  Outcome o = ReadAll(dir.Write("mariadb-bin.000009", good.substr(0, 1070)));
+  const fs::path cut = dir.Write("mariadb-bin.000009", good.substr(0, 1070));
+  Outcome o = ReadAll(cut);
   EXPECT_EQ(o.events.size(), 12u);
   EXPECT_EQ(o.status.code(), StatusCode::kCorruption);
-  EXPECT_EQ(o.status.message().rfind("file mariadb-bin.000009 at offset 1043: truncated XID_EVENT", 0), 0u)
+  EXPECT_EQ(o.status.message().rfind("file " + cut.string() + " at offset 1043: truncated XID_EVENT", 0), 0u)
       << o.status.ToString();
 }
 
@@ -191,9 +195,10 @@ TEST(BinlogFileReaderTest, FlippedByteFailsChecksum) {
   std::string bytes = Slurp(FixtureDir() / "mariadb-bin.000001");
   bytes[500] = static_cast<char>(bytes[500] ^ 0x01);  // inside the TABLE_MAP_EVENT at 476
   TempDir dir;
-  Outcome o = ReadAll(dir.Write("mariadb-bin.000010", bytes));
+  const fs::path flipped = dir.Write("mariadb-bin.000010", bytes);
+  Outcome o = ReadAll(flipped);
   EXPECT_EQ(o.status.code(), StatusCode::kCorruption);
-  EXPECT_EQ(o.status.message().rfind("file mariadb-bin.000010 at offset 476: ", 0), 0u) << o.status.ToString();
+  EXPECT_EQ(o.status.message().rfind("file " + flipped.string() + " at offset 476: ", 0), 0u) << o.status.ToString();
   EXPECT_NE(o.status.message().find("checksum mismatch"), std::string::npos);
 }
 
