@@ -770,5 +770,97 @@ TEST(Differential, DecodeOfABareMinimalMetadataBinlogNamesColumnsByNumber) {
   (void)RunSqlText("DROP DATABASE IF EXISTS it_bare;");
 }
 
+// The JSON lines of `text` for tables of database `db`, by "file:pos:row" of their source.
+std::map<std::string, nlohmann::json> RowLinesOf(const std::string& text, const std::string& db) {
+  std::map<std::string, nlohmann::json> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("op") || !j.contains("source") || j["source"].value("db", "") != db) continue;
+    const auto& src = j["source"];
+    out[fmt::format("{}:{}:{}", src.value("file", ""), src.value("pos", 0), src.value("row", 0))] = j;
+  }
+  return out;
+}
+
+// `sluice decode --rows` prints MariaDB UUID, INET4 and INET6 values as the JSON lines sink
+// does (the text SELECT prints), not as base64 bytes: the binlog cannot tell them from
+// BINARY(16)/BINARY(4) (which stay base64), so decode learns them from the CREATE TABLE in
+// the files it reads, and follows an ALTER that adds one and a RENAME. Decoded without the
+// file that holds the CREATE, they are bytes as before.
+TEST(Differential, DecodeRowsPrintsUuidAndInetColumnsAsTheJsonLinesSinkDoes) {
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  auto datadir = conn->Query("SELECT @@datadir");
+  ASSERT_TRUE(datadir.ok()) << datadir.status().ToString();
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_fbt; FLUSH BINARY LOGS;"), 0);
+  auto first = conn->Query("SHOW MASTER STATUS");
+  ASSERT_TRUE(first.ok() && !first->rows.empty()) << first.status().ToString();
+  ASSERT_EQ(RunSqlText("CREATE DATABASE it_fbt;"
+                       "CREATE TABLE it_fbt.t (id INT PRIMARY KEY, u UUID, a INET4, b INET6, bin BINARY(16), "
+                       "b4 BINARY(4));"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_fbt.*"};
+  spec.sink_type = "jsonl";
+  spec.sink_path = dir.File("out.jsonl");
+  const std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("INSERT INTO it_fbt.t VALUES "
+                       "(1, '123e4567-e89b-12d3-a456-426614174000', '192.0.2.1', '2001:db8::1', 'x', 'y'),"
+                       "(2, NULL, NULL, NULL, NULL, NULL),"
+                       "(3, '00000000-0000-0000-0000-000000000000', '0.0.0.0', '::ffff:192.0.2.128', "
+                       "'0123456789abcdef', 'abcd');"
+                       "UPDATE it_fbt.t SET u = 'ffffffff-ffff-ffff-ffff-fffffffffff0', b = '::' WHERE id = 1;"
+                       "FLUSH BINARY LOGS;"
+                       "ALTER TABLE it_fbt.t ADD COLUMN a2 INET4 AFTER id;"
+                       "INSERT INTO it_fbt.t VALUES (4, '10.0.0.1', UUID(), '198.51.100.7', 'fe80::1:2', NULL, NULL);"
+                       "RENAME TABLE it_fbt.t TO it_fbt.r;"
+                       "DELETE FROM it_fbt.r WHERE id = 3;"),
+            0);
+  auto last = conn->Query("SHOW MASTER STATUS");
+  ASSERT_TRUE(last.ok() && !last->rows.empty()) << last.status().ToString();
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto sunk = RowLinesOf(ReadFile(spec.sink_path), "it_fbt");
+  ASSERT_EQ(sunk.size(), 6u) << ReadFile(spec.sink_path);
+
+  // The binlog files from the CREATE TABLE on: mariadb-bin.NNNNNN, numbered in sequence.
+  const std::string first_file = *first->rows[0][0], last_file = *last->rows[0][0];
+  const size_t dot = first_file.rfind('.');
+  std::vector<std::string> files;
+  for (int n = std::stoi(first_file.substr(dot + 1)); n <= std::stoi(last_file.substr(dot + 1)); ++n)
+    files.push_back(*datadir->rows[0][0] + "/" + fmt::format("{}.{:06d}", first_file.substr(0, dot), n));
+  ASSERT_GE(files.size(), 2u);
+  std::vector<std::string> args = {"decode", "--rows"};
+  args.insert(args.end(), files.begin(), files.end());
+  r = RunSluice(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto decoded = RowLinesOf(r.output, "it_fbt");
+  EXPECT_EQ(decoded.size(), sunk.size()) << r.output;
+  for (const auto& [at, j] : sunk) {
+    const auto it = decoded.find(at);
+    ASSERT_NE(it, decoded.end()) << "decode has no row at " << at << ": " << r.output;
+    EXPECT_EQ(it->second["op"], j["op"]) << at;
+    EXPECT_EQ(it->second["before"].dump(), j["before"].dump()) << at;
+    EXPECT_EQ(it->second["after"].dump(), j["after"].dump()) << at;
+  }
+  // Spot checks of the text itself (the sink's, so also decode's).
+  const std::string all = r.output;
+  for (const char* text : {"\"123e4567-e89b-12d3-a456-426614174000\"", "\"192.0.2.1\"", "\"2001:db8::1\"",
+                           "\"::ffff:192.0.2.128\"", "\"::\"", "\"10.0.0.1\"", "\"fe80::1:2\"",
+                           "\"bin\":\"eAAAAAAAAAAAAAAAAAAAAA==\"", "\"b4\":\"eQAAAA==\""})
+    EXPECT_NE(all.find(text), std::string::npos) << text << " not in " << all;
+
+  // Without the file holding the CREATE TABLE, the rows in the next file are bytes.
+  r = RunSluice({"decode", "--rows", files[1]});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("\"10.0.0.1\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"a2\":\"CgAAAQ==\""), std::string::npos) << r.output;
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_fbt;");
+}
+
 }  // namespace
 }  // namespace sluice::testing
