@@ -909,6 +909,32 @@ static std::string DescribeCheckpoint(const std::optional<Checkpoint>& cp) {
   return out;
 }
 
+std::optional<CheckLine> EvaluateSinkPacket(const SourceFacts& f, const SinkFacts& sink) {
+  if (sink.max_allowed_packet == 0) return std::nullopt;
+  const TableFacts* widest = nullptr;
+  for (const TableFacts& t : f.tables)
+    if (!widest || t.largest_row > widest->largest_row) widest = &t;
+  const char* name = "sink max_allowed_packet";
+  if (!widest)
+    return Line(name, CheckOutcome::kPass, fmt::format("{} (no table to compare with)", Bytes(sink.max_allowed_packet)));
+  // One row's statement: its values (bound in binary, so at their size) and the statement
+  // text with the key of an update.
+  const uint64_t need = widest->largest_row + 1024;
+  if (sink.max_allowed_packet >= need)
+    return Line(name, CheckOutcome::kPass,
+                fmt::format("{} on the destination; a statement holding the largest row ({}, about {}) needs about {}",
+                            Bytes(sink.max_allowed_packet), widest->name.QualifiedName(), Bytes(widest->largest_row),
+                            Bytes(need)));
+  uint64_t suggest = 1024;
+  while (suggest < need) suggest *= 2;
+  return Line(name, CheckOutcome::kFail,
+              fmt::format("{} is smaller than a statement holding the largest row: {} can hold rows of about {} "
+                          "(declared column sizes, large objects measured), so the destination refuses it and the "
+                          "run stops on that row",
+                          Bytes(sink.max_allowed_packet), widest->name.QualifiedName(), Bytes(widest->largest_row)),
+              fmt::format("SET GLOBAL max_allowed_packet = {} on the destination (and in its server config)", suggest));
+}
+
 SinkFacts CheckSink(const Config& config) {
   SinkFacts s;
   const SinkConfig& k = config.sink;
@@ -940,6 +966,7 @@ SinkFacts CheckSink(const Config& config) {
       auto cp = Checkpoint::FromJson(**stored);
       if (cp.ok()) s.checkpoint = std::move(cp).value();
     }
+    s.max_allowed_packet = (*m)->max_allowed_packet();
     if (!stored.ok()) {
       s.line = Line(name, CheckOutcome::kFail, stored.status().message(), "see the message", true);
       return s;
@@ -1052,6 +1079,7 @@ Status RefuseOnFatal(const std::vector<CheckLine>& lines) {
 int RunCheckCommand(const Config& config, std::FILE* out) {
   std::vector<CheckLine> lines;
   SinkFacts sink = CheckSink(config);
+  std::optional<CheckLine> packet_line;  // after the sink's own line
   auto conn = Connection::Connect(SourceConnectOptions(config.source));
   if (!conn.ok()) {
     lines.push_back(Line("TCP connection", CheckOutcome::kFail,
@@ -1070,9 +1098,11 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
       for (auto& l : EvaluatePatterns(*facts, sink.checkpoint)) lines.push_back(std::move(l));
       if (auto l = EvaluateSinkNames(*facts, config)) lines.push_back(std::move(*l));
       if (auto l = EvaluateSqliteTables(**conn, *facts, config, sink)) lines.push_back(std::move(*l));
+      packet_line = EvaluateSinkPacket(*facts, sink);
     }
   }
   lines.push_back(sink.line);
+  if (packet_line) lines.push_back(std::move(*packet_line));
   size_t counts[3] = {0, 0, 0};
   for (const CheckLine& l : lines) {
     ++counts[static_cast<int>(l.outcome)];

@@ -119,8 +119,13 @@ struct SinkFacts {
   CheckLine line;
   std::optional<Checkpoint> checkpoint;
   std::optional<double> checkpoint_age_seconds;
+  uint64_t max_allowed_packet = 0;  // a MySQL/MariaDB destination's, bytes (0: not one, or unknown)
 };
 SinkFacts CheckSink(const Config& config);
+// "sink max_allowed_packet", for a MySQL/MariaDB destination: FAIL when a statement holding
+// the largest row (TableFacts::largest_row, plus room for the statement) is over the
+// destination's max_allowed_packet: the run would stop on that row with [1153].
+std::optional<CheckLine> EvaluateSinkPacket(const SourceFacts& f, const SinkFacts& sink);
 // An SQLite file without a checkpoint that already holds captured tables: FAIL when one's
 // columns differ from the source's (the run's PrepareTable would refuse it, same text), PASS
 // when they all match; nothing otherwise.

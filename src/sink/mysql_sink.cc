@@ -213,6 +213,7 @@ class MyConnection : public SqlConnection {
       Result<QueryResult> r = conn_->Query("SELECT @@max_allowed_packet");
       if (r.ok() && !r->rows.empty() && r->rows[0][0]) {
         const size_t packet = std::stoull(*r->rows[0][0]);
+        max_allowed_packet_ = packet;
         max_statement_bytes_ = std::max<size_t>(std::min(options_.max_statement_bytes, packet / 2), 1024);
       }
     }
@@ -274,6 +275,7 @@ class MyConnection : public SqlConnection {
   std::string Describe() const override { return describe_; }
 
   size_t max_statement_bytes() const { return max_statement_bytes_; }
+  uint64_t max_allowed_packet() const { return max_allowed_packet_; }
   Connection* connection() { return conn_.get(); }
 
  private:
@@ -281,6 +283,7 @@ class MyConnection : public SqlConnection {
   bool exclusive_;
   std::string describe_;
   size_t max_statement_bytes_ = 1u << 20;
+  uint64_t max_allowed_packet_ = 0;  // the server's, 0 until read
   std::unique_ptr<Connection> conn_;
   // Statements by text. Declared after conn_: destroyed first (mysql_stmt_close needs the
   // MYSQL handle alive).
@@ -707,8 +710,10 @@ Result<std::unique_ptr<MysqlSink>> MysqlSink::Open(MysqlSinkOptions options) {
   auto conn = std::make_unique<MyConnection>(options, /*exclusive=*/true);
   RETURN_IF_ERROR(conn->Connect(/*reconnect=*/false));
   const size_t max_bytes = conn->max_statement_bytes();
+  const uint64_t packet = conn->max_allowed_packet();
   std::unique_ptr<MysqlSink> sink(
       new MysqlSink(std::make_unique<MyDialect>(std::move(options), max_bytes), std::move(conn)));
+  sink->max_allowed_packet_ = packet;
   RETURN_IF_ERROR(sink->Init());
   return sink;
 }

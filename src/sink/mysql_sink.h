@@ -82,8 +82,14 @@ class MysqlSink : public SqlApplier {
  public:
   [[nodiscard]] static Result<std::unique_ptr<MysqlSink>> Open(MysqlSinkOptions options);
 
+  // The destination's @@max_allowed_packet in bytes, read when the sink opened (0 if the
+  // server did not say). A row's statement must fit in it (`sluice check`, "sink
+  // max_allowed_packet").
+  uint64_t max_allowed_packet() const { return max_allowed_packet_; }
+
  private:
   using SqlApplier::SqlApplier;
+  uint64_t max_allowed_packet_ = 0;
 };
 
 }  // namespace sluice

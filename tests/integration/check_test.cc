@@ -278,6 +278,42 @@ TEST_F(CheckWrong, MaxAllowedPacketSmallerThanTheLargestRow) {
   EXPECT_THAT(LineOf(r.output, "max_allowed_packet"), ::testing::StartsWith("PASS")) << r.output;
 }
 
+// A MySQL/MariaDB destination with a max_allowed_packet smaller than the largest row: the
+// run would stop on that row ([1153] from the destination), so check says so beforehand (a
+// new user's probe: check said READY, it knew only the source's limit). The "wrong" server
+// (64 KiB) is the destination here; the source is the shared test server.
+TEST_F(CheckWrong, SinkMaxAllowedPacketSmallerThanTheLargestRow) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_chk_dpk; CREATE DATABASE it_chk_dpk;"
+                       "CREATE TABLE it_chk_dpk.wide (id INT PRIMARY KEY, v MEDIUMBLOB);"
+                       "INSERT INTO it_chk_dpk.wide VALUES (1, REPEAT('x', 100000));"
+                       "CREATE TABLE it_chk_dpk.narrow (id INT PRIMARY KEY, v VARCHAR(20));"),
+            0);
+  TempDir dir;
+  ConnectOptions o = TestServer();
+  auto config = [&](const std::string& table) {
+    ::setenv("SLUICE_IT_CHECK_PASSWORD", o.password.c_str(), 1);
+    ::setenv("SLUICE_IT_CHECK_DEST_PASSWORD", g_wrong.password.c_str(), 1);
+    std::string path = dir.File("dpk.toml");
+    std::ofstream(path, std::ios::trunc) << fmt::format(
+        "[source]\nhost = \"127.0.0.1\"\nport = {}\nuser = \"{}\"\npassword_env = \"SLUICE_IT_CHECK_PASSWORD\"\n"
+        "server_id = 5623\ntables = [\"it_chk_dpk.{}\"]\ntls = \"disabled\"\n\n[sink]\ntype = \"mysql\"\n\n"
+        "[sink.mysql]\nhost = \"127.0.0.1\"\nport = {}\nuser = \"sluice\"\n"
+        "password_env = \"SLUICE_IT_CHECK_DEST_PASSWORD\"\ndatabase = \"it_chk_dpk_meta\"\ntls = \"disabled\"\n",
+        o.port, o.user, table, g_wrong.port);
+    return path;
+  };
+  auto r = Check(config("wide"));
+  EXPECT_THAT(LineOf(r.output, "max_allowed_packet"), ::testing::StartsWith("PASS")) << r.output;  // the source's
+  std::string line = LineOf(r.output, "sink max_allowed_packet");
+  EXPECT_THAT(line, ::testing::StartsWith("FAIL")) << r.output;
+  EXPECT_THAT(line, ::testing::HasSubstr("64 KiB is smaller than a statement holding the largest row: it_chk_dpk.wide"))
+      << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("fix: SET GLOBAL max_allowed_packet = 131072 on the destination"));
+  r = Check(config("narrow"));
+  EXPECT_THAT(LineOf(r.output, "sink max_allowed_packet"), ::testing::StartsWith("PASS")) << r.output;
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_chk_dpk;");
+}
+
 TEST_F(CheckWrong, TlsOffUnderPreferred) {
   TempDir dir;
   Spec s = Wrong();
