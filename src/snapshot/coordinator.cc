@@ -72,7 +72,16 @@ Status CallSinkRetrying(const std::string& what, const std::atomic<bool>* stop, 
 // matters to the copy: a column's name, type or collation, or the primary key); empty when it
 // still does.
 std::string DefinitionChange(const TableSchema& planned, const TableSchema& now) {
-  if (now.primary_key != planned.primary_key) return "its primary key changed";
+  // The key by its columns' names: a column added before it moves its positions only (the
+  // column comparison below names that).
+  auto key_names = [](const TableSchema& t) {
+    std::vector<std::string> names;
+    for (size_t i : t.primary_key) names.push_back(i < t.columns.size() ? t.columns[i].name : "?");
+    return names;
+  };
+  if (key_names(now) != key_names(planned))
+    return fmt::format("its primary key changed from ({}) to ({})", fmt::join(key_names(planned), ", "),
+                       fmt::join(key_names(now), ", "));
   for (size_t i = 0; i < std::min(now.columns.size(), planned.columns.size()); ++i) {
     const ColumnDesc& a = planned.columns[i];
     const ColumnDesc& b = now.columns[i];
