@@ -140,9 +140,14 @@ Result<std::string> PgText(const Value& v, const ColumnDesc& c, uint8_t kind, co
     case kPgTimestamp:
       if (IsZeroDateTime(s)) return std::string("-infinity");
       if (HasZeroDatePart(s))
+        // As for a NUL byte: the way forward is a source row PostgreSQL can hold, copied again.
         return Status::InvalidArgument(fmt::format(
-            "'{}' has a zero year, month or day, which PostgreSQL's {} cannot hold", s,
-            kind == kPgDate ? "date" : "timestamp"));
+            "'{}' has a zero year, month or day, which PostgreSQL's {} cannot hold (an all-zero value becomes "
+            "-infinity); set the source row to a real date or NULL (e.g. UPDATE ... SET col = NULL WHERE MONTH(col) "
+            "= 0 OR DAYOFMONTH(col) = 0), then `sluice resnapshot --config FILE {}` and run again, or leave the "
+            "table out (source.exclude)",
+            s, kind == kPgDate ? "date" : "timestamp",
+            table ? table->db + "." + table->table : std::string("DB.TABLE")));
       return kind == kPgTimestamp ? s + "+00" : s;
     case kPgSet: {
       // Comma-joined labels -> an array literal; MySQL forbids commas in SET members.

@@ -729,6 +729,39 @@ TEST(Postgres, NulByteInTextSaysHowToGetPastItAndThatWorks) {
   ExpectPgEqualsSource({"it_pgnul.t"}, pgdb);
 }
 
+// A date with a zero month or day (allowed by a lax sql_mode) stops the run: PostgreSQL's date
+// cannot hold it. The message says the way forward, as for a NUL byte, and it works (it gave
+// none: a new user's probe).
+TEST(Postgres, ZeroInDateSaysHowToGetPastItAndThatWorks) {
+  REQUIRE_PG();
+  const std::string pgdb = PgServer::Get().NewDatabase("it_pg_zd");
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_pgzd; CREATE DATABASE it_pgzd;"
+                       "CREATE TABLE it_pgzd.t (id INT PRIMARY KEY, d DATE, ts DATETIME(6));"
+                       "INSERT INTO it_pgzd.t VALUES (1, '2020-01-02', '2020-01-02 03:04:05');"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_pgzd.t"};
+  spec.server_id = 5505;
+  const std::string config = WritePgConfig(dir, spec, pgdb);
+  ProcessResult r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("SET SESSION sql_mode = '';"
+                       "INSERT INTO it_pgzd.t VALUES (2, '2020-00-15', '2020-01-02 00:00:00'), (3, '2021-02-03', NULL)"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("'2020-00-15' has a zero year, month or day"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sluice resnapshot --config FILE it_pgzd.t`"), std::string::npos) << r.output;
+
+  ASSERT_EQ(RunSqlText("UPDATE it_pgzd.t SET d = NULL WHERE id = 2"), 0);
+  r = RunSluice({"resnapshot", "--config", config, "it_pgzd.t"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectPgEqualsSource({"it_pgzd.t"}, pgdb);
+}
+
 TEST(Postgres, CheckConnectsToTheSinkAndReadsItsCheckpoint) {
   REQUIRE_PG();
   const std::string pgdb = PgServer::Get().NewDatabase("it_pg_check");
