@@ -179,6 +179,13 @@ TEST(EndToEnd, UntilCaughtUpStoppedBySignalExitsFour) {
   EXPECT_EQ(WaitChild(pid, seconds(30)), 0) << ReadFile(dir.File("plain.log"));
   log = ReadFile(dir.File("plain.log"));
   EXPECT_EQ(log.find("interrupted"), std::string::npos) << log;
+  // SIGHUP (the terminal or ssh session closing) stops a run as SIGTERM does, with its
+  // "stopped at" line (it ended the process at once: a new user's probe).
+  pid = StartSluice({"run", "--config", config}, dir.File("hup.log"));
+  ASSERT_TRUE(WaitForLog(dir.File("hup.log"), "streaming from", pid, seconds(60))) << ReadFile(dir.File("hup.log"));
+  kill(pid, SIGHUP);
+  EXPECT_EQ(WaitChild(pid, seconds(30)), 0) << ReadFile(dir.File("hup.log"));
+  EXPECT_NE(ReadFile(dir.File("hup.log")).find("stopped at"), std::string::npos) << ReadFile(dir.File("hup.log"));
 
   // In the stream: a change to apply, and the replica's write lock held by this process
   // (longer than the busy timeout: the sink waits in place until the stop).
