@@ -36,6 +36,19 @@ namespace {
 
 bool Stopping(const RunOptions& o) { return o.stop && o.stop->load(); }
 
+// The sink's last flush. At a stop a transient failure (a full disk for the state file) is
+// not the run's failure: what the sink committed before stays, and the next run continues
+// from it (a JSON lines output is cut back to its recorded length). A new user's probe got
+// exit 1 for a SIGTERM that came while the disk was full.
+Status FlushSink(Sink& sink, const RunOptions& options) {
+  Status st = sink.Flush();
+  if (st.ok() || st.code() != StatusCode::kUnavailable || !Stopping(options)) return st;
+  LogWarning("stopping: the sink could not record its last state ({}); the next run continues from the last one "
+             "it recorded",
+             st.message());
+  return Status::Ok();
+}
+
 // An exclusive lock on "<sink>.lock" held for the whole run, so two runs can never write
 // one sink at once. The lock goes away with the process (also on SIGKILL).
 class SinkLock {
@@ -319,7 +332,7 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     }
     LogInfo("no table uses mode cdc: reading {} table(s) without the binlog, then stopping", modes.other.size());
     Status st = RunIncremental(incremental, *meta, modes.other, ckpt, *sink);
-    Status flushed = sink->Flush();
+    Status flushed = FlushSink(*sink, options);
     RETURN_IF_ERROR(st);
     RETURN_IF_ERROR(flushed);
     // RunIncremental does not say whether it read everything: a stop that comes just after
@@ -537,7 +550,7 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     }
     if (Stopping(options)) {
       LogInfo("stopped during the snapshot; the next run resumes it");
-      RETURN_IF_ERROR(sink->Flush());
+      RETURN_IF_ERROR(FlushSink(*sink, options));
       return RunEnd::kStopped;
     }
   }
@@ -545,7 +558,7 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     // The other tables are read once per run, before streaming the cdc tables.
     RETURN_IF_ERROR(RunIncremental(incremental, *meta, modes.other, ckpt, *sink));
     if (Stopping(options)) {
-      RETURN_IF_ERROR(sink->Flush());
+      RETURN_IF_ERROR(FlushSink(*sink, options));
       return RunEnd::kStopped;
     }
   }
@@ -627,7 +640,7 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
   Status st = streamer.Run(ckpt, *sink);
   const double stream_secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - stream_started).count();
-  Status flushed = sink->Flush();
+  Status flushed = FlushSink(*sink, options);
   RETURN_IF_ERROR(st);
   RETURN_IF_ERROR(flushed);
   // Lag as the metrics define it (cli/observe.h): 0 when everything read is applied, so an

@@ -124,17 +124,6 @@ TEST(EndToEnd, StreamsUntilSigtermThenExitsZero) {
   EXPECT_EQ(WaitChild(pid, seconds(20)), 0) << ReadFile(dir.File("log"));
 }
 
-// Polls `log` (every 20 ms, up to `timeout`) until it holds `needle` or the child has exited.
-bool WaitForLog(const std::string& log, const std::string& needle, pid_t child, seconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (ReadFile(log).find(needle) != std::string::npos) return true;
-    if (::kill(child, 0) != 0) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 // `run --until-caught-up` stopped by SIGTERM before it caught up exits 4 (README, "Exit
 // codes"), so that a script can tell it from a run that caught up (exit 0): stopped in the
 // snapshot (paused after planning, SLUICE_TEST_SNAPSHOT_PAUSE_FILE) and in the stream (its

@@ -256,6 +256,16 @@ std::string ReadSqliteCheckpoint(const std::string& sqlite_path) {
   return out;
 }
 
+bool WaitForLog(const std::string& log, const std::string& needle, pid_t child, std::chrono::seconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (ReadFile(log).find(needle) != std::string::npos) return true;
+    if (::kill(child, 0) != 0) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 bool WaitForReplicaToMatch(const std::vector<std::string>& tables, const std::string& sqlite_path,
                            size_t expected_tables, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -103,6 +103,10 @@ std::string ReadSqliteCheckpoint(const std::string& sqlite_path);
 // with `name`; "" when there is none.
 std::string CheckLine(const std::string& output, const std::string& name);
 
+// Polls `log` (every 20 ms, up to `timeout`) until it holds `needle`; false when it does not
+// by then or the child `child` has exited first.
+bool WaitForLog(const std::string& log, const std::string& needle, pid_t child, std::chrono::seconds timeout);
+
 // Polls (every 100 ms, up to `timeout`) until the replica holds `expected_tables` tables
 // matching `tables` and each equals the source; returns whether that happened.
 bool WaitForReplicaToMatch(const std::vector<std::string>& tables, const std::string& sqlite_path,

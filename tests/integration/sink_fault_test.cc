@@ -285,6 +285,36 @@ void DiskFullAndFreed(const std::string& type) {
 TEST(SinkFault, SqliteDiskFullThenFreedLosesNothing) { DiskFullAndFreed("sqlite"); }
 TEST(SinkFault, JsonlDiskFullThenFreedLosesNothing) { DiskFullAndFreed("jsonl"); }
 
+// SIGTERM while the sink waits out a full disk is a stop, not a failure: exit 0 (it was exit 1
+// with the disk-full error when the stop's last checkpoint could not be written: a new user's
+// probe), and once the disk is freed the next run goes on with nothing lost or repeated.
+TEST(SinkFault, JsonlStoppedWhileTheDiskIsFullExitsCleanly) {
+  const std::string db = "it_fault_fullstop";
+  CreateTable(db);
+  TempDir dir;
+  TinyDisk disk(dir, "disk", "6m");
+  const std::string out_path = disk.path() + "/changes.jsonl";
+  const std::string config = Config(dir, db, "jsonl", out_path);
+  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  InsertLoad load(db);
+  load.Start();
+  const std::string log = dir.File("sluice.log");
+  pid_t pid = StartSluice({"run", "--config", config}, log);
+  std::this_thread::sleep_for(milliseconds(800));
+  disk.Fill();
+  ASSERT_TRUE(WaitForLog(log, "disk full", pid, seconds(20))) << ReadFile(log);
+  std::this_thread::sleep_for(milliseconds(1500));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, seconds(30)), 0) << ReadFile(log);
+  load.Stop();
+  ASSERT_EQ(load.error(), "");
+  disk.Free();
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectEachInsertOnce(out_path, load.committed());
+}
+
 TEST(SinkFault, ReadOnlySqliteReplicaStopsTheRunWithThePathAndARerunConverges) {
   const std::string db = "it_fault_ro";
   CreateTable(db);
