@@ -94,6 +94,9 @@ std::optional<double> LagSeconds() {
   double applied = reg.Get("sluice_stream_items_applied_total");
   if (applied >= read) return 0.0;
   double ts = reg.Get("sluice_last_applied_source_timestamp_seconds");
+  // Nothing applied by this process yet (a first large transaction in parts): the sink is at
+  // least as far behind as the first transaction it read (it said 0: a new user's probe).
+  if (ts <= 0) ts = reg.Get("sluice_first_read_source_timestamp_seconds");
   if (ts <= 0) return 0.0;
   return std::max(0.0, static_cast<double>(std::time(nullptr)) - ts);
 }

@@ -1195,8 +1195,16 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     q_sink_items.Set(static_cast<double>(to_sink.size()));
     q_sink_bytes.Set(static_cast<double>(to_sink.bytes()));
   };
+  // The source commit time of the first item read by this process: the lag until the sink
+  // has applied anything (cli/observe.h LagSeconds).
+  metrics::Value& m_first_ts = reg.Gauge("sluice_first_read_source_timestamp_seconds",
+                                         "source commit time of the first transaction read by this process (unix "
+                                         "seconds)");
   auto send = [&](SinkItem item, size_t memory_bytes = 0) -> Status {
     m_read.Add(1);
+    if (m_first_ts.Get() <= 0) {
+      if (const uint32_t ts = item.txn.last_source_timestamp(); ts > 0) m_first_ts.Set(ts);
+    }
     // A part counts what it holds in memory, so that the queue holds at most one.
     size_t bytes = std::max<size_t>({txn_bytes, memory_bytes, 64});
     txn_bytes = 0;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <gmock/gmock.h>
+#include <sqlite3.h>
 
 #include "harness.h"
 
@@ -141,6 +142,42 @@ TEST(Observe, LagIsZeroOnceCaughtUpAfterPartsAndSchemaChanges) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("60000 row changes"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("lag 0 s)"), std::string::npos) << "caught up, so no lag:\n" << run.output;
+}
+
+// Before the sink has applied anything in this run (its replica locked by another process
+// here; a first large transaction in parts in the probe), the lag counts from the first
+// transaction read: it was 0 while the run was 20 s and 31 MB behind (a new user's probe).
+TEST(Observe, LagBeforeTheFirstApplyCountsFromTheFirstTransactionRead) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_lag0; CREATE DATABASE it_lag0;"
+                       "CREATE TABLE it_lag0.t (id INT PRIMARY KEY, v INT);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_lag0.t"};
+  spec.sink_path = dir.File("replica.db");
+  spec.server_id = 5633;
+  std::string config = WriteConfig(dir, spec);
+  std::ofstream(config, std::ios::app) << "busy_timeout_ms = 200\n\n[metrics]\nlisten = \"127.0.0.1:0\"\n";
+  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_EQ(RunSqlText("INSERT INTO it_lag0.t VALUES (1, 1)"), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // the source's commit is 3 s old
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(spec.sink_path.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("run.log"));
+  std::string log = WaitForLog(dir.File("run.log"), "locked");
+  std::smatch m;
+  const bool served = std::regex_search(log, m, std::regex("serving (http://127\\.0\\.0\\.1:[0-9]+/metrics)"));
+  std::string scrape = served ? Shell("curl -sf " + std::string(m[1])) : "";
+  EXPECT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  ASSERT_TRUE(served) << ReadFile(dir.File("run.log"));
+  EXPECT_EQ(Metric(scrape, "sluice_stream_items_applied_total"), 0) << scrape;
+  EXPECT_GE(Metric(scrape, "sluice_lag_seconds"), 3) << scrape;
+  EXPECT_TRUE(WaitForReplicaToMatch({"it_lag0.t"}, spec.sink_path)) << ReadFile(dir.File("run.log"));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid), 0) << ReadFile(dir.File("run.log"));
 }
 
 // A progress line every 10 s while streaming, also when nothing is committed meanwhile (an
