@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <map>
+#include <random>
 #include <set>
 
 #include "mysql/schema_loader.h"
@@ -364,6 +365,28 @@ Status FailedChecks(const std::vector<ServerCheck>& checks) {
   }
   if (msg.empty()) return Status::Ok();
   return Status::FailedPrecondition("the source user lacks what sluice needs: " + msg);
+}
+
+Result<bool> SameServer(Connection& conn, Connection& other, std::string* evidence) {
+  std::random_device random;
+  std::string name = "sluice-self-";
+  for (int i = 0; i < 4; ++i) name += fmt::format("{:08x}", random());
+  Result<QueryResult> got = conn.Query("SELECT GET_LOCK(" + conn.Quote(name) + ", 0)");
+  if (got.ok() && got->rows.size() == 1 && got->rows[0].size() == 1 && got->rows[0][0] == "1") {
+    Result<QueryResult> used = other.Query("SELECT IS_USED_LOCK(" + other.Quote(name) + ")");
+    Result<QueryResult> released = conn.Query("SELECT RELEASE_LOCK(" + conn.Quote(name) + ")");
+    if (!used.ok()) return used.status();
+    if (!released.ok()) return released.status();
+    if (evidence) *evidence = "a user lock taken on one is held on the other";
+    return !used->rows.empty() && !used->rows[0].empty() && used->rows[0][0].has_value();
+  }
+  if (!got.ok() && got.status().code() == StatusCode::kUnavailable) return got.status();
+  // No user lock on this server: the identity it reports.
+  static constexpr std::string_view kIdentity = "SELECT @@hostname, @@port, @@datadir, @@server_id";
+  ASSIGN_OR_RETURN(QueryResult mine, conn.Query(kIdentity));
+  ASSIGN_OR_RETURN(QueryResult theirs, other.Query(kIdentity));
+  if (evidence) *evidence = "both report the same @@hostname, @@port, @@datadir and @@server_id";
+  return mine.rows == theirs.rows;
 }
 
 }  // namespace sluice

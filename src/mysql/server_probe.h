@@ -14,6 +14,7 @@
 // CheckPrivileges runs the access checks sluice needs before a snapshot, as a list of named
 // checks (pass/fail, what was seen, the fix) that a `sluice check` command can print as they
 // are; FailedChecks turns the failed ones into one kFailedPrecondition.
+// SameServer tells whether two sessions are on one server, whatever address each used.
 // Thread safety: free functions over a Connection the caller uses from one thread.
 #pragma once
 
@@ -95,5 +96,19 @@ Result<std::vector<ServerCheck>> CheckPrivileges(Connection& conn,
 // OK when every check passed; else kFailedPrecondition "the source user lacks what sluice
 // needs: <name>: <detail> (fix: <fix>); ...".
 Status FailedChecks(const std::vector<ServerCheck>& checks);
+
+// Whether `other` is a session on the server `conn` is connected to, whatever address each
+// used (127.0.0.1 or another IP, a proxy, another port forwarded to it). @@server_id does not
+// tell (servers often share 1) and MariaDB has no server_uuid. Instead `conn` takes a
+// user-level lock of a random name (GET_LOCK("sluice-self-<128 random bits>", 0)) and `other`
+// asks IS_USED_LOCK about that name: user locks are server-wide, not replicated, and need no
+// privilege, so only the same server sees it held. The lock is released before returning.
+// Neither session writes anything (no binlog event). A server that refuses GET_LOCK (Galera
+// with wsrep on) is compared by (@@hostname, @@port, @@datadir, @@server_id) instead.
+// `evidence` (when not null) gets how the answer was found, for messages: "a user lock
+// taken on one is held on the other" or "both report the same @@hostname, @@port, @@datadir and
+// @@server_id".
+// Errors: the sessions' own (kUnavailable for a lost connection).
+Result<bool> SameServer(Connection& conn, Connection& other, std::string* evidence = nullptr);
 
 }  // namespace sluice

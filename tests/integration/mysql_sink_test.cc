@@ -23,6 +23,9 @@
 //                         after its last rename or between two, then applied again, as
 //                         after a crash: each table holds its own rows (the swap is not
 //                         swapped back), none is dropped, no marker table is left
+//   SameServerTellsTheDestinationFromTheSource  SameServer (mysql/server_probe.h): the two
+//                         servers (both server_id 1) are told apart, the source is found again
+//                         through a proxy
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -36,6 +39,8 @@
 
 #include "harness.h"
 #include "mysql/schema_loader.h"
+#include "mysql/server_probe.h"
+#include "tcp_proxy.h"
 #include "sink/mysql_sink.h"
 #include "types_fixture.h"
 
@@ -687,6 +692,40 @@ TEST_F(MysqlDest, StatementRepeatedAfterACrash) {
   EXPECT_EQ(contents("a"), "20:new20");
   EXPECT_EQ(tables(), "it_swap.a,it_swap.a_old,it_swap.b") << "no marker or scratch table is left";
   EXPECT_EQ(*(*sink)->LoadCheckpoint(), std::optional<std::string>("c3"));
+}
+
+// The source server's binlog end, "file:position".
+std::string BinlogEnd() {
+  auto c = Connect();
+  auto r = c->Query("SHOW MASTER STATUS");
+  if (!r.ok() || r->rows.empty()) return "unknown: " + (r.ok() ? std::string("no row") : r.status().ToString());
+  return r->rows[0][0].value_or("") + ":" + r->rows[0][1].value_or("");
+}
+
+// SameServer (mysql/server_probe.h) tells the destination server from the source although
+// both report server_id 1 and the same host name, and finds the source again through a
+// proxy on another port, either way round; it writes nothing (the binlog end stays).
+TEST_F(MysqlDest, SameServerTellsTheDestinationFromTheSource) {
+  auto source = Connect();
+  auto dest = DestConnect();
+  ASSERT_TRUE(source && dest);
+  const std::string before = BinlogEnd();
+  Result<bool> same = SameServer(*source, *dest);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_FALSE(*same);
+  TcpProxy proxy(TestServer().port);
+  ConnectOptions o = TestServer();
+  o.port = proxy.port();
+  o.unix_socket.reset();
+  auto again = Connection::Connect(o);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  same = SameServer(*source, **again);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_TRUE(*same);
+  same = SameServer(**again, *source);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_TRUE(*same);
+  EXPECT_EQ(BinlogEnd(), before);
 }
 
 }  // namespace
