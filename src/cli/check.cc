@@ -898,6 +898,39 @@ std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& f, const Config& c
   return l;
 }
 
+std::optional<CheckLine> EvaluateSinkServer(Connection& source, const Config& config) {
+  if (config.sink.type != SinkType::kMysql) return std::nullopt;
+  const char* name = "sink server";
+  const ConnectOptions& d = config.sink.mysql.connect;
+  auto dest = Connection::Connect(d);
+  if (!dest.ok()) return std::nullopt;
+  std::string evidence;
+  Result<bool> same = SameServer(source, **dest, &evidence);
+  if (!same.ok())
+    return Line(name, CheckOutcome::kWarn,
+                fmt::format("cannot tell whether the destination {} is the source server: {}", d.Describe(),
+                            same.status().message()),
+                "make sure sink.mysql does not name the source server, or that no source.tables pattern matches "
+                "the databases sluice writes there");
+  if (!*same) return std::nullopt;
+  Status st = CheckSelfDestination(config, d.Describe(), source.options().Describe(), evidence);
+  if (!st.ok()) {
+    CheckLine l = Line(name, CheckOutcome::kFail, st.message(),
+                       "map the captured databases onto databases no source.tables pattern matches "
+                       "(sink.mysql.databases; sink.mysql.database for the bookkeeping tables), or point "
+                       "sink.mysql at another server",
+                       true);
+    l.code = StatusCode::kInvalidArgument;
+    return l;
+  }
+  std::string dbs;
+  for (const MysqlSinkDatabase& d : MysqlSinkDatabases(config)) dbs += (dbs.empty() ? "" : ", ") + d.name;
+  return Line(name, CheckOutcome::kPass,
+              fmt::format("the destination {} is the source server; the databases sluice writes there ({}) are "
+                          "matched by no source.tables pattern",
+                          d.Describe(), dbs));
+}
+
 // What a sink's stored checkpoint holds, for the sink line: the stream position, and the
 // tables read without the binlog (a pipeline of only such tables has no stream position).
 static std::string DescribeCheckpoint(const std::optional<Checkpoint>& cp) {
@@ -1078,9 +1111,15 @@ Status RefuseOnFatal(const std::vector<CheckLine>& lines) {
 
 int RunCheckCommand(const Config& config, std::FILE* out) {
   std::vector<CheckLine> lines;
-  SinkFacts sink = CheckSink(config);
   std::optional<CheckLine> packet_line;  // after the sink's own line
   auto conn = Connection::Connect(SourceConnectOptions(config.source));
+  // A MySQL destination that is the source server: asked first, since opening the sink
+  // (CheckSink) creates its bookkeeping tables, and not opened when the run would refuse.
+  std::optional<CheckLine> sink_server;
+  if (conn.ok()) sink_server = EvaluateSinkServer(**conn, config);
+  const bool refused = sink_server && sink_server->outcome == CheckOutcome::kFail;
+  SinkFacts sink;
+  if (!refused) sink = CheckSink(config);
   if (!conn.ok()) {
     lines.push_back(Line("TCP connection", CheckOutcome::kFail,
                          fmt::format("cannot connect to {}:{}: {}", config.source.host, config.source.port,
@@ -1101,7 +1140,8 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
       packet_line = EvaluateSinkPacket(*facts, sink);
     }
   }
-  lines.push_back(sink.line);
+  if (sink_server) lines.push_back(std::move(*sink_server));
+  if (!refused) lines.push_back(sink.line);
   if (packet_line) lines.push_back(std::move(*packet_line));
   size_t counts[3] = {0, 0, 0};
   for (const CheckLine& l : lines) {

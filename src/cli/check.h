@@ -14,7 +14,9 @@
 // SHOW GRANTS and probe queries (mysql/server_probe.h), information_schema.TABLES/COLUMNS
 // (engines, row estimates, declared column sizes), SHOW SLAVE HOSTS (replica ids in use),
 // SHOW BINARY LOGS (retention); from the sink: its directory and lock file, and its stored
-// checkpoint read without opening it for writing.
+// checkpoint read without opening it for writing. A MySQL sink on the source server itself
+// whose databases are captured is not opened at all (that would create its bookkeeping
+// tables there).
 // EvaluateServer / EvaluateRetention are pure (unit-tested on hand-made facts).
 // Thread safety: free functions.
 #pragma once
@@ -135,6 +137,12 @@ std::optional<CheckLine> EvaluateSqliteTables(Connection& conn, const SourceFact
 // "sink table names": a FAIL (the run's own error, cli/run.h CheckNameCollisions) when two
 // selected tables would share one sink table; nothing when they do not.
 std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& facts, const Config& config);
+// "sink server", for a MySQL destination that is the source server itself (SameServer,
+// mysql/server_probe.h; `source` connected to the source): a FAIL (fatal; the run's own error,
+// cli/run.h CheckSelfDestination) when a database sluice would write there is captured, else a
+// PASS naming those databases. Nothing for another server, or when the destination cannot be
+// reached (the sink line says so); a WARN when the question cannot be asked.
+std::optional<CheckLine> EvaluateSinkServer(Connection& source, const Config& config);
 // "source.tables": for each pattern that selects no table, a FAIL (fatal) before the first run,
 // which refuses it in the same words, or a WARN on an existing pipeline (`checkpoint`), which
 // goes on; nothing when every pattern selects a table.

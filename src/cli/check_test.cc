@@ -286,6 +286,48 @@ TEST(Check, TwoDatabasesMappedOntoOneSchemaWithTheSameTableFail) {
   EXPECT_FALSE(EvaluateSinkNames(f, my).has_value());
 }
 
+// A MySQL destination that is the source server: every database sluice writes there (the
+// mapped copy of each captured database, sink.mysql.database) must be outside the patterns,
+// and no pattern may name its database with a wildcard (a database created later keeps its
+// name, so it would be copied onto itself). The message names the server, the destination
+// database, the pattern and the fix.
+TEST(Check, AMysqlDestinationOnTheSourceServerMustNotWriteCapturedDatabases) {
+  Config c = GoodConfig();
+  c.sink.type = SinkType::kMysql;
+  c.source.tables = {"a.*", "b.t"};
+  c.sink.mysql.database = "meta";
+  auto refused = [&](const Config& config, std::vector<std::string> words) {
+    Status st = CheckSelfDestination(config, "u@dest:3307", "u@src:3306", "proof");
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
+    words.push_back("the MySQL destination u@dest:3307 is the source server u@src:3306 (proof), and ");
+    words.push_back("or point sink.mysql at another server");
+    for (const std::string& w : words) EXPECT_NE(st.message().find(w), std::string::npos) << w << " in " << st.message();
+  };
+  // The default mapping: a and b are written onto themselves.
+  refused(c, {"destination database a (source database a is copied into it)", "pattern 'a.*'",
+              "[sink.mysql.databases] a = \"a_copy\""});
+  // a mapped onto b, which a pattern captures (only its table t: any table of b counts).
+  c.sink.mysql.databases = {{"a", "b"}, {"b", "b2"}};
+  refused(c, {"destination database b (source database a is copied into it)", "pattern 'b.t'"});
+  // Both mapped away: fine, and the databases written are listed.
+  c.sink.mysql.databases = {{"a", "a2"}, {"b", "b2"}};
+  EXPECT_TRUE(CheckSelfDestination(c, "u@dest:3307", "u@src:3306", "proof").ok());
+  std::vector<std::string> names;
+  for (const MysqlSinkDatabase& d : MysqlSinkDatabases(c)) names.push_back(d.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a2", "b2", "meta"}));
+  // The bookkeeping tables in a captured database (case ignored: lower_case_table_names).
+  c.sink.mysql.database = "A";
+  refused(c, {"destination database A (it is sink.mysql.database", "pattern 'a.*'",
+              "set sink.mysql.database to a database no source.tables pattern matches"});
+  c.sink.mysql.database = "meta";
+  // A wildcard in a pattern's database.
+  c.source.tables = {"a.*", "shop?.*"};
+  refused(c, {"pattern 'shop?.*' can select any database", "without wildcards"});
+  // Wildcards in table names only are fine.
+  c.source.tables = {"a.*", "b.t*"};
+  EXPECT_TRUE(CheckSelfDestination(c, "u@dest:3307", "u@src:3306", "proof").ok());
+}
+
 // Two [table] sections whose globs both match a table: which tables are cdc is unknown, so
 // the server_id line must not claim one needs the binlog stream ("source.server_id is
 // missing: the binlog stream of the tables in mode cdc needs one", beside the real error:

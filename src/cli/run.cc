@@ -11,6 +11,8 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <thread>
 
 #include "checkpoint/checkpoint.h"
@@ -146,6 +148,90 @@ Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfi
         "or leave one table out (source.exclude)",
         quoted(first), quoted(t), pg ? "PostgreSQL" : "MySQL", ns, t.table, mapped(first.db), mapped(t.db),
         pg ? "schema" : "database", pg ? "schema" : "database", key));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+// The database part of a "db.table" pattern; nullopt without a '.' (refused elsewhere).
+std::optional<std::string_view> PatternDatabase(std::string_view pattern) {
+  size_t dot = pattern.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  return pattern.substr(0, dot);
+}
+
+bool HasWildcard(std::string_view s) { return s.find_first_of("*?") != std::string_view::npos; }
+
+}  // namespace
+
+std::vector<MysqlSinkDatabase> MysqlSinkDatabases(const Config& config) {
+  std::map<std::string, MysqlSinkDatabase> by_name;
+  auto entry = [&](const std::string& name) -> MysqlSinkDatabase& {
+    MysqlSinkDatabase& d = by_name[name];
+    d.name = name;
+    return d;
+  };
+  for (const std::string& p : config.source.tables) {
+    std::optional<std::string_view> db = PatternDatabase(p);
+    if (!db || HasWildcard(*db)) continue;
+    MysqlSinkDatabase& d = entry(MysqlDestinationDatabase(config.sink.mysql, std::string(*db)));
+    if (std::find(d.sources.begin(), d.sources.end(), *db) == d.sources.end()) d.sources.emplace_back(*db);
+  }
+  entry(config.sink.mysql.database).bookkeeping = true;
+  std::vector<MysqlSinkDatabase> out;
+  for (auto& [name, d] : by_name) out.push_back(std::move(d));
+  return out;
+}
+
+// The MySQL sink writes map(db).t for each captured db.t and its bookkeeping tables; on the
+// source server, each of those writes is a binlog event of a table that, if a pattern
+// captures it, the stream reads back and writes again (a CREATE becomes DROP + CREATE of the
+// source's own table, and so on without end). Decided on the patterns, not on the tables
+// there are now, since the stream follows tables created later.
+Status CheckSelfDestination(const Config& config, std::string_view destination, std::string_view source,
+                            std::string_view evidence) {
+  const std::string head =
+      fmt::format("the MySQL destination {} is the source server {} ({}), and ", destination, source, evidence);
+  const char* loop = "sluice would write the source's own tables and read its writes back from the binlog";
+  const char* elsewhere = "or point sink.mysql at another server";
+  const auto written = MysqlSinkDatabases(config);
+  for (const std::string& p : config.source.tables) {
+    std::optional<std::string_view> db = PatternDatabase(p);
+    if (!db) continue;
+    if (HasWildcard(*db))
+      return Status::InvalidArgument(fmt::format(
+          "{}source.tables pattern '{}' can select any database its name matches, also one created later, which "
+          "sluice would copy onto itself (a database not in sink.mysql.databases keeps its name): {}; name the "
+          "databases in source.tables without wildcards and map each onto a database no pattern matches "
+          "([sink.mysql.databases]), {}",
+          head, p, loop, elsewhere));
+    for (const MysqlSinkDatabase& d : written) {
+      if (AsciiLower(d.name) != AsciiLower(*db)) continue;
+      std::string what, fix;
+      for (const std::string& src : d.sources) {
+        what += fmt::format("{}source database {} is copied into it", what.empty() ? "" : "; ", src);
+        fix += fmt::format("{}{} = \"{}_copy\"", fix.empty() ? "" : ", ", src, src);
+      }
+      if (!fix.empty())
+        fix = fmt::format("map {} onto a database no source.tables pattern matches ([sink.mysql.databases] {})",
+                          d.sources.size() == 1 ? "source database " + d.sources[0] : "those source databases", fix);
+      if (d.bookkeeping) {
+        what += fmt::format("{}it is sink.mysql.database, which holds the bookkeeping tables", what.empty() ? "" : "; ");
+        fix += fmt::format("{}set sink.mysql.database to a database no source.tables pattern matches",
+                           fix.empty() ? "" : ", and ");
+      }
+      return Status::InvalidArgument(
+          fmt::format("{}destination database {} ({}) is captured by source.tables pattern '{}': {}; {}, {}", head,
+                      d.name, what, p, loop, fix, elsewhere));
+    }
   }
   return Status::Ok();
 }
@@ -304,6 +390,24 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     }
   }
   RETURN_IF_ERROR(CheckNameCollisions(tables, config.sink));
+  if (config.sink.type == SinkType::kMysql) {
+    // A destination that is the source server itself: refused before the sink is opened (it
+    // creates its bookkeeping tables), when it would write captured tables.
+    ASSIGN_OR_RETURN(std::unique_ptr<Connection> dest,
+                     WaitOutUnavailable("sink: connecting", options,
+                                        [&] { return Connection::Connect(config.sink.mysql.connect); }));
+    std::string evidence;
+    ASSIGN_OR_RETURN(bool same, SameServer(*meta, *dest, &evidence));
+    if (same) {
+      const std::string described = config.sink.mysql.connect.Describe();
+      RETURN_IF_ERROR(CheckSelfDestination(config, described, conn_opts.Describe(), evidence));
+      std::string dbs;
+      for (const MysqlSinkDatabase& d : MysqlSinkDatabases(config)) dbs += (dbs.empty() ? "" : ", ") + d.name;
+      LogInfo("the MySQL destination {} is the source server; the databases sluice writes there ({}) are "
+              "matched by no source.tables pattern",
+              described, dbs);
+    }
+  }
   // Tables of modes incremental/full/snapshot_only are read by cursor or copied
   // (snapshot/incremental.h), never streamed; the rest go through snapshot + binlog.
   ASSIGN_OR_RETURN(TableModes modes, ModesForTables(config, tables));

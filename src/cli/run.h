@@ -44,5 +44,27 @@ ConnectOptions SourceConnectOptions(const SourceConfig& source);
 // PostgreSQL schema (sink.postgres.schemas) / MySQL database (sink.mysql.databases) that both
 // hold a table of one name. The message names both source tables, the shared name and the key.
 Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfig& sink);
+// A database a MySQL sink writes into: the copy of the source databases `sources` (the
+// destination database of each source.tables pattern naming its database literally, through
+// sink.mysql.databases, else the same name) and/or sink.mysql.database (`bookkeeping`).
+struct MysqlSinkDatabase {
+  std::string name;
+  std::vector<std::string> sources;
+  bool bookkeeping = false;
+};
+// Those of `config`, sorted by name.
+std::vector<MysqlSinkDatabase> MysqlSinkDatabases(const Config& config);
+// For a MySQL destination that is the source server itself (SameServer, mysql/server_probe.h;
+// `destination` and `source` describe both addresses, `evidence` how it was found):
+// kInvalidArgument (a configuration
+// error, exit code 2) when a table sluice writes there could be a captured source table, i.e.
+// when a source.tables pattern's database part matches one of MysqlSinkDatabases (ASCII case
+// ignored) or has a wildcard (it may select a database created later, which keeps its name
+// unless mapped, so it would be copied onto itself). sluice would write the source's own
+// tables and read its writes back from the binlog, again and again. The message names the
+// server, the destination database and the pattern, and the fix. OK otherwise: copying
+// database a into database b of the same server is fine when no pattern captures b.
+Status CheckSelfDestination(const Config& config, std::string_view destination, std::string_view source,
+                            std::string_view evidence);
 
 }  // namespace sluice::cli

@@ -26,6 +26,11 @@
 //   SameServerTellsTheDestinationFromTheSource  SameServer (mysql/server_probe.h): the two
 //                         servers (both server_id 1) are told apart, the source is found again
 //                         through a proxy
+//   MysqlDestIsSource     the destination is the source server itself, reached through a
+//                         TCP proxy (another port than the source's): `run` refuses (exit 2)
+//                         when a database it would write is captured, before writing
+//                         anything (binlog end and rows unchanged), `check` fails the same;
+//                         a database no pattern captures is copied into as usual
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -702,6 +707,36 @@ std::string BinlogEnd() {
   return r->rows[0][0].value_or("") + ":" + r->rows[0][1].value_or("");
 }
 
+// The rows of `sql` as "a,b;c,d".
+std::string Rows(const std::string& sql) {
+  auto c = Connect();
+  auto r = c->Query(sql);
+  if (!r.ok()) return r.status().ToString();
+  std::string out;
+  for (const TextRow& row : r->rows) {
+    if (!out.empty()) out += ";";
+    for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + row[i].value_or("NULL");
+  }
+  return out;
+}
+
+// A config whose MySQL destination is the test server itself, through 127.0.0.1:`dest_port`
+// (a proxy); `meta` is sink.mysql.database, `map` [sink.mysql.databases] lines.
+std::string WriteSelfConfig(const TempDir& dir, const std::vector<std::string>& tables, int server_id,
+                            uint16_t dest_port, const std::string& meta, const std::string& map = "") {
+  ConnectOptions o = TestServer();
+  std::ostringstream t;
+  t << "[source]\nhost = \"" << o.host << "\"\nport = " << o.port << "\nuser = \"" << o.user
+    << "\"\npassword_env = \"SLUICE_TEST_MYSQL_PASSWORD\"\nserver_id = " << server_id << "\ntables = [";
+  for (size_t i = 0; i < tables.size(); ++i) t << (i ? ", \"" : "\"") << tables[i] << "\"";
+  t << "]\n\n[sink]\ntype = \"mysql\"\ngroup_max_ms = 50\n\n[sink.mysql]\nhost = \"127.0.0.1\"\nport = " << dest_port
+    << "\nuser = \"" << o.user << "\"\npassword_env = \"SLUICE_TEST_MYSQL_PASSWORD\"\ndatabase = \"" << meta << "\"\n";
+  if (!map.empty()) t << "\n[sink.mysql.databases]\n" << map << "\n";
+  std::string path = dir.File(fmt::format("sluice-{}.toml", server_id));
+  std::ofstream(path) << t.str();
+  return path;
+}
+
 // SameServer (mysql/server_probe.h) tells the destination server from the source although
 // both report server_id 1 and the same host name, and finds the source again through a
 // proxy on another port, either way round; it writes nothing (the binlog end stays).
@@ -726,6 +761,95 @@ TEST_F(MysqlDest, SameServerTellsTheDestinationFromTheSource) {
   ASSERT_TRUE(same.ok()) << same.status().ToString();
   EXPECT_TRUE(*same);
   EXPECT_EQ(BinlogEnd(), before);
+}
+
+// [sink.mysql] naming the source server itself (a new user's probe: with the default
+// database mapping the run dropped and created the source's own tables, read those writes
+// back from the binlog and wrote them again, 1,600 times in 30 s, and left a source table
+// empty and another missing; `check` said READY). The destination is reached through a
+// proxy on another port, so no address comparison could tell. `run` refuses with exit code
+// 2 before writing anything: the binlog does not move, the rows stay, the bookkeeping
+// database is not created; the message names the server, the destination database and the
+// pattern, and the fix. `check` fails a `sink server` line in the same words, also without
+// writing. The same when only the bookkeeping database (sink.mysql.database) is captured.
+TEST(MysqlDestIsSource, ACapturedDestinationDatabaseIsRefusedBeforeAnythingIsWritten) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_self; DROP DATABASE IF EXISTS it_self_meta;"
+                       "DROP DATABASE IF EXISTS it_self_copy; CREATE DATABASE it_self;"
+                       "CREATE TABLE it_self.t (id INT PRIMARY KEY, v INT); INSERT INTO it_self.t VALUES (1, 10), (2, 20)"),
+            0);
+  TcpProxy proxy(TestServer().port);
+  ASSERT_NE(proxy.port(), 0);
+  TempDir dir;
+  const std::string config = WriteSelfConfig(dir, {"it_self.*"}, 5611, proxy.port(), "it_self_meta");
+  const std::string schemas =
+      "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN ('it_self', 'it_self_meta', "
+      "'it_self_copy') ORDER BY 1";
+  const std::string before = BinlogEnd();
+
+  ProcessResult r = RunSluice({"run", "--config", config, "--until-caught-up"}, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const std::string dest = fmt::format("127.0.0.1:{}", proxy.port());
+  for (const std::string& word : {dest, std::string("is the source server"), std::string("it_self.*"),
+                                  std::string("destination database it_self"), std::string("sink.mysql.databases")})
+    EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+  EXPECT_GT(proxy.accepted(), 0) << "the destination was not asked";
+  EXPECT_EQ(BinlogEnd(), before) << "the run wrote to the source\n" << r.output;
+  EXPECT_EQ(Rows("SELECT id, v FROM it_self.t ORDER BY id"), "1,10;2,20");
+  EXPECT_EQ(Rows(schemas), "it_self");
+
+  r = RunSluice({"check", "--config", config}, std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::string line = CheckLine(r.output, "sink server");
+  EXPECT_EQ(line.rfind("FAIL", 0), 0u) << r.output;
+  for (const std::string& word : {dest, std::string("is the source server"), std::string("it_self.*"),
+                                  std::string("destination database it_self")})
+    EXPECT_NE(line.find(word), std::string::npos) << word << "\n" << r.output;
+  EXPECT_NE(r.output.find("fix: map"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("NOT READY"), std::string::npos) << r.output;
+  EXPECT_EQ(BinlogEnd(), before) << "check wrote to the source\n" << r.output;
+  EXPECT_EQ(Rows(schemas), "it_self");
+
+  // The tables mapped away, but the bookkeeping tables into the captured database.
+  const std::string meta_captured =
+      WriteSelfConfig(dir, {"it_self.*"}, 5612, proxy.port(), "it_self", "it_self = \"it_self_copy\"");
+  r = RunSluice({"run", "--config", meta_captured, "--until-caught-up"}, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  for (const char* word : {"sink.mysql.database", "it_self.*", "destination database it_self"})
+    EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+  EXPECT_EQ(BinlogEnd(), before) << "the run wrote to the source\n" << r.output;
+  EXPECT_EQ(Rows("SELECT id, v FROM it_self.t ORDER BY id"), "1,10;2,20");
+  EXPECT_EQ(Rows(schemas), "it_self");
+}
+
+// The source server is a fine destination for databases no source.tables pattern captures:
+// it_selfa copied into it_selfb (bookkeeping in it_selfm) on the same server, through a
+// proxy, snapshot and binlog; `check` says so on a passing `sink server` line.
+TEST(MysqlDestIsSource, AnotherDatabaseOfTheSameServerIsCopiedInto) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_selfa; DROP DATABASE IF EXISTS it_selfb;"
+                       "DROP DATABASE IF EXISTS it_selfm; CREATE DATABASE it_selfa;"
+                       "CREATE TABLE it_selfa.t (id INT PRIMARY KEY, v INT); INSERT INTO it_selfa.t VALUES (1, 10), (2, 20)"),
+            0);
+  TcpProxy proxy(TestServer().port);
+  ASSERT_NE(proxy.port(), 0);
+  TempDir dir;
+  const std::string config =
+      WriteSelfConfig(dir, {"it_selfa.*"}, 5613, proxy.port(), "it_selfm", "it_selfa = \"it_selfb\"");
+  ProcessResult r = RunSluice({"check", "--config", config}, std::chrono::seconds(60));
+  std::string line = CheckLine(r.output, "sink server");
+  EXPECT_EQ(line.rfind("PASS", 0), 0u) << r.output;
+  for (const char* word : {"is the source server", "it_selfb", "it_selfm"})
+    EXPECT_NE(line.find(word), std::string::npos) << word << "\n" << r.output;
+
+  r = RunSluice({"run", "--config", config, "--until-caught-up"}, std::chrono::seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Rows("SELECT id, v FROM it_selfb.t ORDER BY id"), "1,10;2,20");
+  ASSERT_EQ(RunSqlText("INSERT INTO it_selfa.t VALUES (3, 30); UPDATE it_selfa.t SET v = 11 WHERE id = 1;"
+                       "DELETE FROM it_selfa.t WHERE id = 2"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"}, std::chrono::seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Rows("SELECT id, v FROM it_selfb.t ORDER BY id"), "1,11;3,30");
+  EXPECT_EQ(Rows("SELECT id, v FROM it_selfa.t ORDER BY id"), "1,11;3,30");
 }
 
 }  // namespace
