@@ -892,6 +892,9 @@ std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& f, const Config& c
                                                                "(sink.postgres.schemas), or leave one table out"
                      : config.sink.type == SinkType::kMysql  ? "map the two databases onto different databases "
                                                                "(sink.mysql.databases), or leave one table out"
+                     : config.sink.type == SinkType::kKafka || config.sink.type == SinkType::kNats
+                         ? "leave one table out (source.exclude) or rename it: one topic or subject per table keeps "
+                           "a delete's tombstone to its own table"
                                                              : "leave one table out (source.exclude) or rename it",
                      true);
   l.code = StatusCode::kInvalidArgument;

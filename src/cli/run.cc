@@ -101,6 +101,19 @@ Status CheckSinkFilePath(const std::string& path, std::string_view key) {
   return Status::Ok();
 }
 
+// The sink's name in messages.
+const char* SinkName(SinkType type) {
+  switch (type) {
+    case SinkType::kSqlite: return "SQLite";
+    case SinkType::kJsonl: return "JSON lines";
+    case SinkType::kKafka: return "Kafka";
+    case SinkType::kNats: return "NATS";
+    case SinkType::kMysql: return "MySQL";
+    case SinkType::kPostgres: return "PostgreSQL";
+  }
+  return "?";
+}
+
 }  // namespace
 
 // Two selected source tables must not share one name downstream: the checkpoint keys the
@@ -108,10 +121,47 @@ Status CheckSinkFilePath(const std::string& path, std::string_view key) {
 // SQLite sink names its tables "db.table" where SQLite ignores ASCII case (so `d`.`T` and
 // `d`.`t` would share one table), and the PostgreSQL and MySQL sinks map source databases
 // onto schemas/databases (sink.postgres.schemas, sink.mysql.databases), where two databases
-// mapped onto one share the table names they both hold. Refused before anything is copied
-// (kInvalidArgument: a configuration error, exit code 2), naming both.
+// mapped onto one share the table names they both hold. The Kafka and NATS sinks name a
+// table's topic/subject after it with the characters a name cannot hold as '_' (`we ird`
+// and we_ird, and for Kafka, which keeps '.', `a.b`.c and a.`b.c`, share one), through the
+// configured template or prefix: two tables there would mix their records under equal keys,
+// and a delete in one would send a tombstone for a live row of the other. Refused before
+// anything is copied (kInvalidArgument: a configuration error, exit code 2), naming both.
 Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfig& sink) {
   auto quoted = [](const TableName& t) { return fmt::format("`{}`.`{}`", t.db, t.table); };
+  if (sink.type == SinkType::kKafka || sink.type == SinkType::kNats) {
+    const bool kafka = sink.type == SinkType::kKafka;
+    const std::string how =
+        kafka ? fmt::format("sink.kafka.topic = \"{}\"; characters outside [A-Za-z0-9._-] become '_'",
+                            sink.kafka.topic_template)
+              : fmt::format("sink.nats.subject_prefix = \"{}\"; characters outside [A-Za-z0-9_-] become '_'",
+                            sink.nats.subject_prefix);
+    // Sluice's own topics: the checkpoint's, the schema changes', the transaction metadata's.
+    std::map<std::string, std::string> own;
+    if (kafka) {
+      own[KafkaStateTopic(sink.kafka)] = "the checkpoint (sink.kafka.state_topic)";
+      own[sink.kafka.topic_prefix] = "the schema changes";
+      own[sink.kafka.topic_prefix + ".transaction"] = "the transaction metadata";
+    }
+    std::map<std::string, const TableName*> dest;
+    for (const auto& t : tables) {
+      const std::string name = kafka ? KafkaTopicFor(sink.kafka, t.db, t.table) : NatsSubjectFor(sink.nats, t.db, t.table);
+      if (auto it = own.find(name); it != own.end())
+        return Status::InvalidArgument(fmt::format(
+            "source table {} would publish to the Kafka topic {} ({}), which holds {}; change sink.kafka.topic "
+            "or sink.kafka.topic_prefix, or leave the table out (source.exclude)",
+            quoted(t), name, how, it->second));
+      auto [it, inserted] = dest.emplace(name, &t);
+      if (inserted) continue;
+      return Status::InvalidArgument(fmt::format(
+          "source tables {} and {} would both publish to the {} {} ({}), where a delete in one would send a "
+          "tombstone for a key of the other; leave one out (source.exclude) or rename it{}",
+          quoted(*it->second), quoted(t), kafka ? "Kafka topic" : "NATS subject", name, how,
+          kafka && sink.kafka.topic_template.find("{db}") == std::string::npos && it->second->db != t.db
+              ? ", or put {db} in sink.kafka.topic"
+              : ""));
+    }
+  }
   std::map<std::string, const TableName*> seen;
   for (const auto& t : tables) {
     std::string key = t.QualifiedName();
@@ -124,7 +174,7 @@ Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfi
         "source tables {} and {} would both become \"{}\" in the {} sink{}; leave one out "
         "(source.exclude) or rename it",
         quoted(*it->second), quoted(t), it->second->QualifiedName(),
-        sink.type == SinkType::kSqlite ? "SQLite" : "JSON lines",
+        SinkName(sink.type),
         sink.type == SinkType::kSqlite && it->second->QualifiedName() != t.QualifiedName()
             ? " (SQLite table names ignore case)"
             : ""));

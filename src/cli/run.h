@@ -42,7 +42,10 @@ ConnectOptions SourceConnectOptions(const SourceConfig& source);
 // kInvalidArgument (a configuration error) when two of `tables` would share one table in the
 // sink: case-insensitively equal names in SQLite, or two source databases mapped onto one
 // PostgreSQL schema (sink.postgres.schemas) / MySQL database (sink.mysql.databases) that both
-// hold a table of one name. The message names both source tables, the shared name and the key.
+// hold a table of one name; for Kafka and NATS, two tables whose topics/subjects are one
+// (sink/kafka_sink.h KafkaTopicFor, sink/nats_sink.h NatsSubjectFor) or a table topic that is
+// one of sluice's own Kafka topics. The message names both source tables, the shared name and
+// the key.
 Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfig& sink);
 // A database a MySQL sink writes into: the copy of the source databases `sources` (the
 // destination database of each source.tables pattern naming its database literally, through

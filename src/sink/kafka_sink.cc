@@ -76,6 +76,10 @@ std::string KafkaTopicFor(const KafkaSinkOptions& o, std::string_view db, std::s
   return t;
 }
 
+std::string KafkaStateTopic(const KafkaSinkOptions& o) {
+  return o.state_topic.empty() ? o.topic_prefix + ".sluice_state" : o.state_topic;
+}
+
 class KafkaSink::Impl {
  public:
   explicit Impl(KafkaSinkOptions options) : o(std::move(options)), serializer(o.records) {}
@@ -217,7 +221,7 @@ void KafkaSink::Impl::OnDelivery(const rd_kafka_message_t* m) {
 Status KafkaSink::Impl::Open() {
   if (o.bootstrap_servers.empty()) return Status::InvalidArgument("kafka sink: bootstrap_servers is empty");
   if (!o.now_ms) o.now_ms = publish::SystemNowMs;
-  o.state_topic = publish::KafkaStateTopic(o);
+  o.state_topic = KafkaStateTopic(o);
   if (o.state_key.empty()) o.state_key = o.transactional_id.empty() ? o.topic_prefix : o.transactional_id;
   transactional = !o.transactional_id.empty();
   char err[512];

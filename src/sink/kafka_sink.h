@@ -78,6 +78,9 @@ struct KafkaSinkOptions {
 std::string KafkaTopicFor(const KafkaSinkOptions& options, std::string_view db,
                           std::string_view table);
 
+// The topic holding the checkpoint: `state_topic`, else "<prefix>.sluice_state".
+std::string KafkaStateTopic(const KafkaSinkOptions& options);
+
 class KafkaSink : public Sink {
  public:
   // Connects (and, with transactional_id, initialises transactions, fencing older

@@ -52,10 +52,6 @@ std::string NatsStreamName(const NatsSinkOptions& o) {
   return name;
 }
 
-std::string KafkaStateTopic(const KafkaSinkOptions& o) {
-  return o.state_topic.empty() ? o.topic_prefix + ".sluice_state" : o.state_topic;
-}
-
 Result<rd_kafka_t*> NewKafkaReader(const KafkaSinkOptions& o, const char* group_id) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();

@@ -34,8 +34,6 @@ std::string RecordExcerpt(const char* key, size_t key_size, const char* value, s
 std::string NatsToken(std::string_view s);
 // The stream name a NATS sink uses: `stream`, else the prefix as a token in upper case.
 std::string NatsStreamName(const NatsSinkOptions& o);
-// The Kafka state topic: `state_topic`, else "<prefix>.sluice_state".
-std::string KafkaStateTopic(const KafkaSinkOptions& o);
 
 // A consumer with isolation.level=read_committed, partition EOF events on, no offset
 // commits, and the security.*/sasl.*/ssl.* properties of `o`. kInvalidArgument on a bad

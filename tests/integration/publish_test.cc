@@ -680,5 +680,66 @@ TEST(Publish, NatsClusterNodeKilledAndSluiceKilledExactlyOnce) {
   for (auto& n : nodes) n.proc.Kill(SIGTERM);
 }
 
+// The destination of each publishing sink type, running: a nats-server or the Kafka mock.
+struct PublishDestination {
+  std::string type;
+  Child mock;
+  std::vector<NatsNode> nats;
+  std::string section;  // the [sink.*] table of the config
+};
+
+void StartDestination(PublishDestination* d, const TempDir& dir, const std::string& type, const std::string& name) {
+  d->type = type;
+  if (type == "kafka") {
+    const std::string bootstrap = StartKafkaMock(&d->mock, dir, 1);
+    d->section = "[sink.kafka]\nbootstrap_servers = \"" + bootstrap + "\"\ntopic_prefix = \"" + name +
+                 "\"\ngroup_max_ms = 0\n";
+  } else {
+    d->nats = StartNatsNodes(dir, 1);
+    std::this_thread::sleep_for(milliseconds(700));
+    d->section = "[sink.nats]\nurl = \"" + NatsUrls(d->nats) + "\"\nsubject_prefix = \"" + name + "\"\n";
+  }
+}
+
+// `we ird` and we_ird both become ..._we_ird: one Kafka topic / NATS subject for two tables,
+// with equal keys, so a delete in one sent a tombstone for a live row of the other (a new
+// user's probe: `run` exited 0). Now `run` refuses the configuration before publishing
+// anything (exit code 2), and `check` fails in the same words, naming both tables and the
+// topic or subject.
+TEST(Publish, TwoTablesOnOneTopicOrSubjectAreRefusedAtStart) {
+  const std::string db = "it_pub_names";
+  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; "
+                                   "CREATE TABLE {0}.`we ird` (id INT PRIMARY KEY, v INT); "
+                                   "CREATE TABLE {0}.we_ird (id INT PRIMARY KEY, v INT); "
+                                   "INSERT INTO {0}.`we ird` VALUES (5, 777); INSERT INTO {0}.we_ird VALUES (5, 1);",
+                                   db)),
+            0);
+  for (const std::string type : {"nats", "kafka"}) {
+    SCOPED_TRACE(type);
+    TempDir dir;
+    PublishDestination dest;
+    StartDestination(&dest, dir, type, "names");
+    SluiceConfigSpec spec;
+    spec.tables = {db + ".*"};
+    spec.sink_type = type;
+    spec.sink_path = dir.File("unused");
+    const std::string config = AppendSinkTable(WriteConfig(dir, spec), dest.section);
+    const std::string where =
+        type == "kafka" ? "Kafka topic names.it_pub_names.we_ird" : "NATS subject names.it_pub_names.we_ird";
+    auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    for (const std::string word : {"`it_pub_names`.`we ird`", "`it_pub_names`.`we_ird`", where.c_str()})
+      EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+    // Nothing published (NATS: not even the stream is there).
+    const auto tail = RunSluice({"tail", "--config", config}, seconds(120));
+    EXPECT_EQ(tail.output.find("\"op\""), std::string::npos) << tail.output.substr(0, 2000);
+    r = RunSluice({"check", "--config", config});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    const std::string line = CheckLine(r.output, "sink table names");
+    EXPECT_EQ(line.rfind("FAIL", 0), 0u) << r.output;
+    EXPECT_NE(line.find(where), std::string::npos) << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::testing
