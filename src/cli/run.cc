@@ -731,6 +731,18 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
                      }));
   }
 
+  if (ckpt.schemas) {
+    // The tables the stream starts with: a table created or renamed later into the topic or
+    // subject of one of them stops the run (Kafka, NATS; publish_util.h DestinationOwners).
+    std::vector<std::pair<std::string, std::string>> known;
+    for (const std::string& n : ckpt.schemas->Tables())
+      for (size_t dot = n.find('.'); dot != std::string::npos; dot = n.find('.', dot + 1)) {
+        const std::string db = n.substr(0, dot), table = n.substr(dot + 1);
+        const TableVersion* v = ckpt.schemas->Latest(db, table);
+        if (v && v->schema && TableSelected(filter, db, table)) known.emplace_back(db, table);
+      }
+    sink->KnowTables(known);
+  }
   StreamerOptions sopts;
   sopts.connection = conn_opts;
   sopts.replica_server_id = config.source.server_id;

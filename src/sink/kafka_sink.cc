@@ -82,7 +82,8 @@ std::string KafkaStateTopic(const KafkaSinkOptions& o) {
 
 class KafkaSink::Impl {
  public:
-  explicit Impl(KafkaSinkOptions options) : o(std::move(options)), serializer(o.records) {}
+  explicit Impl(KafkaSinkOptions options)
+      : o(std::move(options)), serializer(o.records), owners(publish::DestinationOwners::ForKafka(o)) {}
   ~Impl() {
     for (auto& [name, rkt] : topics) rd_kafka_topic_destroy(rkt);
     if (rk != nullptr) {
@@ -104,6 +105,7 @@ class KafkaSink::Impl {
   KafkaSinkOptions o;
   RecordSerializer serializer;
   RecordBatch batch;
+  publish::DestinationOwners owners;  // which table publishes to each table topic
   rd_kafka_t* rk = nullptr;
   bool transactional = false;
   std::map<std::string, rd_kafka_topic_t*> topics;
@@ -802,6 +804,7 @@ Result<std::optional<std::string>> KafkaSink::Impl::Load() {
 
 Status KafkaSink::Impl::Prepare(const TableSchema& table) {
   RETURN_IF_ERROR(Check());
+  RETURN_IF_ERROR(owners.Claim(table.db, table.table));
   if (o.create_topics) {
     RETURN_IF_ERROR(CreateTopic(KafkaTopicFor(o, table.db, table.table), o.partitions, false));
     RETURN_IF_ERROR(CreateTopic(o.topic_prefix, 1, false));
@@ -831,7 +834,20 @@ Status KafkaSink::PrepareTable(const TableSchema& table) { return impl_->Prepare
 Status KafkaSink::Apply(const Transaction& txn) { return publish::PublishTransaction(*impl_, txn); }
 
 Status KafkaSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
+  RETURN_IF_ERROR(impl_->owners.Claim(table.db, table.table));
   return publish::PublishTruncate(*impl_, table, checkpoint);
+}
+
+void KafkaSink::KnowTables(const std::vector<std::pair<std::string, std::string>>& tables) {
+  for (const auto& [db, table] : tables) impl_->owners.Know(db, table);
+}
+
+Status KafkaSink::ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
+  for (const SchemaChange& c : changes) {
+    impl_->owners.Leave(c);
+    if (c.after) RETURN_IF_ERROR(PrepareTable(*c.after));
+  }
+  return SaveCheckpoint(checkpoint);
 }
 
 Status KafkaSink::SaveCheckpoint(const std::string& checkpoint) { return impl_->Save(checkpoint); }

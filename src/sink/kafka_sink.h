@@ -1,7 +1,8 @@
 // KafkaSink: records (record.h) to Apache Kafka through librdkafka.
 //
 // Destinations: changes, tombstones and truncates of table db.t go to the topic named by
-// `topic_template` ("{prefix}.{db}.{table}"; characters outside [A-Za-z0-9._-] become '_');
+// `topic_template` ("{prefix}.{db}.{table}"; characters outside [A-Za-z0-9._-] become '_'; a
+// table whose topic another table publishes to is kFailedPrecondition, publish_util.h);
 // schema changes to "<prefix>", transaction metadata to "<prefix>.transaction". Records
 // with a key are partitioned by the key's murmur2 hash (the Java client's partitioner, so
 // Java producers and consumers agree); records of a table without a primary key all go to
@@ -89,9 +90,15 @@ class KafkaSink : public Sink {
   ~KafkaSink() override;
 
   Result<std::optional<std::string>> LoadCheckpoint() override;
-  Status PrepareTable(const TableSchema& table) override;  // topic + schema-change record
+  void KnowTables(const std::vector<std::pair<std::string, std::string>>& tables) override;
+  // Topic + schema-change record. kFailedPrecondition when another table publishes to the
+  // table's topic (a table created or renamed while streaming; publish_util.h).
+  Status PrepareTable(const TableSchema& table) override;
   Status Apply(const Transaction& txn) override;
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
+  // Prepares each new definition (a table dropped or renamed away leaves its topic to the
+  // next), then saves the checkpoint; what was delivered stays as it is.
+  Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
   Status Flush() override;  // waits for every delivery / commits the open transaction
 

@@ -38,7 +38,8 @@ std::string NatsSubjectFor(const NatsSinkOptions& o, std::string_view db, std::s
 
 class NatsSink::Impl {
  public:
-  explicit Impl(NatsSinkOptions options) : o(std::move(options)), serializer(o.records) {}
+  explicit Impl(NatsSinkOptions options)
+      : o(std::move(options)), serializer(o.records), owners(publish::DestinationOwners::ForNats(o)) {}
   ~Impl() {
     if (js != nullptr) {
       jsPubOptions po;
@@ -74,6 +75,7 @@ class NatsSink::Impl {
   NatsSinkOptions o;
   RecordSerializer serializer;
   RecordBatch batch;
+  publish::DestinationOwners owners;  // which table publishes to each table subject
   natsOptions* opts = nullptr;
   natsConnection* nc = nullptr;
   jsCtx* js = nullptr;
@@ -451,11 +453,28 @@ Result<std::optional<std::string>> NatsSink::LoadCheckpoint() {
   return std::optional<std::string>(std::move(v));
 }
 
-Status NatsSink::PrepareTable(const TableSchema& table) { return publish::PublishSchemaChange(*impl_, table); }
+Status NatsSink::PrepareTable(const TableSchema& table) {
+  RETURN_IF_ERROR(impl_->broken);
+  RETURN_IF_ERROR(impl_->owners.Claim(table.db, table.table));
+  return publish::PublishSchemaChange(*impl_, table);
+}
+
+void NatsSink::KnowTables(const std::vector<std::pair<std::string, std::string>>& tables) {
+  for (const auto& [db, table] : tables) impl_->owners.Know(db, table);
+}
+
+Status NatsSink::ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
+  for (const SchemaChange& c : changes) {
+    impl_->owners.Leave(c);
+    if (c.after) RETURN_IF_ERROR(PrepareTable(*c.after));
+  }
+  return SaveCheckpoint(checkpoint);
+}
 
 Status NatsSink::Apply(const Transaction& txn) { return publish::PublishTransaction(*impl_, txn); }
 
 Status NatsSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
+  RETURN_IF_ERROR(impl_->owners.Claim(table.db, table.table));
   return publish::PublishTruncate(*impl_, table, checkpoint);
 }
 

@@ -2,7 +2,8 @@
 //
 // Subjects: changes, tombstones and truncates of db.t go to "<prefix>.<db>.<table>"
 // (characters other than [A-Za-z0-9_-] in names become '_', so a name never adds a
-// token or a wildcard); schema changes to "<prefix>._schema", transaction metadata to
+// token or a wildcard; a table whose subject another table publishes to is
+// kFailedPrecondition, publish_util.h); schema changes to "<prefix>._schema", transaction metadata to
 // "<prefix>._transaction". The record key travels in the header "Sluice-Key" (absent for
 // keyless tables); a tombstone is an empty payload with the header "Sluice-Tombstone: true".
 // Stream: `stream` (default the prefix in upper case) with subjects "<prefix>.>", file
@@ -65,9 +66,15 @@ class NatsSink : public Sink {
   ~NatsSink() override;
 
   Result<std::optional<std::string>> LoadCheckpoint() override;
-  Status PrepareTable(const TableSchema& table) override;  // schema-change record
+  void KnowTables(const std::vector<std::pair<std::string, std::string>>& tables) override;
+  // Schema-change record. kFailedPrecondition when another table publishes to the table's
+  // subject (a table created or renamed while streaming; publish_util.h).
+  Status PrepareTable(const TableSchema& table) override;
   Status Apply(const Transaction& txn) override;
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
+  // Prepares each new definition (a table dropped or renamed away leaves its subject to the
+  // next), then saves the checkpoint.
+  Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
   Status Flush() override;
 

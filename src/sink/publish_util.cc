@@ -52,6 +52,45 @@ std::string NatsStreamName(const NatsSinkOptions& o) {
   return name;
 }
 
+DestinationOwners::DestinationOwners(std::string what, std::string how,
+                                     std::function<std::string(std::string_view, std::string_view)> name)
+    : what_(std::move(what)), how_(std::move(how)), name_(std::move(name)) {}
+
+DestinationOwners DestinationOwners::ForKafka(const KafkaSinkOptions& o) {
+  return DestinationOwners(
+      "Kafka topic",
+      fmt::format("sink.kafka.topic = \"{}\"; characters outside [A-Za-z0-9._-] become '_'", o.topic_template),
+      [o](std::string_view db, std::string_view table) { return KafkaTopicFor(o, db, table); });
+}
+
+DestinationOwners DestinationOwners::ForNats(const NatsSinkOptions& o) {
+  return DestinationOwners(
+      "NATS subject", "characters outside [A-Za-z0-9_-] become '_'",
+      [o](std::string_view db, std::string_view table) { return NatsSubjectFor(o, db, table); });
+}
+
+Status DestinationOwners::Claim(std::string_view db, std::string_view table) {
+  const std::string name = name_(db, table);
+  auto [it, inserted] = owners_.try_emplace(name, std::string(db), std::string(table));
+  if (inserted || (it->second.first == db && it->second.second == table)) return Status::Ok();
+  return Status::FailedPrecondition(fmt::format(
+      "source tables `{}`.`{}` and `{}`.`{}` both publish to the {} {} ({}), where a delete in one would send a "
+      "tombstone for a key of the other; sluice stops rather than mix them: leave `{}`.`{}` out (source.exclude) "
+      "and run again",
+      it->second.first, it->second.second, db, table, what_, name, how_, db, table));
+}
+
+void DestinationOwners::Know(std::string_view db, std::string_view table) {
+  owners_.try_emplace(name_(db, table), std::string(db), std::string(table));
+}
+
+void DestinationOwners::Leave(const SchemaChange& change) {
+  const TableSchemaPtr& b = change.before;
+  if (!b || (change.after && change.after->db == b->db && change.after->table == b->table)) return;
+  auto it = owners_.find(name_(b->db, b->table));
+  if (it != owners_.end() && it->second.first == b->db && it->second.second == b->table) owners_.erase(it);
+}
+
 Result<rd_kafka_t*> NewKafkaReader(const KafkaSinkOptions& o, const char* group_id) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();

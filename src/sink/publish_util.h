@@ -9,6 +9,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -34,6 +35,34 @@ std::string RecordExcerpt(const char* key, size_t key_size, const char* value, s
 std::string NatsToken(std::string_view s);
 // The stream name a NATS sink uses: `stream`, else the prefix as a token in upper case.
 std::string NatsStreamName(const NatsSinkOptions& o);
+
+// Which source table publishes to each topic/subject of a Kafka or NATS sink. Both name a
+// table's destination after it with the characters a name cannot hold as '_', so two tables
+// can meet in one (`we ird` and we_ird); their records would mix under equal keys, and a
+// delete in one would send a tombstone for a live row of the other. The start refuses two
+// such tables (cli/run.h CheckNameCollisions); this refuses one that comes later: created or
+// renamed in while streaming, or copied by a re-read. One sink thread at a time.
+class DestinationOwners {
+ public:
+  static DestinationOwners ForKafka(const KafkaSinkOptions& o);
+  static DestinationOwners ForNats(const NatsSinkOptions& o);
+  // db.table publishes to its destination from now on. kFailedPrecondition naming both
+  // tables and the destination when another table does (the run stops: exclude one).
+  [[nodiscard]] Status Claim(std::string_view db, std::string_view table);
+  // db.table published before this run and is still there (the stream's schema history):
+  // it holds its destination unless a table there already does.
+  void Know(std::string_view db, std::string_view table);
+  // Before `change` is followed: a table dropped or renamed away (its `before` under another
+  // name than its `after`) no longer holds its destination.
+  void Leave(const SchemaChange& change);
+
+ private:
+  DestinationOwners(std::string what, std::string how, std::function<std::string(std::string_view, std::string_view)> name);
+  std::string what_;  // "Kafka topic", "NATS subject"
+  std::string how_;   // how names become destinations, for the message
+  std::function<std::string(std::string_view, std::string_view)> name_;
+  std::map<std::string, std::pair<std::string, std::string>> owners_;  // destination -> (db, table)
+};
 
 // A consumer with isolation.level=read_committed, partition EOF events on, no offset
 // commits, and the security.*/sasl.*/ssl.* properties of `o`. kInvalidArgument on a bad

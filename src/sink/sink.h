@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "binlog/rows_event.h"
@@ -147,6 +148,11 @@ class Sink {
     return std::optional<bool>();
   }
   virtual ~Sink() = default;
+  // The source tables (db, table) published before this run that the stream starts with (its
+  // schema history's), for sinks that keep each table to a destination of its own and refuse
+  // a second table there (Kafka, NATS: publish_util.h DestinationOwners); the SQL sinks keep
+  // that record in the destination. Call before the stream's first call. Default: nothing.
+  virtual void KnowTables(const std::vector<std::pair<std::string, std::string>>& tables) { (void)tables; }
   // The checkpoint text stored by the last applied transaction, or nullopt for a new sink.
   virtual Result<std::optional<std::string>> LoadCheckpoint() = 0;
   // Makes the sink ready to receive rows of `table` (SQLite: CREATE TABLE IF NOT EXISTS).
