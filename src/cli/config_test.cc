@@ -51,6 +51,26 @@ void ExpectError(const std::string& text, const std::string& needle) {
   EXPECT_EQ(c.status().message().find("s3cret"), std::string::npos);
 }
 
+// sink.nats.subject_prefix is the first token(s) of every subject and of the stream's
+// "<prefix>.>": a wildcard in it published to subjects no subscriber can address exactly
+// ("a.*" gave a.*.vf.nums, although a name never adds a wildcard), an empty one failed at
+// stream creation with a bare "Error (code 10052)" (a new user's probe). Refused when the
+// config is loaded (exit code 2), naming the key; so is a stream name NATS cannot hold.
+TEST(ConfigTest, NatsSubjectPrefixAndStreamMustMakeValidSubjectsAndNames) {
+  const std::string nats = "[source]\nserver_id = 1\ntables=[\"a.*\"]\n[sink]\ntype=\"nats\"\n[sink.nats]\n";
+  for (const char* bad : {"a.*", "*", "a.>", ">", "a b", "a\\t", "", ".a", "a.", "a..b"})
+    ExpectError(nats + fmt::format("subject_prefix = \"{}\"\n", bad), "sink.nats.subject_prefix");
+  ExpectError(nats + "subject_prefix = \"a.*\"\n", "wildcard");
+  ExpectError(nats + "subject_prefix = \"\"\n", "empty");
+  ExpectError(nats + "subject_prefix = \"a..b\"\n", "empty token");
+  for (const char* bad : {"a.b", "A B", "a*", "a>", "a/b", ""})
+    ExpectError(nats + fmt::format("stream = \"{}\"\n", bad), "sink.nats.stream");
+  for (const char* good : {"sluice", "a.b", "prod-cdc.v1", "a_b"}) {
+    auto c = ParseConfig(nats + fmt::format("subject_prefix = \"{}\"\nstream = \"S-1_x\"\n", good), "sluice.toml");
+    EXPECT_TRUE(c.ok()) << good << ": " << c.status().ToString();
+  }
+}
+
 TEST(ConfigTest, RejectsBadInputNamingTheKey) {
   std::string base = kGood;
   ExpectError(base + "\n[extra]\n", "extra: unknown key");

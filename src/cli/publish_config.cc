@@ -5,6 +5,16 @@
 namespace sluice::cli {
 namespace {
 
+// `s` for a message: control characters as \xNN.
+std::string Shown(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else out.push_back(c);
+  }
+  return out;
+}
+
 // Reads the keys of one table, each with its own setter; errors name "<section>.<key>".
 class Reader {
  public:
@@ -119,8 +129,39 @@ Status ParseNatsConfig(const toml::table& t, std::string_view origin, NatsSinkOp
   RETURN_IF_ERROR(r.Int("ack_timeout_ms", &o->ack_timeout_ms, 100, 3600000));
   RETURN_IF_ERROR(r.Int("group_max_records", &o->group_max_records, 1, 10000000));
   RETURN_IF_ERROR(r.Int("group_max_ms", &o->group_max_ms, 0, 3600000));
+  const bool stream_set = t.get("stream") != nullptr;
   RETURN_IF_ERROR(r.Finish());
   if (o->url.empty()) return r.Error("url", "required");
+  // The prefix starts every subject ("<prefix>.<db>.<table>") and the stream's "<prefix>.>":
+  // it must be tokens a subject can hold, with no wildcard, so that a subscriber can name
+  // each table's subject exactly.
+  const std::string& p = o->subject_prefix;
+  if (p.empty()) return r.Error("subject_prefix", "must not be empty (subjects are <prefix>.<db>.<table>)");
+  for (char c : p) {
+    if (c == '*' || c == '>')
+      return r.Error("subject_prefix", fmt::format("\"{}\" holds the wildcard '{}': subjects under it could not be "
+                                                   "addressed exactly (use tokens of letters, digits, '_' and '-', "
+                                                   "separated by '.')",
+                                                   p, c));
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
+      return r.Error("subject_prefix", fmt::format("\"{}\" holds whitespace or a control character, which a NATS "
+                                                   "subject cannot",
+                                                   Shown(p)));
+  }
+  if (p.front() == '.' || p.back() == '.' || p.find("..") != std::string::npos)
+    return r.Error("subject_prefix", fmt::format("\"{}\" has an empty token (a leading or trailing '.', or '..'), "
+                                                 "which a NATS subject cannot",
+                                                 p));
+  // A stream name NATS refuses ("Error (code 10052)" at creation otherwise).
+  if (stream_set) {
+    if (o->stream.empty()) return r.Error("stream", "must not be empty (leave it out for the prefix in upper case)");
+    for (char c : o->stream)
+      if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '.' || c == '*' || c == '>' || c == '/' ||
+          c == '\\')
+        return r.Error("stream", fmt::format("\"{}\" holds '{}', which a JetStream stream name cannot (no whitespace, "
+                                             "'.', '*', '>', '/' or '\\')",
+                                             Shown(o->stream), Shown(std::string(1, c))));
+  }
   return Status::Ok();
 }
 

@@ -30,6 +30,41 @@ bool IsDefinite(natsStatus s, jsErrCode code) {
   return code == 10054 || code == 10060 || code == 10039 || code == JSStreamNotFoundErr;
 }
 
+// What JetStream's refusal to create the sink's stream means and which setting changes it
+// ("" for a code without one), after the server's own words.
+std::string StreamRefusal(jsErrCode code, const NatsSinkOptions& o, const std::string& subjects) {
+  switch (static_cast<int>(code)) {
+    case JSStreamReplicasNotSupportedErr:
+      return fmt::format("the server does not run JetStream as a cluster, so a stream cannot have {} replicas: set "
+                         "sink.nats.replicas = 1, or point sink.nats.url at a cluster of at least {} servers",
+                         o.replicas, o.replicas);
+    case JSClusterNoPeersErr:
+    case JSInsufficientResourcesErr:
+      return fmt::format("the cluster has fewer than {} servers with JetStream room for the stream: lower "
+                         "sink.nats.replicas, or add servers (or storage) to the cluster",
+                         o.replicas);
+    case JSStreamSubjectOverlapErr:
+      return fmt::format("another stream already takes subjects that overlap {}: choose a sink.nats.subject_prefix "
+                         "no other stream covers, or remove that stream",
+                         subjects);
+    case JSStreamInvalidConfig:
+      return fmt::format("JetStream refused the stream's name or subjects: the name comes from sink.nats.stream (the "
+                         "subject prefix in upper case when it is not set), the subjects {} from "
+                         "sink.nats.subject_prefix",
+                         subjects);
+    case JSStorageResourcesExceededErr:
+    case JSAccountResourcesExceededErr:
+      return "the server or account has no room for another file-storage stream (JetStream max_file_store, or the "
+             "account's limits): raise the limit or free space on the server";
+    case JSNotEnabledForAccountErr:
+    case JSNotEnabledErr:
+      return "JetStream is not enabled for this account or server (nats-server -js, or the account's jetstream "
+             "setting)";
+    default:
+      return "";
+  }
+}
+
 }  // namespace
 
 std::string NatsSubjectFor(const NatsSinkOptions& o, std::string_view db, std::string_view table) {
@@ -189,8 +224,16 @@ Status NatsSink::Impl::Open() {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
     if (s != NATS_OK) {
-      broken = Status::FailedPrecondition(fmt::format("nats sink: creating stream {} ({} replicas): {} (code {})",
-                                                      o.stream, o.replicas, natsStatus_GetText(s), static_cast<int>(code)));
+      // The server's description of the refusal, when libnats kept one.
+      natsStatus last = NATS_OK;
+      const char* text = nats_GetLastError(&last);
+      std::string said = text != nullptr && *text != '\0' ? text : natsStatus_GetText(s);
+      if (said.rfind("(", 0) == 0 && said.find("): ") != std::string::npos)
+        said.erase(0, said.find("): ") + 3);  // libnats' "(jsm.c:1033): "
+      const std::string help = StreamRefusal(code, o, wildcard);
+      broken = Status::FailedPrecondition(fmt::format("nats sink: creating stream {} ({} replicas): {} (code {}){}{}",
+                                                      o.stream, o.replicas, said, static_cast<int>(code),
+                                                      help.empty() ? "" : ": ", help));
       return broken;
     }
     LogInfo("nats sink: created stream {} for {} with {} replica(s)", o.stream, wildcard, o.replicas);

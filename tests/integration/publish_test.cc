@@ -809,5 +809,38 @@ TEST(Publish, ATableCreatedWhileStreamingOntoAnotherTablesTopicOrSubjectStopsThe
   }
 }
 
+// JetStream's refusals to create the stream said only "Error (code 10074)" (replicas = 3 on
+// a single server) or "(code 10065)" (subjects another stream takes): a new user's probe.
+// Now the message says what the code means and which setting to change; `run` still stops
+// (exit 1: the server, not the file, decides).
+TEST(Publish, NatsStreamRefusalsSayWhatToChange) {
+  const std::string db = "it_pub_refusal";
+  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; "
+                                   "CREATE TABLE {0}.t (id INT PRIMARY KEY); INSERT INTO {0}.t VALUES (1);",
+                                   db)),
+            0);
+  TempDir dir;
+  auto nodes = StartNatsNodes(dir, 1);
+  std::this_thread::sleep_for(milliseconds(700));
+  SluiceConfigSpec spec;
+  spec.tables = {db + ".*"};
+  spec.sink_type = "nats";
+  spec.sink_path = dir.File("unused");
+  const std::string url = "[sink.nats]\nurl = \"" + NatsUrls(nodes) + "\"\n";
+  auto config = [&](const std::string& more) { return AppendSinkTable(WriteConfig(dir, spec), url + more); };
+  auto r = RunSluice({"run", "--config", config("subject_prefix = \"r3\"\nreplicas = 3\n"), "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  for (const char* word : {"stream R3", "cluster", "sink.nats.replicas = 1"})
+    EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+
+  r = RunSluice({"run", "--config", config("subject_prefix = \"ov\"\n"), "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;  // stream OV takes ov.>
+  r = RunSluice({"run", "--config", config("subject_prefix = \"ov.inner\"\n"), "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  for (const char* word : {"stream OV_INNER", "ov.inner.>", "another stream", "sink.nats.subject_prefix"})
+    EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+  for (auto& n : nodes) n.proc.Kill(SIGTERM);
+}
+
 }  // namespace
 }  // namespace sluice::testing
