@@ -71,6 +71,32 @@ TEST(ConfigTest, NatsSubjectPrefixAndStreamMustMakeValidSubjectsAndNames) {
   }
 }
 
+// A PostgreSQL conninfo libpq cannot parse, or a NATS url with another scheme than nats://
+// or tls://, was taken for a server that is down: `run` tried 12 times over about 45 s, then
+// exited 1 "Unavailable" (a new user's probe). Refused when the config is loaded (exit code
+// 2), naming the key and what is wrong.
+TEST(ConfigTest, SinkConnectionStringsThatCannotWorkAreRefusedAtLoad) {
+  const std::string src = "[source]\nserver_id = 1\ntables=[\"a.*\"]\n";
+  const std::string pg = src + "[sink]\ntype=\"postgres\"\n[sink.postgres]\n";
+  ExpectError(pg + "conninfo = \"this is = not valid ===\"\n", "sink.postgres.conninfo: ");
+  ExpectError(pg + "conninfo = \"this is = not valid ===\"\n", "missing \"=\" after \"this\"");
+  ExpectError(pg + "conninfo = \"host=h dbname=d bogus=1\"\n", "invalid connection option \"bogus\"");
+  ExpectError(pg + "conninfo = \"host='h dbname=d\"\n", "sink.postgres.conninfo");
+  ExpectError(pg + "conninfo = \"postgresql://h/d?bogus=1\"\n", "sink.postgres.conninfo");
+  for (const char* good : {"host=h dbname=d", "postgresql://u@h:5433/d", "postgres://h/d", "mydb"}) {
+    auto c = ParseConfig(pg + fmt::format("conninfo = \"{}\"\n", good), "sluice.toml");
+    EXPECT_TRUE(c.ok()) << good << ": " << c.status().ToString();
+  }
+  const std::string nats = src + "[sink]\ntype=\"nats\"\n[sink.nats]\n";
+  ExpectError(nats + "url = \"http://nope\"\n", "sink.nats.url: \"http://nope\"");
+  ExpectError(nats + "url = \"http://nope\"\n", "nats://");
+  ExpectError(nats + "url = \"nats://a:4222,https://b:4222\"\n", "\"https://b:4222\"");
+  for (const char* good : {"nats://h:4222", "tls://h:4222", "h:4222", "nats://a:1,nats://b:2", "nats://u:p@h:4222"}) {
+    auto c = ParseConfig(nats + fmt::format("url = \"{}\"\n", good), "sluice.toml");
+    EXPECT_TRUE(c.ok()) << good << ": " << c.status().ToString();
+  }
+}
+
 TEST(ConfigTest, RejectsBadInputNamingTheKey) {
   std::string base = kGood;
   ExpectError(base + "\n[extra]\n", "extra: unknown key");

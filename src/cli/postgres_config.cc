@@ -1,5 +1,7 @@
 #include "cli/postgres_config.h"
 
+#include <libpq-fe.h>
+
 #include <cstdlib>
 
 namespace sluice::cli {
@@ -33,6 +35,23 @@ Status ParsePostgresConfig(const toml::table& t, std::string_view origin, Postgr
     }
   }
   if (o->conninfo.empty()) return error("conninfo", "required");
+  // libpq reads it as a connection string when it holds '=' or starts as a URI, else as a
+  // database name (PQconnectdbParams, expand_dbname). One libpq cannot parse can never
+  // connect: the run would wait for it as for a server that is down.
+  const std::string& ci = o->conninfo;
+  if (ci.find('=') != std::string::npos || ci.rfind("postgresql://", 0) == 0 || ci.rfind("postgres://", 0) == 0) {
+    char* err = nullptr;
+    PQconninfoOption* parsed = PQconninfoParse(ci.c_str(), &err);
+    if (parsed == nullptr) {
+      std::string why = err != nullptr ? err : "libpq cannot parse it (out of memory?)";
+      if (err != nullptr) PQfreemem(err);
+      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+      return error("conninfo", fmt::format("{} (the libpq connection string: key=value pairs, or a "
+                                           "postgresql:// URI)",
+                                           why));
+    }
+    PQconninfoFree(parsed);
+  }
   if (o->conninfo.find("password") != std::string::npos)
     return error("conninfo", "must not hold the password: name its environment variable in password_env");
   if (!password_env.empty()) {

@@ -1,5 +1,6 @@
 #include "cli/publish_config.h"
 
+#include <cctype>
 #include <set>
 
 namespace sluice::cli {
@@ -132,6 +133,23 @@ Status ParseNatsConfig(const toml::table& t, std::string_view origin, NatsSinkOp
   const bool stream_set = t.get("stream") != nullptr;
   RETURN_IF_ERROR(r.Finish());
   if (o->url.empty()) return r.Error("url", "required");
+  // Each server of the list: nats://host:port, tls://host:port (TLS only) or host:port. A
+  // server of another scheme (http://) can never be connected to; libnats would try anyway,
+  // and the run wait for it as for a server that is down.
+  for (size_t at = 0; at <= o->url.size();) {
+    size_t comma = o->url.find(',', at);
+    if (comma == std::string::npos) comma = o->url.size();
+    const std::string one = o->url.substr(at, comma - at);
+    at = comma + 1;
+    const size_t sep = one.find("://");
+    if (sep == std::string::npos) continue;
+    std::string scheme = one.substr(0, sep);
+    for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (scheme != "nats" && scheme != "tls")
+      return r.Error("url", fmt::format("\"{}\" is not a NATS server URL: the scheme is {}://, NATS takes "
+                                        "nats://host:port (tls://host:port to insist on TLS)",
+                                        Shown(one), Shown(scheme)));
+  }
   // The prefix starts every subject ("<prefix>.<db>.<table>") and the stream's "<prefix>.>":
   // it must be tokens a subject can hold, with no wildcard, so that a subscriber can name
   // each table's subject exactly.
