@@ -172,14 +172,13 @@ Status TcpReachable(std::string endpoint, const char* default_port) {
 
 // The SQLite replica's stored checkpoint, read through a read-only connection.
 Result<std::optional<std::string>> ReadSqliteCheckpoint(const std::string& path) {
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  Result<sqlite3*> opened = OpenSqliteReader(path);
+  sqlite3* db = opened.ok() ? *opened : nullptr;
   std::optional<std::string> out;
   Status st;
-  if (rc != SQLITE_OK) {
-    st = Status::Unavailable(fmt::format("cannot open {}: {}", path, db ? sqlite3_errmsg(db) : "out of memory"));
+  if (!opened.ok()) {
+    st = opened.status();
   } else {
-    sqlite3_busy_timeout(db, 5000);
     auto text = sluice::ReadSqliteCheckpoint(db);
     if (text.ok()) out = std::move(text).value();
     else st = text.status().WithContext(fmt::format("the checkpoint of {}", path));

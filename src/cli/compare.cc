@@ -233,12 +233,9 @@ Result<std::vector<TableComparison>> CompareTables(const ConnectOptions& source,
   RETURN_IF_ERROR(conn->Execute("SET time_zone = '+00:00'"));
   ASSIGN_OR_RETURN(auto tables, ListTablesSkippingUnmatched(*conn, filter, unmatched));
 
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(sqlite_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return Status::InvalidArgument(fmt::format("cannot open SQLite replica {}: {}", sqlite_path, msg));
-  }
+  Result<sqlite3*> opened = OpenSqliteReader(sqlite_path);
+  if (!opened.ok()) return Status::InvalidArgument(opened.status().message());
+  sqlite3* db = *opened;
   std::unique_ptr<sqlite3, int (*)(sqlite3*)> db_guard(db, sqlite3_close);
 
   std::vector<TableComparison> out;

@@ -70,7 +70,9 @@ struct VerifiedTable {
   uint64_t unchecked = 0;         // of `differing`: past the candidate limit, not re-read
   std::vector<std::string> rows;  // up to max_reported: "id=42: column v: source ... replica ..."
   std::string problem;            // a table-level difference (no such table in the replica, ...)
-  bool equal() const { return differing == 0 && problem.empty(); }
+  // Not verified: the run is copying the table (again), as the replica's checkpoint says: why.
+  std::string copying;
+  bool equal() const { return differing == 0 && problem.empty() && copying.empty(); }
 };
 
 Result<std::vector<VerifiedTable>> VerifyTables(const VerifyOptions& options);

@@ -9,6 +9,9 @@
 
 #include "checkpoint/checkpoint.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -750,16 +753,53 @@ Result<std::unique_ptr<SqliteSink>> SqliteSink::Open(SqliteSinkOptions options) 
   return sink;
 }
 
+Result<sqlite3*> OpenSqliteReader(const std::string& path) {
+  auto open = [&](const std::string& name, int flags) -> Result<sqlite3*> {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(name.c_str(), &db, flags, nullptr) != SQLITE_OK) {
+      Status st = Status::Unavailable(
+          fmt::format("cannot open SQLite replica {}: {}", path, db ? sqlite3_errmsg(db) : "out of memory"));
+      sqlite3_close(db);
+      return st;
+    }
+    sqlite3_busy_timeout(db, 5000);  // a running pipeline may hold a write lock briefly
+    return db;
+  };
+  ASSIGN_OR_RETURN(sqlite3 * db, open(path, SQLITE_OPEN_READONLY));
+  // A WAL database opens, then fails at the first read when its -shm cannot be created.
+  const int rc = sqlite3_exec(db, "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK) return db;
+  const std::string msg = sqlite3_errmsg(db);
+  sqlite3_close(db);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  const auto wal_size = std::filesystem::file_size(path + "-wal", ec);
+  const bool wal_empty = ec || wal_size == 0;
+  if ((rc & 0xff) == SQLITE_CANTOPEN && ::access(dir.c_str(), W_OK) != 0 && std::filesystem::exists(path)) {
+    // Immutable reads the database file alone: not when a WAL holds pages not yet in it.
+    if (!wal_empty)
+      return Status::Unavailable(fmt::format(
+          "cannot read SQLite replica {}: its directory is not writable, so SQLite cannot open its -shm file, and "
+          "its -wal file ({} bytes) holds changes not yet in the database file; open it once where it can be "
+          "written (or copy the three files to a writable place)",
+          path, wal_size));
+    // file: URI: '%', '?' and '#' in the path are escaped.
+    std::string uri = "file:";
+    for (char c : std::filesystem::absolute(path).string()) {
+      if (c == '%' || c == '?' || c == '#') uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+      else uri.push_back(c);
+    }
+    uri += "?immutable=1";
+    return open(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+  }
+  return Status::Unavailable(fmt::format("cannot read SQLite replica {}: {}", path, msg));
+}
+
 Result<size_t> CheckSqliteTables(
     const std::string& path, const std::vector<std::pair<std::string, std::string>>& tables,
     const std::function<Result<TableSchema>(const std::string& db, const std::string& table)>& load) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    Status st = Status::Unavailable(fmt::format("sqlite {}: cannot open: {}", path, db ? sqlite3_errmsg(db) : "out of memory"));
-    sqlite3_close(db);
-    return st;
-  }
-  sqlite3_busy_timeout(db, 5000);
+  ASSIGN_OR_RETURN(sqlite3 * db, OpenSqliteReader(path));
   const SqliteDialect dialect(1);
   size_t existing = 0;
   Status result;

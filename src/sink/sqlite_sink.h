@@ -92,6 +92,13 @@ std::string SqliteQuote(std::string_view name);
 // kCorruption when the history it refers to is missing; kUnavailable for SQLite errors.
 Result<std::optional<std::string>> ReadSqliteCheckpoint(sqlite3* db);
 
+// Opens the replica at `path` read-only for the tools that read it beside a run (check,
+// compare, verify). A WAL database needs its -shm file, which a read-only opener cannot
+// create where the directory is not writable (a read-only mount, a backup volume): there,
+// and only when the file opened but cannot be read, it is opened again as immutable (nothing
+// can write it). Errors: kUnavailable naming the path and SQLite's message.
+Result<sqlite3*> OpenSqliteReader(const std::string& path);
+
 // For `sluice check`: opens `path` read-only and compares each of `tables` (source db and
 // table) that already exists in it with its source definition (`load`), as PrepareTable
 // will when the run first meets it. Returns how many existed, or the first refusal in

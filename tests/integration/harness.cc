@@ -256,6 +256,16 @@ std::string ReadSqliteCheckpoint(const std::string& sqlite_path) {
   return out;
 }
 
+bool WaitForFile(const std::string& path, pid_t child, std::chrono::seconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (::access(path.c_str(), F_OK) == 0) return true;
+    if (::kill(child, 0) != 0) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 bool WaitForLog(const std::string& log, const std::string& needle, pid_t child, std::chrono::seconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < until) {

@@ -8,6 +8,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -102,6 +104,23 @@ std::string ReadSqliteCheckpoint(const std::string& sqlite_path);
 // The line of `sluice check` output whose name (after the 6-character outcome column) starts
 // with `name`; "" when there is none.
 std::string CheckLine(const std::string& output, const std::string& name);
+
+// Sets `env`, a test hook of the snapshot (snapshot/coordinator.h PauseForTest; default
+// SLUICE_TEST_SNAPSHOT_PAUSE_FILE), to `path` for the sluice processes started while it
+// lives: they pause there, create the file, and go on once it is removed.
+struct PauseHook {
+  explicit PauseHook(std::string p) : PauseHook("SLUICE_TEST_SNAPSHOT_PAUSE_FILE", std::move(p)) {}
+  PauseHook(const char* e, std::string p) : env(e), path(std::move(p)) { ::setenv(env, path.c_str(), 1); }
+  ~PauseHook() {
+    ::unsetenv(env);
+    std::remove(path.c_str());
+  }
+  const char* env;
+  std::string path;
+};
+
+// Whether `path` appears before `child` exits or `timeout` passes.
+bool WaitForFile(const std::string& path, pid_t child, std::chrono::seconds timeout);
 
 // Polls `log` (every 20 ms, up to `timeout`) until it holds `needle`; false when it does not
 // by then or the child `child` has exited first.

@@ -707,28 +707,6 @@ void RenamedInThenMovedOn(bool streaming) {
 TEST(OnlineReread, RenamedInThenMovedOnBeforeItsCopyWhileStopped) { RenamedInThenMovedOn(false); }
 TEST(OnlineReread, RenamedInThenMovedOnBeforeItsCopyWhileStreaming) { RenamedInThenMovedOn(true); }
 
-// Sets `env`, a test hook of snapshot/coordinator.h (PauseForTest), to `path` for the sluice
-// processes started while it lives.
-struct PauseHook {
-  PauseHook(const char* e, std::string p) : env(e), path(std::move(p)) { ::setenv(env, path.c_str(), 1); }
-  ~PauseHook() {
-    ::unsetenv(env);
-    std::remove(path.c_str());
-  }
-  const char* env;
-  std::string path;
-};
-
-// Whether `path` appears before `child` exits or `timeout` passes.
-bool WaitForFile(const std::string& path, pid_t child, std::chrono::seconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (std::ifstream(path).good()) return true;
-    if (::kill(child, 0) != 0) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
 
 // A table marked for a re-read that is dropped or renamed away after the re-read found it at
 // the source: before its copy plans it (`hook` SLUICE_TEST_REREAD_PAUSE_FILE) or once planned,

@@ -28,33 +28,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
 
-bool WaitForFile(const std::string& path, pid_t child, seconds timeout) {
-  auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (Exists(path)) return true;
-    if (::kill(child, 0) != 0) return false;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return false;
-}
-
-// Sets SLUICE_TEST_SNAPSHOT_PAUSE_FILE (snapshot/coordinator.cc PauseForTest) for the sluice
-// processes started while it lives.
-struct PauseHook {
-  explicit PauseHook(std::string p) : path(std::move(p)) {
-    ::setenv("SLUICE_TEST_SNAPSHOT_PAUSE_FILE", path.c_str(), 1);
-  }
-  ~PauseHook() {
-    ::unsetenv("SLUICE_TEST_SNAPSHOT_PAUSE_FILE");
-    std::remove(path.c_str());
-  }
-  std::string path;
-};
 
 // ALTERs between planning and reading: one table gains a column (written after the ALTER),
 // another changes a column's type. Both are planned again and copied with the new columns;
