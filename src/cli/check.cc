@@ -259,6 +259,17 @@ static bool ModesResolve(const SourceFacts& f, const Config& config) {
   return ModesForTables(config, names).ok();
 }
 
+Status AddResumeHistory(Connection& conn, const std::optional<Checkpoint>& checkpoint, SourceFacts* facts) {
+  if (!checkpoint || checkpoint->stream_start.empty() || !facts->info.log_bin) return Status::Ok();
+  if (checkpoint->source.server_id != 0 && checkpoint->source.server_id != facts->info.server_id)
+    return Status::Ok();  // another server's position: the GTID history decides (stream/resume.h)
+  ASSIGN_OR_RETURN(HistoryFacts h, ReadHistoryAt(conn, facts->info.flavor, checkpoint->stream_start, checkpoint->gtid,
+                                                 facts->info.gtid_mode, facts->info.gtid_executed,
+                                                 facts->binlogs_known ? &facts->binlogs : nullptr));
+  facts->resume_history = std::move(h);
+  return Status::Ok();
+}
+
 bool NeedsBinlog(const SourceFacts& f, const Config& config) {
   if (config.tables.empty() || f.tables.empty()) return true;
   std::vector<TableName> names;
@@ -655,22 +666,22 @@ std::vector<CheckLine> EvaluateRetention(const SourceFacts& f, const Config& con
                        fmt::format("resume position {} not checked (the server's binlog list is unknown)",
                                    checkpoint->stream_start.ToString())));
   } else {
-    bool present = false;
-    for (const auto& [name, size] : f.binlogs)
-      if (name == checkpoint->stream_start.file) present = true;
-    // Missing and older than the oldest binlog of the same series: purged. Otherwise it is
-    // another server's file (a failover or restore): the stream decides by GTID.
-    auto split = [](const std::string& file) {
-      auto dot = file.rfind('.');
-      uint64_t n = 0;
-      if (dot == std::string::npos) return std::make_pair(file, n);
-      std::from_chars(file.data() + dot + 1, file.data() + file.size(), n);
-      return std::make_pair(file.substr(0, dot), n);
-    };
-    const bool purged = !present && !f.binlogs.empty() &&
-                        split(checkpoint->stream_start.file).first == split(f.binlogs.front().first).first &&
-                        split(checkpoint->stream_start.file).second < split(f.binlogs.front().first).second;
-    if (!present && !purged) {
+    // The same server (or an older checkpoint naming none): does it still hold the place,
+    // with our history there (stream/resume.h CheckHistoryHolds)? `run` refuses the same way.
+    HistoryFacts history;
+    if (f.resume_history) {
+      history = *f.resume_history;
+    } else {
+      history.flavor = f.info.flavor;
+      history.binlogs = f.binlogs;
+      history.binlogs_known = true;
+    }
+    const HistoryCheck held = CheckHistoryHolds(*checkpoint, history);
+    if (held.verdict == HistoryVerdict::kNotChecked) {
+      out.push_back(Line("binlog retention: resume position", CheckOutcome::kPass,
+                         fmt::format("resume position {} not checked (the server lists no binlogs)",
+                                     checkpoint->stream_start.ToString())));
+    } else if (held.verdict == HistoryVerdict::kOtherFile) {
       out.push_back(Line("binlog retention: resume position", CheckOutcome::kWarn,
                          fmt::format("the resume file {} is not one of this server's binlogs ({} .. {}): another "
                                      "server wrote it (failover, restore?); the stream resumes only if this "
@@ -679,7 +690,17 @@ std::vector<CheckLine> EvaluateRetention(const SourceFacts& f, const Config& con
                                      f.binlogs.empty() ? "none" : f.binlogs.front().first,
                                      f.binlogs.empty() ? "none" : f.binlogs.back().first),
                          "point source.host at the server the destination was copied from, or resnapshot"));
-    } else if (!present) {
+    } else if (held.verdict == HistoryVerdict::kReset) {
+      CheckLine l = Line(
+          "binlog retention: resume position", CheckOutcome::kFail,
+          fmt::format("{}: the server's binlog history was reset (RESET MASTER) or the server was restored from "
+                      "an older backup since this destination was written. The changes after the checkpoint are "
+                      "lost to this destination",
+                      held.detail),
+          "take a new snapshot into a new destination (a new sink.path, snapshot.mode = \"initial\")", true);
+      l.code = StatusCode::kDataLoss;
+      out.push_back(std::move(l));
+    } else if (held.verdict == HistoryVerdict::kPurged) {
       CheckLine l = Line(
           "binlog retention: resume position", CheckOutcome::kFail,
           fmt::format("the resume position {} is no longer on the server (its binlogs were purged); the oldest "
@@ -1133,6 +1154,10 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
       lines.push_back(Line("server", CheckOutcome::kFail, facts.status().message(), "see the message", true));
     } else {
       lines = EvaluateServer(*facts, config);
+      if (Status st = AddResumeHistory(**conn, sink.checkpoint, &*facts); !st.ok())
+        lines.push_back(Line("binlog retention: resume history", CheckOutcome::kWarn,
+                             fmt::format("could not read the server's binlog at the resume position: {}", st.message()),
+                             "run `sluice check` again"));
       for (auto& l : EvaluateRetention(*facts, config, sink.checkpoint, sink.checkpoint_age_seconds))
         lines.push_back(std::move(l));
       for (auto& l : EvaluateIncremental(**conn, *facts, config)) lines.push_back(std::move(l));

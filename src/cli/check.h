@@ -32,6 +32,7 @@
 #include "mysql/connection.h"
 #include "mysql/schema_loader.h"
 #include "mysql/server_probe.h"
+#include "stream/resume.h"
 #include "util/status.h"
 
 namespace sluice::cli {
@@ -72,6 +73,10 @@ struct SourceFacts {
   bool replica_ids_settled = false;
   std::vector<std::pair<std::string, uint64_t>> binlogs;  // SHOW BINARY LOGS
   bool binlogs_known = false;
+  // What the server holds at the checkpoint's position (AddResumeHistory): set when the
+  // checkpoint belongs to this server and has a position; the resume position line checks it
+  // for a reset history (stream/resume.h CheckHistoryHolds).
+  std::optional<HistoryFacts> resume_history;
   std::string tls_description;  // empty: no TLS
   // The message of each source.tables pattern that selects no table (ListTables' words): the
   // first is the error a first run stops with.
@@ -89,6 +94,11 @@ struct SourceFacts {
 // it only warns, and a restart must not take 3 s longer (or reach the sink lock later).
 Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bool exact_counts = true,
                                       bool settle_replica_ids = true);
+
+// Fills facts->resume_history for `checkpoint` when it has a position and names this server
+// (its server_id, or none: an older checkpoint). Network errors are returned; a refused
+// query leaves the fact unknown.
+Status AddResumeHistory(Connection& conn, const std::optional<Checkpoint>& checkpoint, SourceFacts* facts);
 
 // Whether a run of `config` reads the binlog: some selected table (of `facts`) is in mode cdc,
 // or the modes are unknown (no table found, sections that clash).

@@ -123,6 +123,47 @@ TEST(Check, ResumePositionPurgedOrFromAnotherServer) {
   EXPECT_EQ(l->outcome, CheckOutcome::kPass) << l->detail;
 }
 
+// RESET MASTER (or a restore from an older backup) under a checkpoint of this server: the
+// same FAIL (exit code 3 for `run`) whether the position lies past the end of its file, in a
+// file after the newest, or where the server's binlog holds another GTID position.
+TEST(Check, ResumePositionOfAResetHistoryFails) {
+  SourceFacts f = GoodFacts();
+  f.binlogs = {{"bin.000001", 624}};
+  Checkpoint cp;
+  cp.snapshot_done = true;
+  cp.source.server_id = f.info.server_id;
+  cp.stream_start = {"bin.000001", 76543};
+  cp.gtid = "0-1-308";
+  auto expect_reset = [&](const std::string& what) {
+    auto lines = EvaluateRetention(f, GoodConfig(), cp, std::nullopt);
+    const CheckLine* l = Find(lines, "binlog retention: resume position");
+    ASSERT_NE(l, nullptr);
+    EXPECT_EQ(l->outcome, CheckOutcome::kFail);
+    EXPECT_TRUE(l->fatal);
+    EXPECT_EQ(l->code, StatusCode::kDataLoss);
+    EXPECT_NE(l->detail.find(what), std::string::npos) << l->detail;
+    EXPECT_NE(l->detail.find("reset (RESET MASTER)"), std::string::npos) << l->detail;
+    EXPECT_NE(l->fix.find("take a new snapshot into a new destination"), std::string::npos) << l->fix;
+    EXPECT_EQ(RefuseOnFatal(lines).code(), StatusCode::kDataLoss);
+  };
+  expect_reset("bin.000001:76543 is past the end of bin.000001 on the server (624 bytes)");
+  cp.stream_start = {"bin.000033", 1200};
+  expect_reset("bin.000033:1200 is in a binlog after the server's newest");
+
+  cp.stream_start = {"bin.000001", 500};
+  HistoryFacts h;
+  h.flavor = Flavor::kMariaDB;
+  h.binlogs_known = true;
+  h.binlogs = f.binlogs;
+  h.gtid_pos_asked = true;
+  h.gtid_pos = "0-1-2";
+  f.resume_history = h;
+  expect_reset("holds GTID position 0-1-2, not the checkpoint's 0-1-308");
+  f.resume_history->gtid_pos = "0-1-308";
+  const CheckLine* l = Find(EvaluateRetention(f, GoodConfig(), cp, std::nullopt), "binlog retention: resume position");
+  EXPECT_EQ(l->outcome, CheckOutcome::kPass) << l->detail;
+}
+
 TEST(Check, SnapshotExpectedToOutlastRetentionWarns) {
   SourceFacts f = GoodFacts();
   f.tables[0].rows = 10'000'000;

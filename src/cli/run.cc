@@ -512,10 +512,14 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     else LogInfo("{}", resume.note);
   } else {
     ckpt.source = server_state.identity;
-    resume.by_gtid = server_state.gtids_on;  // once the snapshot has set ckpt.gtid
+    // Only if the snapshot leaves no position: the stream starts at the snapshot's point.
+    resume.by_gtid = server_state.gtids_on;
   }
-  // Retention: a purged resume position stops here (exit 3) before a snapshot is resumed
-  // for nothing; a snapshot expected to outlast the binlog retention is warned about.
+  // Retention: a purged resume position, or one the server no longer holds because its
+  // history was reset (RESET MASTER, a restore), stops here (exit 3) before a snapshot is
+  // resumed for nothing; a snapshot expected to outlast the binlog retention is warned about.
+  if (stored && !resume.server_changed)
+    RETURN_IF_ERROR(AddResumeHistory(*meta, std::optional<Checkpoint>(ckpt), &facts));
   RETURN_IF_ERROR(RefuseOnFatal(EvaluateRetention(
       facts, config, stored ? std::optional<Checkpoint>(ckpt) : std::nullopt, std::nullopt)));
 
@@ -743,6 +747,19 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
       }
     sink->KnowTables(known);
   }
+
+  // The server's end behind the position the stream starts from, on the server that wrote
+  // it: its history was reset after the checks above (or they could not tell). Never "caught
+  // up": a run that streamed nothing and exited 0 here lost what came after the reset (a new
+  // user's probe).
+  if (options.until_caught_up && !ckpt.stream_start.empty() && ComparePositions(target, ckpt.stream_start) < 0) {
+    HistoryCheck behind;
+    behind.verdict = HistoryVerdict::kReset;
+    behind.detail = fmt::format("the server's binlog ends at {}, before the checkpoint's position {}",
+                                target.ToString(), ckpt.stream_start.ToString());
+    return Status::DataLoss(HistoryResetMessage(behind));
+  }
+
   StreamerOptions sopts;
   sopts.connection = conn_opts;
   sopts.replica_server_id = config.source.server_id;

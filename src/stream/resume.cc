@@ -1,6 +1,9 @@
 #include "stream/resume.h"
 
+#include <charconv>
+
 #include "gtid/gtid_set.h"
+#include "mysql/server_probe.h"
 
 namespace sluice {
 namespace {
@@ -26,7 +29,145 @@ std::string UnpassedSnapshotPoint(const Checkpoint& ckpt) {
   return "";
 }
 
+// "mariadb-bin.000012" -> {"mariadb-bin", 12}; no numeric suffix -> {name, -1}.
+std::pair<std::string, long long> SplitBinlogName(const std::string& file) {
+  const auto dot = file.rfind('.');
+  if (dot == std::string::npos || dot + 1 == file.size()) return {file, -1};
+  long long n = 0;
+  auto [end, ec] = std::from_chars(file.data() + dot + 1, file.data() + file.size(), n);
+  if (ec != std::errc() || end != file.data() + file.size()) return {file, -1};
+  return {file.substr(0, dot), n};
+}
+
+// Compares two MariaDB GTID positions domain by domain: empty when every domain of `want`
+// has the same GTID in `have`, else what differs.
+Result<std::string> MariadbPositionDiffers(const std::string& want, const std::string& have) {
+  ASSIGN_OR_RETURN(auto w, gtid::MariadbGtidList::Parse(want));
+  ASSIGN_OR_RETURN(auto h, gtid::MariadbGtidList::Parse(have));
+  std::string out;
+  for (const gtid::MariadbGtid& g : w.entries()) {
+    const gtid::MariadbGtid* there = nullptr;
+    for (const gtid::MariadbGtid& x : h.entries())
+      if (x.domain_id == g.domain_id) there = &x;
+    if (there != nullptr && there->server_id == g.server_id && there->seq_no == g.seq_no) continue;
+    if (!out.empty()) out += ", ";
+    out += there == nullptr ? fmt::format("domain {}: none instead of {}", g.domain_id, g.ToString())
+                            : fmt::format("domain {}: {} instead of {}", g.domain_id, there->ToString(), g.ToString());
+  }
+  return out;
+}
+
 }  // namespace
+
+Result<HistoryFacts> ReadHistoryAt(Connection& conn, Flavor flavor, const BinlogPosition& at,
+                                   const std::string& gtid, const std::string& gtid_mode,
+                                   const std::string& gtid_executed,
+                                   const std::vector<std::pair<std::string, uint64_t>>* binlogs) {
+  HistoryFacts h;
+  h.flavor = flavor;
+  h.gtids_on = flavor == Flavor::kMariaDB || gtid_mode == "ON";
+  h.gtid_executed = gtid_executed;
+  if (binlogs != nullptr) {
+    h.binlogs = *binlogs;
+    h.binlogs_known = true;
+  } else {
+    auto logs = ListBinaryLogs(conn);
+    if (logs.ok()) {
+      h.binlogs = std::move(logs).value();
+      h.binlogs_known = true;
+    } else if (logs.status().code() == StatusCode::kUnavailable) {
+      return logs.status();
+    }
+  }
+  if (flavor != Flavor::kMariaDB || gtid.empty() || at.file.empty() || !h.binlogs_known) return h;
+  bool long_enough = false;
+  for (const auto& [name, size] : h.binlogs)
+    if (name == at.file && size >= at.pos) long_enough = true;
+  if (!long_enough) return h;
+  auto r = conn.Query(fmt::format("SELECT BINLOG_GTID_POS({}, {})", conn.Quote(at.file), at.pos));
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kUnavailable) return r.status();
+    return h;  // refused: unknown
+  }
+  h.gtid_pos_asked = true;
+  if (!r->rows.empty() && !r->rows[0].empty() && r->rows[0][0]) h.gtid_pos = *r->rows[0][0];
+  return h;
+}
+
+HistoryCheck CheckHistoryHolds(const Checkpoint& ckpt, const HistoryFacts& server) {
+  HistoryCheck out;
+  const BinlogPosition& at = ckpt.stream_start;
+  if (at.file.empty() || !server.binlogs_known || server.binlogs.empty()) return out;
+  const auto& newest = server.binlogs.back();
+  const std::string has =
+      server.binlogs.size() == 1
+          ? fmt::format("its only binlog is {} ({} bytes)", newest.first, newest.second)
+          : fmt::format("its binlogs are {} .. {} ({} bytes)", server.binlogs.front().first, newest.first,
+                        newest.second);
+  const std::pair<std::string, uint64_t>* file = nullptr;
+  for (const auto& b : server.binlogs)
+    if (b.first == at.file) file = &b;
+  if (file == nullptr) {
+    const auto want = SplitBinlogName(at.file);
+    const auto oldest = SplitBinlogName(server.binlogs.front().first);
+    const auto last = SplitBinlogName(newest.first);
+    if (want.second >= 0 && want.first == oldest.first && want.second < oldest.second) {
+      out.verdict = HistoryVerdict::kPurged;
+    } else if (want.second >= 0 && want.first == last.first && want.second > last.second) {
+      out.verdict = HistoryVerdict::kReset;
+      out.detail = fmt::format("the checkpoint's position {} is in a binlog after the server's newest ({})",
+                               at.ToString(), has);
+    } else {
+      out.verdict = HistoryVerdict::kOtherFile;
+    }
+    return out;
+  }
+  if (file->second < at.pos) {
+    out.verdict = HistoryVerdict::kReset;
+    out.detail = fmt::format("the checkpoint's position {} is past the end of {} on the server ({} bytes)",
+                             at.ToString(), at.file, file->second);
+    return out;
+  }
+  out.verdict = HistoryVerdict::kHolds;
+  if (ckpt.gtid.empty()) return out;
+  if (server.flavor == Flavor::kMariaDB && server.gtid_pos_asked) {
+    if (!server.gtid_pos) {
+      out.verdict = HistoryVerdict::kReset;
+      out.detail = fmt::format(
+          "the checkpoint's position {} (GTID {}) is not where an event starts in the server's {} "
+          "(BINLOG_GTID_POS is NULL): that file holds another history",
+          at.ToString(), ckpt.gtid, at.file);
+      return out;
+    }
+    auto differs = MariadbPositionDiffers(ckpt.gtid, *server.gtid_pos);
+    if (differs.ok() && !differs->empty()) {
+      out.verdict = HistoryVerdict::kReset;
+      out.detail = fmt::format(
+          "at the checkpoint's position {} the server's binlog holds GTID position {}, not the checkpoint's {} "
+          "({}): that file holds another history",
+          at.ToString(), server.gtid_pos->empty() ? "(none)" : *server.gtid_pos, ckpt.gtid, *differs);
+    }
+    return out;
+  }
+  if (server.flavor == Flavor::kMySQL && server.gtids_on) {
+    auto missing = MissingFromHistory(Flavor::kMySQL, ckpt.gtid, server.gtid_executed);
+    if (missing.ok() && !missing->empty()) {
+      out.verdict = HistoryVerdict::kReset;
+      out.detail = fmt::format("the checkpoint's GTID set at {} is not within the server's @@gtid_executed: {}",
+                               at.ToString(), *missing);
+    }
+  }
+  return out;
+}
+
+std::string HistoryResetMessage(const HistoryCheck& check) {
+  return fmt::format(
+      "{}. The server's binlog history was reset (RESET MASTER) or the server was restored from an "
+      "older backup since this destination was written: the changes after the checkpoint cannot be "
+      "read from it. This replica cannot be continued: take a new snapshot into a new destination "
+      "(a new sink.path, snapshot.mode = \"initial\")",
+      check.detail);
+}
 
 Result<ServerGtidState> ReadServerGtidState(Connection& conn, Flavor flavor, uint32_t server_id,
                                             const std::string& gtid_mode,
@@ -101,7 +242,7 @@ Result<ResumePlan> PlanResume(Checkpoint* ckpt, const ServerGtidState& server) {
   if (!ckpt->source.known()) {
     // Written by a sluice that did not record the server: assume it is this one.
     ckpt->source = server.identity;
-    plan.by_gtid = can_gtid;
+    plan.by_gtid = can_gtid && ckpt->stream_start.empty();
     plan.note = fmt::format("the checkpoint does not name its server (older sluice): taking it to be "
                             "source {} ({}); resuming by {}",
                             server.describe, server.identity.ToString(),
@@ -113,11 +254,11 @@ Result<ResumePlan> PlanResume(Checkpoint* ckpt, const ServerGtidState& server) {
                         ? ckpt->source.server_uuid == server.identity.server_uuid
                         : ckpt->source.server_id == server.identity.server_id;
   if (same) {
-    plan.by_gtid = can_gtid;
-    plan.note = plan.by_gtid ? "resuming by GTID " + ckpt->gtid
+    // By position (see the header): exact on this server, whatever order the GTIDs have.
+    plan.by_gtid = can_gtid && ckpt->stream_start.empty();
+    plan.note = plan.by_gtid ? "resuming by GTID " + ckpt->gtid + " (the checkpoint has no binlog position on this server yet)"
                              : "resuming by position " + ckpt->stream_start.ToString() +
-                                   (ckpt->gtid.empty() ? " (the checkpoint has no GTID position)"
-                                                       : " (the server has GTIDs off)");
+                                   (ckpt->gtid.empty() ? "" : " (GTID " + ckpt->gtid + ")");
     return plan;
   }
 

@@ -4,8 +4,8 @@
 // A binlog file/position names a byte in one server's files; it means nothing on another
 // server (a failover target, a restored backup, a blue/green switch). A GTID position names
 // transactions, which a replica with log_slave_updates keeps under the same ids. So:
-//   - same server as the checkpoint (SourceIdentity equal): resume by GTID when the server
-//     has GTIDs and the checkpoint holds a GTID position, else by file/position.
+//   - same server as the checkpoint (SourceIdentity equal): resume by file/position (below);
+//     by GTID only when the checkpoint has no position and the server has GTIDs.
 //   - another server: continue only if its GTID history contains the checkpoint's position
 //     (every GTID the destination holds was applied there too), and then only by GTID; the
 //     old server's coordinates are dropped from the checkpoint (stream_start becomes empty:
@@ -21,10 +21,37 @@
 //            server_ids to be unique: two unrelated servers with one server_id and domain
 //            cannot be told apart by GTIDs.
 //   MySQL:   the checkpoint's executed set must be a subset of @@gtid_executed.
+// Same server: by file/position. A GTID names a transaction only as long as the server
+// never logs one twice; with gtid_strict_mode=OFF (MariaDB's default) a session may log a
+// lower seq_no (SET gtid_seq_no, a replica's own writes in a domain), the checkpoint's GTID
+// position then moves back, and the server looks a GTID up by its first occurrence: a dump
+// by GTID sent everything since again (a new user's probe, F2). File/position is exact on the
+// server that wrote it. GTIDs are still recorded, for a failover. By GTID only when the
+// checkpoint has no position (after a server change, until the stream has one it can trust:
+// stream/streamer.h).
+// History check (CheckHistoryHolds, before resuming by position on the same server, and
+// `sluice check`'s resume position line): the server's binlogs must still hold the place
+// the checkpoint names. After RESET MASTER (or a restore from an older backup) a file of
+// the same name may exist with another history in it: a run resumed there by position (or by
+// GTID, once the new sequence passed the checkpoint's) lost every transaction in between
+// and reported success (F1). Evidence of that, each kDataLoss:
+//   - the checkpoint's file is not among the server's binlogs and sorts after the newest one
+//     (one sorting before the oldest is purged, the older message);
+//   - the file is shorter than the checkpoint's offset;
+//   - MariaDB, with a GTID position in the checkpoint: BINLOG_GTID_POS(file, pos) is not the
+//     checkpoint's position in each of its domains (NULL: the offset is not an event boundary
+//     there). Both are the last GTID logged in each domain before that offset (the binlog's
+//     order, whatever the seq_nos and server_ids), so on the history that wrote the checkpoint
+//     they are equal, out-of-order seq_nos included;
+//   - MySQL with GTIDs on: the checkpoint's executed set is not within @@gtid_executed (RESET
+//     MASTER clears it).
 // Thread safety: pure functions over values.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "checkpoint/checkpoint.h"
 #include "mysql/connection.h"
@@ -45,6 +72,45 @@ struct ServerGtidState {
 Result<ServerGtidState> ReadServerGtidState(Connection& conn, Flavor flavor, uint32_t server_id,
                                             const std::string& gtid_mode,
                                             const std::string& gtid_executed);
+
+// What the server says about the place a checkpoint names (ReadHistoryAt).
+struct HistoryFacts {
+  Flavor flavor = Flavor::kUnknown;
+  bool binlogs_known = false;
+  std::vector<std::pair<std::string, uint64_t>> binlogs;  // SHOW BINARY LOGS: name, size
+  // MariaDB: whether BINLOG_GTID_POS(file, pos) was asked (only when the file is there and
+  // long enough, and the checkpoint has a GTID position), and its answer (nullopt: NULL).
+  bool gtid_pos_asked = false;
+  std::optional<std::string> gtid_pos;
+  bool gtids_on = false;       // MySQL: gtid_mode = ON
+  std::string gtid_executed;   // MySQL
+};
+
+// Asks the server what HistoryFacts needs for `at` and `gtid` (the checkpoint's). `binlogs`:
+// SHOW BINARY LOGS when the caller has it already (else asked here).
+// kUnavailable on network errors; a refused query leaves that fact unknown.
+Result<HistoryFacts> ReadHistoryAt(Connection& conn, Flavor flavor, const BinlogPosition& at,
+                                   const std::string& gtid, const std::string& gtid_mode,
+                                   const std::string& gtid_executed,
+                                   const std::vector<std::pair<std::string, uint64_t>>* binlogs);
+
+enum class HistoryVerdict {
+  kHolds,       // the server still has the place, and (where it can be told) its history is ours
+  kNotChecked,  // no position, or the binlog list is unknown
+  kPurged,      // the file sorts before the server's oldest binlog
+  kOtherFile,   // a file of another name series, between the oldest and the newest: unknown
+  kReset,       // the history was reset (RESET MASTER) or restored from an older backup
+};
+struct HistoryCheck {
+  HistoryVerdict verdict = HistoryVerdict::kNotChecked;
+  std::string detail;  // kReset: what shows it, naming the position and what the server has
+};
+// Whether the server the checkpoint was written against still holds its position (rules
+// above). Call it only for the same server: on another one the position means nothing.
+HistoryCheck CheckHistoryHolds(const Checkpoint& ckpt, const HistoryFacts& server);
+
+// The kDataLoss message for a kReset verdict: the detail, what it means and the remedy.
+std::string HistoryResetMessage(const HistoryCheck& check);
 
 struct ResumePlan {
   bool by_gtid = false;         // stream from ckpt.gtid instead of ckpt.stream_start

@@ -33,12 +33,15 @@ Checkpoint Streamed(uint32_t from_server, std::string gtid) {
   return c;
 }
 
-TEST(ResumeTest, SameServerResumesByGtidWhenItHasOne) {
+// By file/position, which is exact on the server that wrote it; a GTID is not once seq_nos
+// go out of order (gtid_strict_mode=OFF), and the server finds the first of two equal ones.
+TEST(ResumeTest, SameServerResumesByPositionEvenWithAGtid) {
   Checkpoint c = Streamed(1, "0-1-57");
   auto plan = PlanResume(&c, MariaServer(1, "0-1-80"));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_TRUE(plan->by_gtid);
+  EXPECT_FALSE(plan->by_gtid);
   EXPECT_FALSE(plan->server_changed);
+  EXPECT_EQ(plan->note, "resuming by position mariadb-bin.000002:900 (GTID 0-1-57)");
   EXPECT_EQ(c.stream_start.ToString(), "mariadb-bin.000002:900");  // kept
   EXPECT_EQ(c.tables["d.t"].copied_at.ToString(), "mariadb-bin.000001:500");
 
@@ -47,6 +50,97 @@ TEST(ResumeTest, SameServerResumesByGtidWhenItHasOne) {
   ASSERT_TRUE(plan.ok());
   EXPECT_FALSE(plan->by_gtid);
   EXPECT_NE(plan->note.find("by position mariadb-bin.000002:900"), std::string::npos) << plan->note;
+
+  // No position on this server yet (a run after a failover stopped before the stream passed
+  // the GTID it started from): by GTID.
+  Checkpoint unplaced = Streamed(1, "0-1-57");
+  unplaced.stream_start = BinlogPosition{};
+  plan = PlanResume(&unplaced, MariaServer(1, "0-1-80"));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->by_gtid);
+}
+
+HistoryFacts MariaBinlogs(std::vector<std::pair<std::string, uint64_t>> binlogs) {
+  HistoryFacts h;
+  h.flavor = Flavor::kMariaDB;
+  h.gtids_on = true;
+  h.binlogs_known = true;
+  h.binlogs = std::move(binlogs);
+  return h;
+}
+
+// The probe's RESET MASTER: the checkpoint at mariadb-bin.000001:76543 (GTID 0-1-308).
+TEST(ResumeTest, HistoryCheckTellsAResetFromAPurgeAndFromOurOwnHistory) {
+  Checkpoint c = Streamed(1, "0-1-308");
+  c.stream_start = {"mariadb-bin.000001", 76543};
+
+  // Ours: the file holds the offset and BINLOG_GTID_POS there is the checkpoint's.
+  HistoryFacts h = MariaBinlogs({{"mariadb-bin.000001", 90000}});
+  h.gtid_pos_asked = true;
+  h.gtid_pos = "0-1-308";
+  EXPECT_EQ(CheckHistoryHolds(c, h).verdict, HistoryVerdict::kHolds);
+  // Several servers in the domain, out-of-order seq_nos: the last GTID logged, compared as is.
+  Checkpoint mixed = c;
+  mixed.gtid = "0-2-28,1-1-4";
+  h.gtid_pos = "1-1-4,0-2-28";
+  EXPECT_EQ(CheckHistoryHolds(mixed, h).verdict, HistoryVerdict::kHolds);
+  h.gtid_pos = "0-1-308";
+  EXPECT_EQ(CheckHistoryHolds(mixed, h).verdict, HistoryVerdict::kReset);
+
+  // After RESET MASTER: a short new file of the same name.
+  HistoryCheck r = CheckHistoryHolds(c, MariaBinlogs({{"mariadb-bin.000001", 624}}));
+  EXPECT_EQ(r.verdict, HistoryVerdict::kReset);
+  EXPECT_EQ(r.detail, "the checkpoint's position mariadb-bin.000001:76543 is past the end of mariadb-bin.000001 "
+                      "on the server (624 bytes)");
+  EXPECT_NE(HistoryResetMessage(r).find("was reset (RESET MASTER) or the server was restored from an older backup"),
+            std::string::npos);
+  EXPECT_NE(HistoryResetMessage(r).find("take a new snapshot into a new destination"), std::string::npos);
+
+  // ... grown past the offset: another GTID there, or no event starting there.
+  h.gtid_pos = "0-1-250";
+  r = CheckHistoryHolds(c, h);
+  EXPECT_EQ(r.verdict, HistoryVerdict::kReset);
+  EXPECT_NE(r.detail.find("holds GTID position 0-1-250, not the checkpoint's 0-1-308 (domain 0: 0-1-250 instead "
+                          "of 0-1-308)"),
+            std::string::npos) << r.detail;
+  h.gtid_pos.reset();
+  r = CheckHistoryHolds(c, h);
+  EXPECT_EQ(r.verdict, HistoryVerdict::kReset);
+  EXPECT_NE(r.detail.find("BINLOG_GTID_POS is NULL"), std::string::npos) << r.detail;
+
+  // The checkpoint's file after the server's newest: reset. Before its oldest: purged.
+  // Between them, or of another name: not this server's files, the GTIDs decide.
+  c.stream_start = {"mariadb-bin.000033", 1200};
+  r = CheckHistoryHolds(c, MariaBinlogs({{"mariadb-bin.000001", 624}}));
+  EXPECT_EQ(r.verdict, HistoryVerdict::kReset);
+  EXPECT_EQ(r.detail, "the checkpoint's position mariadb-bin.000033:1200 is in a binlog after the server's newest "
+                      "(its only binlog is mariadb-bin.000001 (624 bytes))");
+  EXPECT_EQ(CheckHistoryHolds(c, MariaBinlogs({{"mariadb-bin.000040", 9}, {"mariadb-bin.000041", 9}})).verdict,
+            HistoryVerdict::kPurged);
+  EXPECT_EQ(CheckHistoryHolds(c, MariaBinlogs({{"mariadb-bin.000030", 9}, {"mariadb-bin.000035", 9}})).verdict,
+            HistoryVerdict::kOtherFile);
+  EXPECT_EQ(CheckHistoryHolds(c, MariaBinlogs({{"mysql-bin.000001", 9}})).verdict, HistoryVerdict::kOtherFile);
+
+  // Nothing to check against.
+  EXPECT_EQ(CheckHistoryHolds(c, HistoryFacts{}).verdict, HistoryVerdict::kNotChecked);
+}
+
+TEST(ResumeTest, HistoryCheckOnMysqlWantsTheSetWithinGtidExecuted) {
+  Checkpoint c;
+  c.flavor = Flavor::kMySQL;
+  c.stream_start = {"binlog.000004", 1000};
+  c.gtid = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-42";
+  HistoryFacts h;
+  h.flavor = Flavor::kMySQL;
+  h.gtids_on = true;
+  h.binlogs_known = true;
+  h.binlogs = {{"binlog.000004", 5000}};
+  h.gtid_executed = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-50";
+  EXPECT_EQ(CheckHistoryHolds(c, h).verdict, HistoryVerdict::kHolds);
+  h.gtid_executed = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7";  // RESET MASTER, then 7 more
+  HistoryCheck r = CheckHistoryHolds(c, h);
+  EXPECT_EQ(r.verdict, HistoryVerdict::kReset);
+  EXPECT_NE(r.detail.find("not within the server's @@gtid_executed"), std::string::npos) << r.detail;
 }
 
 TEST(ResumeTest, OlderCheckpointWithoutIdentityIsTakenAsThisServer) {

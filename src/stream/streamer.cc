@@ -11,6 +11,7 @@
 
 #include "binlog/checksum.h"
 #include "binlog/event_stream.h"
+#include "gtid/gtid_set.h"
 #include "mysql/key_literal.h"
 #include "mysql/replication.h"
 #include "mysql/server_probe.h"
@@ -933,7 +934,8 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   ReplicationOptions ropts;
   ropts.server_id = options_.replica_server_id;
   ropts.start = checkpoint_.stream_start;
-  if (options_.resume_by_gtid && !checkpoint_.gtid.empty()) ropts.gtid = checkpoint_.gtid;
+  if (options_.resume_by_gtid && !checkpoint_.gtid.empty() && checkpoint_.stream_start.empty())
+    ropts.gtid = checkpoint_.gtid;
   ropts.heartbeat_period_s = options_.heartbeat_seconds;
   ASSIGN_OR_RETURN(auto session, ReplicationSession::Start(options_.connection, ropts));
   *connected_at = Clock::now();
@@ -1248,6 +1250,26 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     schemas.SetSkipping(pending, passed.rereading, passed.others_at);
     if (!copy_running) copy_wanted = true;
   };
+  // A dump by GTID: the positions it passes become resume points once a transaction of
+  // every domain of the start position has been read (streamer.h, resume_by_gtid). Until
+  // then the checkpoints keep stream_start empty.
+  bool position_trusted = ropts.gtid.empty();
+  std::vector<uint32_t> domains_to_pass;
+  if (!position_trusted && flavor == Flavor::kMariaDB) {
+    if (auto list = gtid::MariadbGtidList::Parse(ropts.gtid); list.ok())
+      for (const gtid::MariadbGtid& g : list->entries()) domains_to_pass.push_back(g.domain_id);
+  }
+  auto note_passed = [&](const std::string& txn_gtid) {
+    if (position_trusted || txn_gtid.empty()) return;
+    if (flavor == Flavor::kMariaDB) {
+      auto g = gtid::MariadbGtid::Parse(txn_gtid);
+      if (g.ok()) std::erase(domains_to_pass, g->domain_id);
+      if (!domains_to_pass.empty()) return;
+    }
+    position_trusted = true;
+    LogInfo("resuming by position from here on: the stream has passed the GTID position it started from ({})",
+            passed.stream_start.ToString());
+  };
   // The resume state once `item` is applied.
   auto stamp = [&](SinkItem& item) {
     if (ahead && !pending.empty() && ComparePositions(passed.stream_start, passed.others_at) > 0)
@@ -1260,7 +1282,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       passed.rereading.clear();
       schemas.SetSkipping({}, {}, {});
     }
-    item.stream_start = ahead ? ahead_resume : passed.stream_start;
+    item.stream_start = !position_trusted ? BinlogPosition{} : ahead ? ahead_resume : passed.stream_start;
     item.gtid = ahead ? ahead_gtid : passed.gtid;
     item.schemas = passed.schemas;
     item.others_at = passed.others_at;
@@ -1287,6 +1309,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     }
     passed.stream_start = committed->end.position;
     passed.gtid = committed->end.gtid;
+    note_passed(committed->gtid);
     SinkItem item;
     item.abort_parts = committed->rolled_back && committed->has_parts;
     if (committed->is_ddl) {
@@ -1325,7 +1348,15 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     // Sinks that group by themselves (NATS, Kafka) checkpoint inside a group: each transaction
     // carries its own checkpoint (formatted here, off the sink thread). The others record a
     // group's last one only, formatted by the writer once per group.
-    if (every_checkpoint && item.txn.has_rows() && !ahead) item.txn.checkpoint = passed.ToJsonWithRef(history_text.get());
+    if (every_checkpoint && item.txn.has_rows() && !ahead) {
+      if (position_trusted) {
+        item.txn.checkpoint = passed.ToJsonWithRef(history_text.get());
+      } else {
+        Checkpoint c = passed;
+        c.stream_start = BinlogPosition{};
+        item.txn.checkpoint = c.ToJsonWithRef(history_text.get());
+      }
+    }
     // Queues count what an item holds in memory (3-6 times its binlog bytes), so that they
     // bound memory, not binlog.
     size_t memory = committed->bytes;  // summed by the assembler as it added them

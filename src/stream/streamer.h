@@ -56,8 +56,14 @@ struct StreamerOptions {
   const std::atomic<bool>* stop = nullptr;
   size_t queue_max_events = 20000;
   size_t queue_max_bytes = 64u << 20;
-  // Resume from the checkpoint's GTID position (cli: stream/resume.h decides) rather than its
-  // file/position; also on every reconnect. An empty stream_start requires it.
+  // May a dump start from the checkpoint's GTID position (cli: stream/resume.h decides)? It
+  // does only while the checkpoint has no file/position on this server (after a server
+  // change): file/position is exact, a GTID is not once seq_nos go out of order. A dump by
+  // GTID skips, in each domain, what the position already holds, wherever it lies in the
+  // file, so the positions it passes are not yet a place to resume from: the checkpoints it
+  // commits keep stream_start empty until a transaction of every domain of the start
+  // position has been read (MySQL: one transaction), and from then on (reconnects too) the
+  // stream resumes by file/position.
   bool resume_by_gtid = false;
   // Give up reconnecting after this long without a successful connection; 0: keep trying.
   uint32_t reconnect_give_up_seconds = 0;
