@@ -319,9 +319,10 @@ Status ReplicationSession::FetchError() {
         oldest = logs->empty() ? "none" : logs->front().first;
     }
     return Status::DataLoss(fmt::format(
-        "the resume position {} is no longer on the server {} (its binlogs were purged); the "
-        "oldest binlog it has is {}. This replica cannot be continued: take a new snapshot into "
-        "a new destination (a new sink.path, snapshot.mode = \"initial\"). Server said: {}",
+        "the resume position {} is no longer on the server {}: its binlogs were purged, or its "
+        "binlog history was reset (RESET MASTER) or restored from an older backup; the oldest binlog "
+        "it has is {}. This replica cannot be continued: take a new snapshot into a new destination "
+        "(a new sink.path, snapshot.mode = \"initial\"). Server said: {}",
         requested_, conn_->options().Describe(), oldest, msg));
   }
   Status st = conn_->LastError("binlog dump");

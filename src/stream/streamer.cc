@@ -22,6 +22,7 @@
 #include "schema/ddl_apply.h"
 #include "schema/dml_tables.h"
 #include "stream/reconnect_backoff.h"
+#include "stream/resume.h"
 #include "stream/schema_check.h"
 #include "stream/transaction_assembler.h"
 #include "util/log.h"
@@ -886,9 +887,17 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
     // Only source errors are kUnavailable here: CallSink retries transient sink errors in
     // place and turns the others into definite ones (a large transaction's parts, which
     // cannot be retried in place, are read again from the source: kUnavailable too).
-    if (st.code() != StatusCode::kUnavailable) return st;
     const bool moved = ComparePositions(checkpoint_.stream_start, position_before) != 0 ||
                        checkpoint_.gtid != gtid_before;
+    if (st.code() == StatusCode::kDataLoss && moved && !Stopping(options_.stop)) {
+      // [1236] on a dump that had moved on (RESET MASTER or a purge while streaming): its
+      // message names where that dump started. Asked again from the last committed
+      // checkpoint, the server says whether that is still there, and the error names it.
+      LogWarning("{}; asking the server again from the last committed checkpoint {}", st.ToString(),
+                 checkpoint_.stream_start.empty() ? "GTID " + checkpoint_.gtid : checkpoint_.stream_start.ToString());
+      continue;
+    }
+    if (st.code() != StatusCode::kUnavailable) return st;
     const auto now = Clock::now();
     if (connected_at) last_connected = now;
     const auto wait = backoff.AfterFailure(
@@ -937,6 +946,16 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   if (options_.resume_by_gtid && !checkpoint_.gtid.empty() && checkpoint_.stream_start.empty())
     ropts.gtid = checkpoint_.gtid;
   ropts.heartbeat_period_s = options_.heartbeat_seconds;
+  if (reconnecting_ && ropts.gtid.empty() && !checkpoint_.stream_start.empty()) {
+    // A lost dump may have been ended by RESET MASTER: a file of the same name then holds
+    // another history, and a dump from our offset in it could start at an event boundary
+    // there and stream on with everything before it missing. The run's start checked this
+    // (cli/run.cc); a reconnect checks it again (stream/resume.h).
+    ASSIGN_OR_RETURN(HistoryFacts h, ReadHistoryAt(*meta_conn, checkpoint_.flavor, checkpoint_.stream_start,
+                                                   checkpoint_.gtid, "", "", nullptr));
+    const HistoryCheck held = CheckHistoryHolds(checkpoint_, h);
+    if (held.verdict == HistoryVerdict::kReset) return Status::DataLoss(HistoryResetMessage(held));
+  }
   ASSIGN_OR_RETURN(auto session, ReplicationSession::Start(options_.connection, ropts));
   *connected_at = Clock::now();
   if (reconnecting_)

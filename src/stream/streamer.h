@@ -21,7 +21,9 @@
 //     the sink again with the SAME transaction, in place (no reconnect), until it succeeds
 //     or *stop is set.
 //   - definite, from either side (corrupt event, purged binlog, schema mismatch, read-only or
-//     unwritable sink): Run returns that Status.
+//     unwritable sink): Run returns that Status. A purged or reset binlog ([1236], kDataLoss)
+//     met after the stream moved on from where its dump started is asked for once more from
+//     the last committed checkpoint, so that the error names that position.
 // Resume position: checkpoint() is always the state the sink last committed; it never moves
 // past a transaction before sink.Apply/ResetTable/SaveCheckpoint for it succeeded.
 // Stopping: when *stop becomes true, Run saves the checkpoint of the last applied

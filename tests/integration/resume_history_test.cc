@@ -10,6 +10,7 @@
 //     transaction exactly once in a JSON lines file, whether it arrived while sluice streamed
 //     or while it was stopped (no false "purged", exit code 3).
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <fstream>
@@ -168,6 +169,47 @@ TEST(ResumeHistory, ResetMasterStopsEveryRunWithExit3AndCheckFails) {
   line = CheckLine(checked.output, "binlog retention: resume position");
   EXPECT_EQ(line.rfind("FAIL", 0), 0u) << checked.output;
   EXPECT_NE(line.find("RESET MASTER"), std::string::npos) << line;
+
+  // F8: RESET MASTER while a run streams (into a new destination). The server drops the dump
+  // once writes follow; the run stops with exit code 3 naming the last committed checkpoint's
+  // position (not where the run started) and the reset.
+  TempDir live;
+  const std::string out = live.File("out.jsonl");
+  const std::string live_config = Config(live, s, "jsonl", out);
+  pid_t running = StartSluice({"run", "--config", live_config}, live.File("run.log"));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  for (int i = 0; i < 3; ++i) Exec(*c, "INSERT INTO app.t (n) VALUES (1000)");
+  std::string at;
+  for (int i = 0; i < 100; ++i) {
+    std::string state = ReadFile(out + ".checkpoint");
+    if (ReadRecords(out).n.size() >= 306 && !state.empty()) {
+      auto cp = nlohmann::json::parse(nlohmann::json::parse(state)["checkpoint"].get<std::string>());
+      at = cp["stream_start"]["file"].get<std::string>() + ":" + std::to_string(cp["stream_start"]["pos"].get<uint64_t>());
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(at.empty()) << ReadFile(live.File("run.log"));
+  Exec(*c, "RESET MASTER");
+  int exit_code = 0;
+  for (int i = 0; i < 60; ++i) {
+    Exec(*c, "INSERT INTO app.t (n) VALUES (2000)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    int status = 0;
+    if (waitpid(running, &status, WNOHANG) == running) {
+      exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      running = 0;
+      break;
+    }
+  }
+  if (running != 0) {
+    kill(running, SIGTERM);
+    exit_code = WaitChild(running);
+  }
+  const std::string log = ReadFile(live.File("run.log"));
+  EXPECT_EQ(exit_code, 3) << log;
+  EXPECT_NE(log.find("the checkpoint's position " + at), std::string::npos) << at << "\n" << log;
+  EXPECT_NE(log.find("RESET MASTER"), std::string::npos) << log;
 }
 
 // F2 and F3: a transaction logged with a lower seq_no than the one before it, once while
