@@ -527,6 +527,14 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     ckpt.flavor = info.flavor;
     ckpt.stream_start = info.position;
     ckpt.gtid = info.flavor == Flavor::kMariaDB ? info.gtid_binlog_pos : info.gtid_executed;
+    if (info.flavor == Flavor::kMariaDB && !info.position.empty()) {
+      // The GTID position at exactly that point: @@gtid_binlog_pos was read before the
+      // position, and a transaction in between would leave the pair apart, which the next
+      // run's history check takes for a reset binlog (stream/resume.h).
+      ASSIGN_OR_RETURN(QueryResult g, meta->Query(fmt::format("SELECT BINLOG_GTID_POS({}, {})",
+                                                              meta->Quote(info.position.file), info.position.pos)));
+      if (!g.rows.empty() && !g.rows[0].empty() && g.rows[0][0]) ckpt.gtid = *g.rows[0][0];
+    }
     ckpt.snapshot_done = true;
     SchemaHistory history;  // the definitions at the start point (docs/schema-changes.md)
     for (const auto& t : tables) {
