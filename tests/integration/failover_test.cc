@@ -34,19 +34,9 @@ struct ExtraServer {
   }
   // Reads DIR/env after the start script ran; the password goes to `env_name`.
   bool Load(const std::string& env_name) {
-    std::istringstream in(ReadFile(dir.File("env")));
-    std::string line;
-    std::map<std::string, std::string> kv;
-    while (std::getline(in, line)) {
-      if (line.rfind("export ", 0) != 0) continue;
-      auto eq = line.find('=');
-      kv[line.substr(7, eq - 7)] = line.substr(eq + 1);
-    }
-    if (kv["SLUICE_TEST_MYSQL_PORT"].empty()) return false;
-    options.host = "127.0.0.1";
-    options.port = static_cast<uint16_t>(std::stoi(kv["SLUICE_TEST_MYSQL_PORT"]));
-    options.user = kv["SLUICE_TEST_MYSQL_USER"];
-    options.password = kv["SLUICE_TEST_MYSQL_PASSWORD"];
+    auto env = ReadTestServerEnv(dir.path());
+    if (!env) return false;
+    options = *env;
     password_env = env_name;
     ::setenv(env_name.c_str(), options.password.c_str(), 1);
     return true;

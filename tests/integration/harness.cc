@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -254,6 +255,24 @@ std::string ReadSqliteCheckpoint(const std::string& sqlite_path) {
   }
   sqlite3_close(db);
   return out;
+}
+
+std::optional<ConnectOptions> ReadTestServerEnv(const std::string& dir) {
+  std::istringstream in(ReadFile(dir + "/env"));
+  std::string line;
+  std::map<std::string, std::string> kv;
+  while (std::getline(in, line)) {
+    if (line.rfind("export ", 0) != 0) continue;
+    auto eq = line.find('=');
+    if (eq != std::string::npos) kv[line.substr(7, eq - 7)] = line.substr(eq + 1);
+  }
+  if (kv["SLUICE_TEST_MYSQL_PORT"].empty()) return std::nullopt;
+  ConnectOptions o;
+  o.host = "127.0.0.1";
+  o.port = static_cast<uint16_t>(std::stoi(kv["SLUICE_TEST_MYSQL_PORT"]));
+  o.user = kv["SLUICE_TEST_MYSQL_USER"];
+  o.password = kv["SLUICE_TEST_MYSQL_PASSWORD"];
+  return o;
 }
 
 bool WaitForFile(const std::string& path, pid_t child, std::chrono::seconds timeout) {

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -104,6 +105,11 @@ std::string ReadSqliteCheckpoint(const std::string& sqlite_path);
 // The line of `sluice check` output whose name (after the 6-character outcome column) starts
 // with `name`; "" when there is none.
 std::string CheckLine(const std::string& output, const std::string& name);
+
+// The connect options of a throwaway MariaDB started with scripts/mariadb-test-server.sh in
+// `dir`, read from the `dir/env` it wrote (127.0.0.1, its port, user and password); nullopt
+// when the file holds no port (the server did not start).
+std::optional<ConnectOptions> ReadTestServerEnv(const std::string& dir);
 
 // Sets `env`, a test hook of the snapshot (snapshot/coordinator.h PauseForTest; default
 // SLUICE_TEST_SNAPSHOT_PAUSE_FILE), to `path` for the sluice processes started while it

@@ -33,19 +33,9 @@ struct OwnServer {
   bool Start() {
     std::string cmd = TestServerScript() + " start " + dir.path() + " >" + dir.File("start.log") + " 2>&1";
     if (std::system(cmd.c_str()) != 0) return false;
-    std::istringstream in(ReadFile(dir.File("env")));
-    std::string line;
-    std::map<std::string, std::string> kv;
-    while (std::getline(in, line)) {
-      if (line.rfind("export ", 0) != 0) continue;
-      auto eq = line.find('=');
-      kv[line.substr(7, eq - 7)] = line.substr(eq + 1);
-    }
-    if (kv["SLUICE_TEST_MYSQL_PORT"].empty()) return false;
-    options.host = "127.0.0.1";
-    options.port = static_cast<uint16_t>(std::stoi(kv["SLUICE_TEST_MYSQL_PORT"]));
-    options.user = kv["SLUICE_TEST_MYSQL_USER"];
-    options.password = kv["SLUICE_TEST_MYSQL_PASSWORD"];
+    auto env = ReadTestServerEnv(dir.path());
+    if (!env) return false;
+    options = *env;
     ::setenv("SLUICE_IT_OWN_SERVER_PASSWORD", options.password.c_str(), 1);
     return true;
   }
