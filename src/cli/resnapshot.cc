@@ -85,6 +85,15 @@ Status RequestResnapshot(const Config& config, const std::vector<std::string>& t
     // destination's one-writer lock (MySQL named lock, PostgreSQL advisory lock), which a
     // running run holds, so this works while no run does.
     Status st = [&]() -> Status {
+      if (config.sink.type == SinkType::kMysql) {
+        // A destination that is the source server, writing captured tables: refused as `run`
+        // refuses it, before the sink (its bookkeeping tables) is opened. Either server out of
+        // reach: not the same one up (the sink's open below says what is wrong).
+        const ConnectOptions source_options = SourceConnectOptions(config.source);
+        auto source = Connection::Connect(source_options);
+        auto dest = Connection::Connect(config.sink.mysql.connect);
+        if (source.ok() && dest.ok()) RETURN_IF_ERROR(RefuseSelfDestination(config, **source, source_options, **dest));
+      }
       auto sink = OpenSink(config.sink);
       if (!sink.ok())
         return sink.status().WithContext("resnapshot of a MySQL/PostgreSQL destination needs the run stopped");

@@ -246,6 +246,21 @@ std::vector<MysqlSinkDatabase> MysqlSinkDatabases(const Config& config) {
 // captures it, the stream reads back and writes again (a CREATE becomes DROP + CREATE of the
 // source's own table, and so on without end). Decided on the patterns, not on the tables
 // there are now, since the stream follows tables created later.
+Status RefuseSelfDestination(const Config& config, Connection& source, const ConnectOptions& source_options,
+                             Connection& destination) {
+  std::string evidence;
+  ASSIGN_OR_RETURN(bool same, SameServer(source, destination, &evidence));
+  if (!same) return Status::Ok();
+  const std::string described = config.sink.mysql.connect.Describe();
+  RETURN_IF_ERROR(CheckSelfDestination(config, described, source_options.Describe(), evidence));
+  std::string dbs;
+  for (const MysqlSinkDatabase& d : MysqlSinkDatabases(config)) dbs += (dbs.empty() ? "" : ", ") + d.name;
+  LogInfo("the MySQL destination {} is the source server; the databases sluice writes there ({}) are matched by "
+          "no source.tables pattern",
+          described, dbs);
+  return Status::Ok();
+}
+
 Status CheckSelfDestination(const Config& config, std::string_view destination, std::string_view source,
                             std::string_view evidence) {
   const std::string head =
@@ -446,17 +461,7 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     ASSIGN_OR_RETURN(std::unique_ptr<Connection> dest,
                      WaitOutUnavailable("sink: connecting", options,
                                         [&] { return Connection::Connect(config.sink.mysql.connect); }));
-    std::string evidence;
-    ASSIGN_OR_RETURN(bool same, SameServer(*meta, *dest, &evidence));
-    if (same) {
-      const std::string described = config.sink.mysql.connect.Describe();
-      RETURN_IF_ERROR(CheckSelfDestination(config, described, conn_opts.Describe(), evidence));
-      std::string dbs;
-      for (const MysqlSinkDatabase& d : MysqlSinkDatabases(config)) dbs += (dbs.empty() ? "" : ", ") + d.name;
-      LogInfo("the MySQL destination {} is the source server; the databases sluice writes there ({}) are "
-              "matched by no source.tables pattern",
-              described, dbs);
-    }
+    RETURN_IF_ERROR(RefuseSelfDestination(config, *meta, conn_opts, *dest));
   }
   // Tables of modes incremental/full/snapshot_only are read by cursor or copied
   // (snapshot/incremental.h), never streamed; the rest go through snapshot + binlog.

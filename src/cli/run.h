@@ -69,5 +69,11 @@ std::vector<MysqlSinkDatabase> MysqlSinkDatabases(const Config& config);
 // database a into database b of the same server is fine when no pattern captures b.
 Status CheckSelfDestination(const Config& config, std::string_view destination, std::string_view source,
                             std::string_view evidence);
+// SameServer on `source` and `destination` (connected to config.sink.mysql), then
+// CheckSelfDestination when they are one server (logging the databases written there when
+// that is allowed). For `run` before it opens the sink, and `resnapshot` before it writes
+// the destination's checkpoint.
+Status RefuseSelfDestination(const Config& config, Connection& source, const ConnectOptions& source_options,
+                             Connection& destination);
 
 }  // namespace sluice::cli

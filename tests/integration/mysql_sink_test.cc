@@ -809,6 +809,14 @@ TEST(MysqlDestIsSource, ACapturedDestinationDatabaseIsRefusedBeforeAnythingIsWri
   EXPECT_EQ(BinlogEnd(), before) << "check wrote to the source\n" << r.output;
   EXPECT_EQ(Rows(schemas), "it_self");
 
+  // `resnapshot` refuses it too, before it opens the destination (which creates its
+  // bookkeeping tables: it wrote them into the source).
+  r = RunSluice({"resnapshot", "--config", config, "it_self.t"}, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is the source server"), std::string::npos) << r.output;
+  EXPECT_EQ(BinlogEnd(), before) << "resnapshot wrote to the source\n" << r.output;
+  EXPECT_EQ(Rows(schemas), "it_self");
+
   // The tables mapped away, but the bookkeeping tables into the captured database.
   const std::string meta_captured =
       WriteSelfConfig(dir, {"it_self.*"}, 5612, proxy.port(), "it_self", "it_self = \"it_self_copy\"");
