@@ -69,6 +69,13 @@ TEST(ConfigTest, NatsSubjectPrefixAndStreamMustMakeValidSubjectsAndNames) {
     auto c = ParseConfig(nats + fmt::format("subject_prefix = \"{}\"\nstream = \"S-1_x\"\n", good), "sluice.toml");
     EXPECT_TRUE(c.ok()) << good << ": " << c.status().ToString();
   }
+  // The checkpoint's key-value bucket: letters, digits, '_' and '-' only (JetStream refused it
+  // at the first checkpoint otherwise), also the default "<stream>_state".
+  for (const char* bad : {"a.b", "a b", "", "a$", "a/b"})
+    ExpectError(nats + fmt::format("kv_bucket = \"{}\"\n", bad), "sink.nats.kv_bucket");
+  ExpectError(nats + "stream = \"a$b\"\n", "sink.nats.stream: \"a$b\" makes the default kv_bucket \"a$b_state\"");
+  EXPECT_TRUE(ParseConfig(nats + "stream = \"a$b\"\nkv_bucket = \"ab_state\"\n", "sluice.toml").ok());
+  EXPECT_TRUE(ParseConfig(nats + "kv_bucket = \"My-bucket_1\"\n", "sluice.toml").ok());
 }
 
 // A PostgreSQL conninfo libpq cannot parse, or a NATS url with another scheme than nats://

@@ -180,6 +180,23 @@ Status ParseNatsConfig(const toml::table& t, std::string_view origin, NatsSinkOp
                                              "'.', '*', '>', '/' or '\\')",
                                              Shown(o->stream), Shown(std::string(1, c))));
   }
+  // The checkpoint's key-value bucket (JetStream: letters, digits, '_' and '-'); refused at
+  // the first checkpoint otherwise, after the snapshot's first chunk was published.
+  auto bucket_name = [](const std::string& b) {
+    if (b.empty()) return false;
+    for (char c : b)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+    return true;
+  };
+  if (t.get("kv_bucket") != nullptr && !bucket_name(o->kv_bucket))
+    return r.Error("kv_bucket", fmt::format("\"{}\" is not a JetStream key-value bucket name (letters, digits, '_' "
+                                            "and '-' only)",
+                                            Shown(o->kv_bucket)));
+  if (t.get("kv_bucket") == nullptr && stream_set && !bucket_name(o->stream + "_state"))
+    return r.Error("stream", fmt::format("\"{}\" makes the default kv_bucket \"{}_state\", which is not a JetStream "
+                                         "key-value bucket name (letters, digits, '_' and '-' only): set "
+                                         "sink.nats.kv_bucket",
+                                         Shown(o->stream), Shown(o->stream)));
   return Status::Ok();
 }
 
