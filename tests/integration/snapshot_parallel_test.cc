@@ -435,7 +435,10 @@ TEST(SnapshotParallel, WatermarkConsistencyUnderWriteLoadMatchesAndEachKeyMovesF
   }
   std::cout << "[ info ] " << windows << " watermark windows, " << keys << " key(s) changed inside them, "
             << dropped << " row(s) left to the stream\n";
-  EXPECT_GE(dropped, 2u * 37) << "each of the two copies leaves the ~37 t_int rows its windows changed to the stream";
+  // Each of the two copies leaves the 37 t_int rows its windows changed to the stream, less
+  // those the writer deleted before the window (it deletes id = 3s - 4999, a multiple of 40
+  // now and then: 73 of 74 once in the ASan shard).
+  EXPECT_GE(dropped, 2u * 37 - 8) << "each of the two copies leaves the ~37 t_int rows its windows changed to the stream";
   // The signal table never reaches the sink.
   EXPECT_EQ(log.find("sluice.watermarks copied"), std::string::npos) << log;
 }
