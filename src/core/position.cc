@@ -13,22 +13,19 @@ std::string_view FlavorName(Flavor f) {
   return "unknown";
 }
 
-namespace {
-// Numeric suffix after the last '.', or -1 when there is none.
-long long FileSeq(const std::string& f) {
+BinlogFileName SplitBinlogFileName(const std::string& f) {
   auto dot = f.rfind('.');
-  if (dot == std::string::npos || dot + 1 >= f.size()) return -1;
+  if (dot == std::string::npos || dot + 1 >= f.size()) return {f, -1};
   long long v = 0;
   for (size_t i = dot + 1; i < f.size(); ++i) {
-    if (f[i] < '0' || f[i] > '9') return -1;
+    if (f[i] < '0' || f[i] > '9') return {f, -1};
     v = v * 10 + (f[i] - '0');
   }
-  return v;
+  return {f.substr(0, dot), v};
 }
-}  // namespace
 
 int ComparePositions(const BinlogPosition& a, const BinlogPosition& b) {
-  long long sa = FileSeq(a.file), sb = FileSeq(b.file);
+  long long sa = SplitBinlogFileName(a.file).seq, sb = SplitBinlogFileName(b.file).seq;
   if (sa >= 0 && sb >= 0 && sa != sb) return sa < sb ? -1 : 1;
   if (sa < 0 || sb < 0) {
     int c = a.file.compare(b.file);

@@ -24,6 +24,14 @@ struct BinlogPosition {
   friend bool operator==(const BinlogPosition&, const BinlogPosition&) = default;
 };
 
+// A binlog file name split at its last '.': "mariadb-bin.000012" -> {"mariadb-bin", 12};
+// sequence -1 when there is no numeric suffix (then the base is the whole name).
+struct BinlogFileName {
+  std::string base;
+  long long seq = -1;
+};
+BinlogFileName SplitBinlogFileName(const std::string& file);
+
 // Orders positions by (file sequence number, pos). Files are compared by their numeric
 // suffix ("mysql-bin.000012" > "mysql-bin.000009"), falling back to string order.
 int ComparePositions(const BinlogPosition& a, const BinlogPosition& b);

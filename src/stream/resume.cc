@@ -1,7 +1,5 @@
 #include "stream/resume.h"
 
-#include <charconv>
-
 #include "gtid/gtid_set.h"
 #include "mysql/server_probe.h"
 
@@ -27,16 +25,6 @@ std::string UnpassedSnapshotPoint(const Checkpoint& ckpt) {
           return fmt::format("a range of {} was read at {}", name, s.point.ToString());
   }
   return "";
-}
-
-// "mariadb-bin.000012" -> {"mariadb-bin", 12}; no numeric suffix -> {name, -1}.
-std::pair<std::string, long long> SplitBinlogName(const std::string& file) {
-  const auto dot = file.rfind('.');
-  if (dot == std::string::npos || dot + 1 == file.size()) return {file, -1};
-  long long n = 0;
-  auto [end, ec] = std::from_chars(file.data() + dot + 1, file.data() + file.size(), n);
-  if (ec != std::errc() || end != file.data() + file.size()) return {file, -1};
-  return {file.substr(0, dot), n};
 }
 
 // Compares two MariaDB GTID positions domain by domain: empty when every domain of `want`
@@ -108,12 +96,12 @@ HistoryCheck CheckHistoryHolds(const Checkpoint& ckpt, const HistoryFacts& serve
   for (const auto& b : server.binlogs)
     if (b.first == at.file) file = &b;
   if (file == nullptr) {
-    const auto want = SplitBinlogName(at.file);
-    const auto oldest = SplitBinlogName(server.binlogs.front().first);
-    const auto last = SplitBinlogName(newest.first);
-    if (want.second >= 0 && want.first == oldest.first && want.second < oldest.second) {
+    const auto want = SplitBinlogFileName(at.file);
+    const auto oldest = SplitBinlogFileName(server.binlogs.front().first);
+    const auto last = SplitBinlogFileName(newest.first);
+    if (want.seq >= 0 && want.base == oldest.base && want.seq < oldest.seq) {
       out.verdict = HistoryVerdict::kPurged;
-    } else if (want.second >= 0 && want.first == last.first && want.second > last.second) {
+    } else if (want.seq >= 0 && want.base == last.base && want.seq > last.seq) {
       out.verdict = HistoryVerdict::kReset;
       out.detail = fmt::format("the checkpoint's position {} is in a binlog after the server's newest ({})",
                                at.ToString(), has);
