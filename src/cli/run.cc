@@ -218,8 +218,6 @@ std::optional<std::string_view> PatternDatabase(std::string_view pattern) {
   return pattern.substr(0, dot);
 }
 
-bool HasWildcard(std::string_view s) { return s.find_first_of("*?") != std::string_view::npos; }
-
 }  // namespace
 
 std::vector<MysqlSinkDatabase> MysqlSinkDatabases(const Config& config) {

@@ -5,6 +5,7 @@
 
 #include "schema/column_type.h"
 #include "schema/text_value.h"
+#include "util/hex.h"
 
 namespace sluice {
 
@@ -38,16 +39,6 @@ bool IsFloatingText(std::string_view s) {
 }
 
 
-std::string Hex(std::string_view bytes) {
-  static const char* kDigits = "0123456789ABCDEF";
-  std::string out = "X'";
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  out.push_back('\'');
-  return out;
-}
 
 
 }  // namespace
@@ -102,7 +93,7 @@ Result<std::string> KeyLiteral(Connection& conn, const ColumnDesc& col, std::str
     return std::to_string(mask);
   }
   if (col.charset == "binary" || IsBinaryType(t))
-    return Hex(text);
+    return SqlHexLiteral(text);
   return conn.Quote(text);
 }
 
@@ -126,7 +117,7 @@ Result<std::string> StandaloneKeyLiteral(Connection& conn, const ColumnDesc& col
   // compared under its collation. `_latin1 X'<UTF-8 bytes>'` read the bytes as latin1: 'ü'
   // became 'Ã¼' and sorted after 'å' (a new user's probe: changes judged against another
   // range's point were lost).
-  const std::string utf8 = "_utf8mb4 " + Hex(text);
+  const std::string utf8 = "_utf8mb4 " + SqlHexLiteral(text);
   std::string out = col.charset == "utf8mb4" ? utf8 : "CONVERT(" + utf8 + " USING " + col.charset + ")";
   if (!col.collation.empty()) out += " COLLATE " + col.collation;
   return out;

@@ -14,8 +14,6 @@ bool IsSystemSchema(std::string_view db) {
          db == "performance_schema";
 }
 
-bool HasWildcard(std::string_view p) { return p.find_first_of("*?") != std::string_view::npos; }
-
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out)
@@ -33,6 +31,8 @@ T ParseNumberOr(const TextCell& cell, T fallback) {
 }
 
 }  // namespace
+
+bool HasWildcard(std::string_view part) { return part.find_first_of("*?") != std::string_view::npos; }
 
 bool GlobMatch(std::string_view pattern, std::string_view text) {
   // Iterative matcher with single-star backtracking: O(|p|*|t|) worst case.

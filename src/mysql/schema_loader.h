@@ -47,6 +47,9 @@ struct TableName {
 // '*' matches any run (also empty), '?' exactly one byte; everything else literally.
 bool GlobMatch(std::string_view pattern, std::string_view text);
 
+// Does a pattern part (a database or table glob) hold '*' or '?'?
+bool HasWildcard(std::string_view part);
+
 // Does the "db.table" glob `pattern` select db.table (system-schema rule above)?
 // A pattern without '.' never matches.
 bool PatternMatchesTable(std::string_view pattern, std::string_view db, std::string_view table);

@@ -163,8 +163,6 @@ Status CheckReplicationReady(const ServerInfo& info, std::vector<std::string>* w
 
 namespace {
 
-bool HasWildcard(std::string_view s) { return s.find_first_of("*?") != std::string_view::npos; }
-
 // "user@host" of CURRENT_USER() as 'user'@'host' for GRANT statements in fixes.
 std::string GranteeForFix(Connection& conn) {
   auto r = conn.Query("SELECT CURRENT_USER()");

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "schema/text_value.h"
+#include "util/hex.h"
 #include "util/log.h"
 
 namespace sluice {
@@ -49,18 +50,6 @@ std::string EscapeText(std::string_view s) {
       default: out.push_back(c);
     }
   }
-  return out;
-}
-
-std::string Hex(std::string_view bytes) {
-  static const char* kDigits = "0123456789ABCDEF";
-  std::string out = "X'";
-  out.reserve(bytes.size() * 2 + 3);
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  out.push_back('\'');
   return out;
 }
 
@@ -673,7 +662,7 @@ Result<std::string> MysqlLiteral(const ColumnDesc& column, const Value& v) {
     case Value::Kind::kText:
       if (column.type == SqlType::kDecimal && IsDecimalText(v.s)) return v.s;  // exact literal
       return "'" + EscapeText(v.s) + "'";
-    case Value::Kind::kBytes: return Hex(v.s);
+    case Value::Kind::kBytes: return SqlHexLiteral(v.s);
   }
   return Status::Internal(fmt::format("column {}: unknown value kind", column.name));
 }

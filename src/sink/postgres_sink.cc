@@ -26,6 +26,7 @@
 
 #include "schema/text_value.h"
 #include "util/hash.h"
+#include "util/hex.h"
 
 namespace sluice {
 
@@ -172,17 +173,6 @@ Result<std::string> PgText(const Value& v, const ColumnDesc& c, uint8_t kind, co
         return Status::InvalidArgument(NulByteMessage(table));
       return s;
   }
-}
-
-std::string Hex(std::string_view bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-  return out;
 }
 
 // What the caller does next after a failed libpq call (docs: header).
@@ -723,7 +713,7 @@ Status PgConnection::FormatCopy(const SqlTable& table, const std::vector<const R
       if (!text.ok()) return text.status().WithContext(fmt::format("column {}", col.source->name));
       if (col.bind_kind == kPgBytea) {
         buf += "\\\\x";
-        buf += Hex(*text);
+        AppendHexDigits(*text, &buf);
       } else if (!AppendCopyText(&buf, *text)) {
         return Status::InvalidArgument(fmt::format("column {}: {}", col.source->name, NulByteMessage(table.schema.get())));
       }
@@ -825,7 +815,7 @@ class PgDialect : public SqlDialect {
     ASSIGN_OR_RETURN(std::string type, PostgresColumnType(column));
     const uint8_t kind = PgKindOf(column);
     ASSIGN_OR_RETURN(std::string text, PgText(v, column, kind));
-    if (kind == kPgBytea) return "'\\x" + Hex(text) + "'::bytea";
+    if (kind == kPgBytea) return "'\\x" + HexDigits(text) + "'::bytea";
     return PgStringLiteral(text) + "::" + type;
   }
   std::string NullSafeEquals(const std::string& quoted_column, const std::string& param) const override {
