@@ -115,6 +115,10 @@ class SqlApplier : public Sink {
   Status Init();
 
  private:
+  // kFailedPrecondition, naming both source tables and the destination table, when a change
+  // of `changes` would give a table the destination name another source table holds (the
+  // tables table, as the changes before it leave it). Reads only.
+  Status RefuseTakenNames(const std::vector<SchemaChange>& changes);
   // Marks the connection for Reconnect() when `st` is transient; returns it.
   Status Note(Status st);
 

@@ -778,5 +778,71 @@ TEST_F(SqliteSinkTest, EncodedSnapshotReadsLeaveTheRowsOfTheRowsPath) {
   EXPECT_EQ(enc->Append(Cells{"1"}, &out).code(), StatusCode::kInternal) << "1 cell for 18 columns";
 }
 
+// A table that comes in a schema change onto the SQLite name another source table holds
+// (`Item` beside `ITEM`: SQLite names ignore case) replaced it: the CREATE dropped "d.Item"
+// with its rows (probe7 F3). Now the change is refused before anything of it is applied,
+// naming both source tables and the SQLite table, whether created or renamed onto it, and
+// the checkpoint stays. The same table renamed to another case of its name, a table
+// re-created under its own name, and a name another table left (renamed away, or dropped
+// with sink.drop_tables) in the same statement are followed as before.
+TEST_F(SqliteSinkTest, ATableComingOntoAnotherTablesNameIsRefusedBeforeAnythingIsApplied) {
+  ASSERT_TRUE(sink_);
+  auto item = Table("d", "Item", {Col("id", "int"), Col("v", "varchar")}, {0});
+  auto other = Table("d", "other", {Col("id", "int"), Col("v", "varchar")}, {0});
+  ASSERT_TRUE(sink_->Apply(ItemTxn({Change(Op::kCreate, item, {}, {Value::Int(1), Value::Text("keep")}),
+                                     Change(Op::kCreate, other, {}, {Value::Int(2), Value::Text("o")})},
+                                    "c1"))
+                  .ok());
+  auto upper = Table("d", "ITEM", {Col("id", "int"), Col("v", "varchar")}, {0});
+  SchemaChange create;
+  create.kind = SchemaChange::Kind::kCreate;
+  create.after = upper;
+  create.ddl = "CREATE TABLE d.ITEM (id INT PRIMARY KEY, v VARCHAR(10))";
+  SchemaChange rename;
+  rename.kind = SchemaChange::Kind::kRename;
+  rename.before = other;
+  rename.after = upper;
+  rename.ddl = "RENAME TABLE d.other TO d.ITEM";
+  for (const SchemaChange& c : {create, rename}) {
+    Status st = sink_->ApplySchemaChanges({c}, "c2");
+    EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+    for (const std::string word : {"`d`.`Item`", "`d`.`ITEM`", "\"d.Item\"", "ignore case", "source.exclude"})
+      EXPECT_NE(st.message().find(word), std::string::npos) << word << "\n" << st.message();
+    EXPECT_EQ(Query("SELECT id, v FROM \"d.Item\""), (Rows{{"i:1", "t:keep"}}));
+    EXPECT_EQ(Query("SELECT name FROM _sluice_tables ORDER BY name"), (Rows{{"t:d.Item"}, {"t:d.other"}}));
+    EXPECT_EQ(Checkpoint(), std::optional<std::string>("c1"));
+  }
+  // Renamed away first in the same statement (a swap): the name is free for the next.
+  SchemaChange away;
+  away.kind = SchemaChange::Kind::kRename;
+  away.before = item;
+  away.after = Table("d", "old_item", {Col("id", "int"), Col("v", "varchar")}, {0});
+  Status st = sink_->ApplySchemaChanges({away, rename}, "c3");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Query("SELECT id, v FROM \"d.ITEM\""), (Rows{{"i:2", "t:o"}}));
+  EXPECT_EQ(Query("SELECT id, v FROM \"d.old_item\""), (Rows{{"i:1", "t:keep"}}));
+  // A table renamed to another case of its own name, and one created again under its name.
+  SchemaChange own;
+  own.kind = SchemaChange::Kind::kRename;
+  own.before = upper;
+  own.after = Table("d", "Item", {Col("id", "int"), Col("v", "varchar")}, {0});
+  ASSERT_TRUE(sink_->ApplySchemaChanges({own}, "c4").ok());
+  EXPECT_EQ(Query("SELECT name FROM _sluice_tables ORDER BY name"), (Rows{{"t:d.Item"}, {"t:d.old_item"}}));
+  SchemaChange again;
+  again.kind = SchemaChange::Kind::kCreate;
+  again.after = own.after;
+  st = sink_->ApplySchemaChanges({again}, "c5");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  // Dropped: kept with its rows, so it still holds its name; with sink.drop_tables it goes.
+  SchemaChange drop;
+  drop.kind = SchemaChange::Kind::kDrop;
+  drop.before = own.after;
+  EXPECT_EQ(sink_->ApplySchemaChanges({drop, create}, "c6").code(), StatusCode::kFailedPrecondition);
+  sink_->set_drop_tables(true);
+  st = sink_->ApplySchemaChanges({drop, create}, "c6");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Query("SELECT name FROM _sluice_tables ORDER BY name"), (Rows{{"t:d.ITEM"}, {"t:d.old_item"}}));
+}
+
 }  // namespace
 }  // namespace sluice
