@@ -921,6 +921,23 @@ std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& f, const Config& c
   return l;
 }
 
+std::optional<CheckLine> EvaluateSinkNameLengths(Connection& source, const SourceFacts& f, const Config& config) {
+  std::vector<TableName> names;
+  for (const TableFacts& t : f.tables) names.push_back(t.name);
+  Status st = CheckSinkNameLengths(source, names, config.sink);
+  if (st.ok()) return std::nullopt;
+  if (st.code() != StatusCode::kInvalidArgument)
+    return Line("sink name lengths", CheckOutcome::kWarn,
+                fmt::format("cannot read the captured tables' column names: {}", st.message()),
+                "run `sluice check` again");
+  CheckLine l = Line("sink name lengths", CheckOutcome::kFail, st.message(),
+                     "leave the table out (source.exclude), give it or its column a shorter name in the source, or "
+                     "map its database onto a shorter schema (sink.postgres.schemas)",
+                     true);
+  l.code = StatusCode::kInvalidArgument;
+  return l;
+}
+
 std::optional<CheckLine> EvaluateSinkServer(Connection& source, const Config& config) {
   if (config.sink.type != SinkType::kMysql) return std::nullopt;
   const char* name = "sink server";
@@ -1163,6 +1180,7 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
       for (auto& l : EvaluateIncremental(**conn, *facts, config)) lines.push_back(std::move(l));
       for (auto& l : EvaluatePatterns(*facts, sink.checkpoint)) lines.push_back(std::move(l));
       if (auto l = EvaluateSinkNames(*facts, config)) lines.push_back(std::move(*l));
+      if (auto l = EvaluateSinkNameLengths(**conn, *facts, config)) lines.push_back(std::move(*l));
       if (auto l = EvaluateSqliteTables(**conn, *facts, config, sink)) lines.push_back(std::move(*l));
       packet_line = EvaluateSinkPacket(*facts, sink);
     }

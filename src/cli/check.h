@@ -147,6 +147,10 @@ std::optional<CheckLine> EvaluateSqliteTables(Connection& conn, const SourceFact
 // "sink table names": a FAIL (the run's own error, cli/run.h CheckNameCollisions) when two
 // selected tables would share one sink table; nothing when they do not.
 std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& facts, const Config& config);
+// "sink name lengths": a FAIL (the run's own error, cli/run.h CheckSinkNameLengths) when the
+// sink would cut a name a selected table becomes there (PostgreSQL: over 63 bytes), a WARN
+// when the column names cannot be read (`source`: the source connection); nothing otherwise.
+std::optional<CheckLine> EvaluateSinkNameLengths(Connection& source, const SourceFacts& facts, const Config& config);
 // "sink server", for a MySQL destination that is the source server itself (SameServer,
 // mysql/server_probe.h; `source` connected to the source): a FAIL (fatal; the run's own error,
 // cli/run.h CheckSelfDestination) when a database sluice would write there is captured, else a

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <thread>
 
@@ -198,6 +199,30 @@ Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfi
         "or leave one table out (source.exclude)",
         quoted(first), quoted(t), pg ? "PostgreSQL" : "MySQL", ns, t.table, mapped(first.db), mapped(t.db),
         pg ? "schema" : "database", pg ? "schema" : "database", key));
+  }
+  return Status::Ok();
+}
+
+Status CheckSinkNameLengths(Connection& source, const std::vector<TableName>& tables, const SinkConfig& sink) {
+  if (sink.type != SinkType::kPostgres || tables.empty()) return Status::Ok();
+  std::set<std::pair<std::string, std::string>> selected;
+  std::set<std::string> dbs;
+  for (const TableName& t : tables) {
+    RETURN_IF_ERROR(CheckPostgresNames(sink.postgres, t.db, t.table, {}));
+    selected.emplace(t.db, t.table);
+    dbs.insert(t.db);
+  }
+  // Only the columns too long are read (LENGTH counts bytes), of the captured databases.
+  std::string in;
+  for (const std::string& db : dbs) in += (in.empty() ? "" : ", ") + source.Quote(db);
+  ASSIGN_OR_RETURN(QueryResult r,
+                   source.Query(fmt::format("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS "
+                                            "WHERE LENGTH(COLUMN_NAME) > {} AND TABLE_SCHEMA IN ({}) "
+                                            "ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
+                                            kPostgresMaxNameBytes, in)));
+  for (const TextRow& row : r.rows) {
+    if (row.size() < 3 || !row[0] || !row[1] || !row[2] || !selected.count({*row[0], *row[1]})) continue;
+    RETURN_IF_ERROR(CheckPostgresNames(sink.postgres, *row[0], *row[1], {*row[2]}));
   }
   return Status::Ok();
 }
@@ -453,6 +478,7 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     }
   }
   RETURN_IF_ERROR(CheckNameCollisions(tables, config.sink));
+  RETURN_IF_ERROR(CheckSinkNameLengths(*meta, tables, config.sink));
   if (config.sink.type == SinkType::kMysql) {
     // A destination that is the source server itself: refused before the sink is opened (it
     // creates its bookkeeping tables), when it would write captured tables.

@@ -47,6 +47,12 @@ ConnectOptions SourceConnectOptions(const SourceConfig& source);
 // one of sluice's own Kafka topics. The message names both source tables, the shared name and
 // the key.
 Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfig& sink);
+// kInvalidArgument (a configuration error) when the sink would cut a name one of `tables`
+// becomes there, so that two names could become one (PostgreSQL keeps 63 bytes of a name:
+// sink/postgres_sink.h CheckPostgresNames): its schema, its table name, or a column's (read
+// from information_schema.COLUMNS on `source`). Other sinks keep every name: OK. The message
+// names the table, the name, its length and the limit; kUnavailable etc. when the query fails.
+Status CheckSinkNameLengths(Connection& source, const std::vector<TableName>& tables, const SinkConfig& sink);
 // A database a MySQL sink writes into: the copy of the source databases `sources` (the
 // destination database of each source.tables pattern naming its database literally, through
 // sink.mysql.databases, else the same name) and/or sink.mysql.database (`bookkeeping`).

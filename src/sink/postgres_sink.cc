@@ -798,6 +798,12 @@ class PgDialect : public SqlDialect {
   std::string Quote(std::string_view identifier) const override { return PgQuote(identifier); }
   std::string Placeholder(int index) const override { return "$" + std::to_string(index); }
   std::string_view ReservedNamespace() const override { return "_sluice"; }
+  Status CheckNames(const TableSchema& table) const override {
+    std::vector<std::string> columns;
+    for (const ColumnDesc& c : table.columns) columns.push_back(c.name);
+    Status st = CheckPostgresNames(options_, table.db, table.table, columns);
+    return st.ok() ? st : Status::FailedPrecondition(st.message());
+  }
   SqlTableName TableName(const TableSchema& table) const override {
     SqlTableName n;
     n.namespace_name = PostgresSchemaName(options_, table.db);
@@ -934,6 +940,45 @@ Result<std::string> MySqlTextOf(const ColumnDesc& c, std::string pg) {
 std::string PostgresSchemaName(const PostgresSinkOptions& options, const std::string& db) {
   auto it = options.schemas.find(db);
   return it != options.schemas.end() ? it->second : db;
+}
+
+size_t PostgresKeptNameBytes(std::string_view name) {
+  if (name.size() <= kPostgresMaxNameBytes) return name.size();
+  size_t n = kPostgresMaxNameBytes;
+  // Back off continuation bytes (10xxxxxx) to the first byte of the character cut in two.
+  if ((static_cast<unsigned char>(name[n]) & 0xC0) == 0x80)
+    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+Status CheckPostgresNames(const PostgresSinkOptions& options, const std::string& db, const std::string& table,
+                          const std::vector<std::string>& columns) {
+  auto refuse = [&](std::string_view what, std::string_view name, std::string_view fix) {
+    return Status::InvalidArgument(fmt::format(
+        "table `{}`.`{}`: {} {} is {} bytes long, and PostgreSQL keeps only the first {} bytes of a name "
+        "(it would become {}, where another name of those first bytes would meet it); sluice does not let "
+        "a name be cut: {}",
+        db, table, what, name, name.size(), kPostgresMaxNameBytes, name.substr(0, PostgresKeptNameBytes(name)),
+        fix));
+  };
+  const std::string schema = PostgresSchemaName(options, db);
+  if (PostgresKeptNameBytes(schema) < schema.size())
+    return refuse(options.schemas.count(db) ? fmt::format("its schema (sink.postgres.schemas.{})", db)
+                                            : std::string("its schema (the source database's name)"),
+                  schema,
+                  "map the database onto a shorter schema name (sink.postgres.schemas), or leave its tables out "
+                  "(source.exclude)");
+  if (PostgresKeptNameBytes(table) < table.size())
+    return refuse("the table name", table,
+                  fmt::format("leave `{}`.`{}` out (source.exclude) or give it a shorter name in the source", db,
+                              table));
+  for (const std::string& c : columns)
+    if (PostgresKeptNameBytes(c) < c.size())
+      return refuse("column", c,
+                    fmt::format("give the column a shorter name in the source, or leave `{}`.`{}` out "
+                                "(source.exclude)",
+                                db, table));
+  return Status::Ok();
 }
 
 Result<std::string> PostgresColumnType(const ColumnDesc& c) {

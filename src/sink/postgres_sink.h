@@ -38,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sink/sql_applier.h"
@@ -55,6 +56,22 @@ struct PostgresSinkOptions {
 
 // The PostgreSQL schema for source database `db` under `options`.
 std::string PostgresSchemaName(const PostgresSinkOptions& options, const std::string& db);
+
+// PostgreSQL keeps at most this many bytes of a name (NAMEDATALEN - 1): a longer identifier
+// is cut with only a NOTICE (docs "Identifiers and Key Words"), so two source names that
+// share their first 63 bytes would become one table, schema or column (probe7 F2).
+inline constexpr size_t kPostgresMaxNameBytes = 63;
+// How many bytes of identifier `name` PostgreSQL keeps: all of them when it has at most 63,
+// else its longest prefix of at most 63 bytes that ends where a UTF-8 character does (its
+// truncate_identifier and pg_mbcliplen, in a UTF8 database). Pure.
+size_t PostgresKeptNameBytes(std::string_view name);
+// Whether PostgreSQL keeps every name source table db.t with `columns` becomes under
+// `options` as it is: its schema (PostgresSchemaName), its table name, each column. The first
+// it would cut is kInvalidArgument naming the source table, the name, its length in bytes,
+// the limit, what it would become and what to do (source.exclude, sink.postgres.schemas, a
+// shorter name in the source). Pure.
+Status CheckPostgresNames(const PostgresSinkOptions& options, const std::string& db, const std::string& table,
+                          const std::vector<std::string>& columns);
 // The lossless PostgreSQL type of a source column (see above); kNotSupported for types
 // sluice does not know.
 Result<std::string> PostgresColumnType(const ColumnDesc& column);

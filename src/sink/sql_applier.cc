@@ -325,6 +325,7 @@ Status SqlApplier::PrepareTable(const TableSchema& schema) {
   RETURN_IF_ERROR(Note(Recover()));
   const SqlTableName name = dialect_->TableName(schema);
   RETURN_IF_ERROR(RefuseReserved(*dialect_, schema, name));
+  RETURN_IF_ERROR(dialect_->CheckNames(schema));
   if (schema.columns.empty()) {
     return Status::InvalidArgument(fmt::format("table {}: no columns", name.display));
   }
@@ -509,8 +510,11 @@ Status SqlApplier::RefuseTakenNames(const std::vector<SchemaChange>& changes) {
 
 Status SqlApplier::ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
   RETURN_IF_ERROR(Note(Recover()));
-  for (const SchemaChange& c : changes)
-    if (c.after) RETURN_IF_ERROR(RefuseReserved(*dialect_, *c.after, dialect_->TableName(*c.after)));
+  for (const SchemaChange& c : changes) {
+    if (!c.after) continue;
+    RETURN_IF_ERROR(RefuseReserved(*dialect_, *c.after, dialect_->TableName(*c.after)));
+    RETURN_IF_ERROR(dialect_->CheckNames(*c.after));
+  }
   // A table that comes while streaming (created, renamed in, copied again) onto the
   // destination name another source table holds replaced that table with its rows (a CREATE
   // drops the name; SQLite: `Item` beside `ITEM`, probe7 F3). The start refuses such a pair

@@ -181,6 +181,14 @@ class SqlDialect {
   virtual SqlTableName TableName(const TableSchema& table) const = 0;
   // Whether two SqlTableName::key values name the same table (SQLite: ignoring case).
   virtual bool NamesEqual(std::string_view a, std::string_view b) const { return a == b; }
+  // Whether the destination keeps every name `table` becomes (namespace, table, columns) as
+  // it is: kFailedPrecondition naming the table, the name, its length and the limit when it
+  // would cut one (PostgreSQL: more than 63 bytes), so that no two names become one there.
+  // The default keeps every name.
+  virtual Status CheckNames(const TableSchema& table) const {
+    (void)table;
+    return Status::Ok();
+  }
   // The lossless destination type of a source column (docs/sinks.md), "" for no declared
   // type (SQLite only). kNotSupported names the type when it cannot be kept exactly.
   virtual Result<std::string> ColumnType(const ColumnDesc& column) const = 0;

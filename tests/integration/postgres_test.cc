@@ -696,6 +696,104 @@ TEST(Postgres, TwoDatabasesMappedOntoOneSchemaWithOneTableNameAreRefused) {
   EXPECT_TRUE(WaitForPgValue(pgdb, "SELECT count(*) FROM m.u", "1", seconds(5)));
 }
 
+// PostgreSQL keeps only the first 63 bytes of a name (probe7 F2): two source tables whose
+// 64-character names share the first 63 became ONE PostgreSQL table (`check` passed, the run
+// merged their rows, a delete in one deleted the other's row), and a 64-character column
+// stopped the run with "existing postgres column ... does not match". Now such a name is
+// refused at start (`run` exit 2, a `check` FAIL line) naming it, its length and the limit,
+// with nothing created; one that comes while streaming (a table created or renamed to it, a
+// column added with it) stops the run (exit 1) before it is applied.
+TEST(Postgres, NamesLongerThan63BytesAreRefusedNotTruncated) {
+  REQUIRE_PG();
+  const std::string pgdb = PgServer::Get().NewDatabase("it_pg_long");
+  const std::string n63(63, 't');
+  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS it_pgl; CREATE DATABASE it_pgl;"
+                                   "CREATE TABLE it_pgl.{0}1 (id INT PRIMARY KEY, v VARCHAR(10));"
+                                   "CREATE TABLE it_pgl.{0}2 (id INT PRIMARY KEY, v VARCHAR(10));"
+                                   "INSERT INTO it_pgl.{0}1 VALUES (1, 'from1'), (2, 'from1');"
+                                   "INSERT INTO it_pgl.{0}2 VALUES (1, 'from2'), (3, 'from2');",
+                                   n63)),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_pgl.*"};
+  spec.server_id = 5505;
+  std::string config = WritePgConfig(dir, spec, pgdb);
+  const std::string none = "SELECT count(*) FROM pg_tables WHERE schemaname = 'it_pgl'";
+  ProcessResult r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  for (const std::string word : {"`it_pgl`.`" + n63 + "1`", std::string("64 bytes"), std::string("63 bytes"),
+                                 std::string("source.exclude")})
+    EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+  EXPECT_TRUE(WaitForPgValue(pgdb, none, "0", seconds(1)));
+  r = RunSluice({"check", "--config", config});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::string line = CheckLine(r.output, "sink name lengths");
+  EXPECT_EQ(line.rfind("FAIL", 0), 0u) << r.output;
+  EXPECT_NE(line.find("`it_pgl`.`" + n63 + "1`"), std::string::npos) << r.output;
+
+  // A column name of 64 bytes (32 two-byte characters): refused the same way at start.
+  const std::string e32 = [] { std::string s; for (int i = 0; i < 32; ++i) s += "\xc3\xa9"; return s; }();
+  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS it_pgl; CREATE DATABASE it_pgl;"
+                                   "CREATE TABLE it_pgl.t (id INT PRIMARY KEY, `{0}` INT);"
+                                   "INSERT INTO it_pgl.t VALUES (1, 1);",
+                                   e32)),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  for (const std::string word :
+       {"column " + e32, std::string("`it_pgl`.`t`"), std::string("64 bytes"), std::string("63 bytes")})
+    EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+  EXPECT_TRUE(WaitForPgValue(pgdb, none, "0", seconds(1)));
+  r = RunSluice({"check", "--config", config});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  line = CheckLine(r.output, "sink name lengths");
+  EXPECT_EQ(line.rfind("FAIL", 0), 0u) << r.output;
+  EXPECT_NE(line.find("column " + e32), std::string::npos) << r.output;
+
+  // While streaming: the long names come and go before the next run starts (the start sees
+  // none), so the stream meets them and stops before applying them.
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_pgl; CREATE DATABASE it_pgl;"
+                       "CREATE TABLE it_pgl.t (id INT PRIMARY KEY, v INT); INSERT INTO it_pgl.t VALUES (1, 1);"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const struct {
+    std::string ddl, word, tables;
+  } cases[] = {
+      {fmt::format("CREATE TABLE it_pgl.{0}1 (id INT PRIMARY KEY); INSERT INTO it_pgl.{0}1 VALUES (5);"
+                   "DROP TABLE it_pgl.{0}1;",
+                   n63),
+       "`it_pgl`.`" + n63 + "1`", "t"},
+      {fmt::format("CREATE TABLE it_pgl.u (id INT PRIMARY KEY); RENAME TABLE it_pgl.u TO it_pgl.{0}2;"
+                   "DROP TABLE it_pgl.{0}2;",
+                   n63),
+       "`it_pgl`.`" + n63 + "2`", "t,u"},
+      {fmt::format("ALTER TABLE it_pgl.t ADD COLUMN c{0} INT; INSERT INTO it_pgl.t VALUES (2, 2, 2);"
+                   "ALTER TABLE it_pgl.t DROP COLUMN c{0};",
+                   n63),
+       "column c" + n63, "t"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.word);
+    ASSERT_EQ(RunSqlText(c.ddl), 0);
+    r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    for (const std::string word : {c.word, std::string("64 bytes"), std::string("63 bytes")})
+      EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+    EXPECT_TRUE(WaitForPgValue(pgdb, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables "
+                               "WHERE schemaname = 'it_pgl'",
+                               c.tables, seconds(1)));
+    EXPECT_TRUE(WaitForPgValue(pgdb, "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'it_pgl' "
+                               "AND table_name = 't'",
+                               "2", seconds(1)));
+    // Past it: start over from the source's state as it is now.
+    ASSERT_EQ(PgServer::Get().Exec(pgdb, "DROP SCHEMA it_pgl CASCADE; DROP SCHEMA _sluice CASCADE"), "");
+    r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+}
+
 // A NUL byte in a text column stops the run (PostgreSQL text cannot hold it); the message
 // says the way forward, and it works: fix the source row, `sluice resnapshot` the table, run
 // again (the message gave none: new-user test).
