@@ -36,7 +36,7 @@ TEST(PostgresNames, ANameLongerThan63BytesIsRefusedNamingItsLengthAndTheLimit) {
 
   Status st = CheckPostgresNames(o, "d", n64, {"id"});
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  for (const std::string word : {"`d`.`" + n64 + "`", std::string("64 bytes"), std::string("first 63 bytes"),
+  for (const std::string& word : {"`d`.`" + n64 + "`", std::string("64 bytes"), std::string("first 63 bytes"),
                                  "become " + n63 + ",", std::string("source.exclude")})
     EXPECT_NE(st.message().find(word), std::string::npos) << word << "\n" << st.message();
 

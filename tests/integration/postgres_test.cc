@@ -722,7 +722,7 @@ TEST(Postgres, NamesLongerThan63BytesAreRefusedNotTruncated) {
   const std::string none = "SELECT count(*) FROM pg_tables WHERE schemaname = 'it_pgl'";
   ProcessResult r = RunSluice({"run", "--config", config, "--until-caught-up"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  for (const std::string word : {"`it_pgl`.`" + n63 + "1`", std::string("64 bytes"), std::string("63 bytes"),
+  for (const std::string& word : {"`it_pgl`.`" + n63 + "1`", std::string("64 bytes"), std::string("63 bytes"),
                                  std::string("source.exclude")})
     EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
   EXPECT_TRUE(WaitForPgValue(pgdb, none, "0", seconds(1)));
@@ -741,7 +741,7 @@ TEST(Postgres, NamesLongerThan63BytesAreRefusedNotTruncated) {
             0);
   r = RunSluice({"run", "--config", config, "--until-caught-up"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  for (const std::string word :
+  for (const std::string& word :
        {"column " + e32, std::string("`it_pgl`.`t`"), std::string("64 bytes"), std::string("63 bytes")})
     EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
   EXPECT_TRUE(WaitForPgValue(pgdb, none, "0", seconds(1)));
@@ -779,7 +779,7 @@ TEST(Postgres, NamesLongerThan63BytesAreRefusedNotTruncated) {
     ASSERT_EQ(RunSqlText(c.ddl), 0);
     r = RunSluice({"run", "--config", config, "--until-caught-up"});
     EXPECT_EQ(r.exit_code, 1) << r.output;
-    for (const std::string word : {c.word, std::string("64 bytes"), std::string("63 bytes")})
+    for (const std::string& word : {c.word, std::string("64 bytes"), std::string("63 bytes")})
       EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
     EXPECT_TRUE(WaitForPgValue(pgdb, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables "
                                "WHERE schemaname = 'it_pgl'",
