@@ -90,7 +90,9 @@ void LogLine(LogLevel level, const std::string& text) {
   if (g_json.load()) {
     Write(fmt::format("{{\"time\":\"{}\",\"level\":\"{}\",\"msg\":\"{}\"}}\n", NowUtc(), name, JsonEscape(text)));
   } else {
-    Write(fmt::format("sluice: {}: {}\n", name, text));
+    // One message, one line: a name or a server's error text in it cannot start a line that
+    // poses as sluice's own, nor move the cursor (EscapeControls).
+    Write(fmt::format("sluice: {}: {}\n", name, EscapeControls(text)));
   }
 }
 
@@ -99,7 +101,16 @@ void LogStatusLine(const std::string& text) {
   LogLine(LogLevel::kInfo, text);
 }
 
-void SetStatusDisplay(const std::string& block) {
+void SetStatusDisplay(const std::string& lines) {
+  // The block's own line breaks are kept; what each line quotes (table names) is escaped.
+  std::string block;
+  for (size_t at = 0; at <= lines.size();) {
+    size_t nl = lines.find('\n', at);
+    if (nl == std::string::npos) nl = lines.size();
+    if (at > 0) block += '\n';
+    block += EscapeControls(std::string_view(lines).substr(at, nl - at));
+    at = nl + 1;
+  }
   std::lock_guard lock(g_mu);
   std::string out = EraseDisplay(g_display) + block;
   g_display = block;

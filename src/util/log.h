@@ -1,6 +1,9 @@
 // Logging to stderr: one line per message, "sluice: <level>: <text>", or with
 // SetLogJson(true) one JSON object per line: {"time":"2026-12-01T10:00:00.123Z",
-// "level":"info","msg":"..."}. Messages must never contain passwords
+// "level":"info","msg":"..."}. A text line holds no control character: newline, CR, ESC and
+// the others in a message (a server's error text, a table name) are written as \xNN
+// (EscapeControls, util/utf8.h), so no message can forge a line or move the cursor; the JSON
+// form escapes them as JSON does. Messages must never contain passwords
 // (ConnectOptions::Describe and Status messages are password-free).
 // Status lines (LogStatus: periodic progress) are info lines that are left out while a live
 // status display is shown (SetStatusDisplay): the display shows the same, updated in place.
@@ -23,8 +26,8 @@ void SetLogJson(bool json);
 void LogLine(LogLevel level, const std::string& text);
 // An info line that a live display replaces.
 void LogStatusLine(const std::string& text);
-// Shows `block` (lines separated by '\n', no trailing newline) below the log, replacing the
-// previous block; "" removes it. Only for a terminal on stderr (the caller decides).
+// Shows `block` (lines separated by '\n', no trailing newline; other control characters in
+// a line are escaped as in a log line) below the log, replacing the previous block; "" removes it. Only for a terminal on stderr (the caller decides).
 void SetStatusDisplay(const std::string& block);
 bool StatusDisplayActive();
 

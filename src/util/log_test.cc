@@ -12,13 +12,14 @@
 namespace sluice {
 namespace {
 
-// What LogLine writes to stderr for `text`, captured through a temporary file.
-std::string Logged(LogLevel level, const std::string& text) {
+// What `write` writes to stderr, captured through a temporary file.
+template <typename F>
+std::string Captured(F write) {
   std::fflush(stderr);
   const int saved = dup(2);
   std::FILE* tmp = std::tmpfile();
   dup2(fileno(tmp), 2);
-  LogLine(level, text);
+  write();
   std::fflush(stderr);
   dup2(saved, 2);
   close(saved);
@@ -28,6 +29,11 @@ std::string Logged(LogLevel level, const std::string& text) {
   for (size_t n; (n = std::fread(buf, 1, sizeof buf, tmp)) > 0;) out.append(buf, n);
   std::fclose(tmp);
   return out;
+}
+
+// What LogLine writes to stderr for `text`.
+std::string Logged(LogLevel level, const std::string& text) {
+  return Captured([&] { LogLine(level, text); });
 }
 
 // A JSON log line stays valid UTF-8 and valid JSON whatever bytes the message holds (a binary
@@ -47,6 +53,28 @@ TEST(Log, JsonLinesAreValidWhateverTheMessageHolds) {
 
 TEST(Log, TextLinesKeepTheMessage) {
   EXPECT_EQ(Logged(LogLevel::kInfo, "hello"), "sluice: info: hello\n");
+}
+
+// A message quotes what others wrote: a server's error text (sent before any login), a table
+// name anyone with CREATE in a captured database chose. Its newline, CR and ESC sequences once
+// reached the log raw, so a name forged a whole "sluice: error: FAKE" line, in red, and
+// "\e[2J" cleared the screen (probe7 F7). No message is meant to span lines: each is one line,
+// its control characters as \xNN, valid UTF-8 and backslashes as they are.
+TEST(Log, TextLinesCannotForgeALineOrMoveTheCursor) {
+  EXPECT_EQ(Logged(LogLevel::kInfo, "snapshot: x\nsluice: error: FAKE \x1b[31mRED\x1b[0m\r counted 1 rows"),
+            "sluice: info: snapshot: x\\x0asluice: error: FAKE \\x1b[31mRED\\x1b[0m\\x0d counted 1 rows\n");
+  EXPECT_EQ(Logged(LogLevel::kWarning, "path C:\\dir caf\xC3\xA9 \xFF\t."),
+            "sluice: warning: path C:\\dir caf\xC3\xA9 \\xff\\x09.\n");
+}
+
+// The live display is several lines by design (one per table being copied), but a table name
+// in it is not: its control characters are escaped line by line, and the display's own line
+// breaks kept.
+TEST(Log, StatusDisplayEscapesEachOfItsLines) {
+  const std::string shown = Captured([] { SetStatusDisplay("snapshot: 1 of 2\n  a\x1b[2J\rb 1 of 1"); });
+  EXPECT_EQ(shown, "snapshot: 1 of 2\n  a\\x1b[2J\\x0db 1 of 1");
+  Captured([] { SetStatusDisplay(""); });
+  EXPECT_FALSE(StatusDisplayActive());
 }
 
 }  // namespace

@@ -7,15 +7,20 @@
 
 #include <fmt/format.h>
 
+#include "util/utf8.h"
+
 namespace sluice::metrics {
 namespace {
 
-std::string EscapeLabel(const std::string& s) {
+// A label value as the exposition format writes it. It escapes only \\, \" and newline, so
+// every other control character (a table name's ESC) and the newline too become the text \xNN
+// first (EscapeControls): the endpoint's text holds no control byte but its line ends.
+std::string EscapeLabel(const std::string& raw) {
+  const std::string s = EscapeControls(raw);
   std::string out;
   for (char c : s) {
     if (c == '\\') out += "\\\\";
     else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
     else out += c;
   }
   return out;

@@ -23,5 +23,17 @@ TEST(Metrics, RendersPrometheusTextWithLabelsAndCallbacks) {
   EXPECT_GT(ResidentBytes(), 0u);
 }
 
+// A table name is a label value, and the exposition format escapes only \\, \" and newline in
+// it: an ESC, CR or other control byte of a name went out raw (probe7 F7) and reached whoever
+// reads the endpoint with curl. Each becomes the text \xNN (its backslash escaped).
+TEST(Metrics, LabelValuesHoldNoControlCharacter) {
+  Registry r;
+  r.Counter("sluice_rows_total", "rows", {{"table", "d.x\nsluice_fake 1\r\x1b[2J\\"}}).Add(1);
+  const std::string text = r.RenderPrometheus();
+  EXPECT_NE(text.find("sluice_rows_total{table=\"d.x\\\\x0asluice_fake 1\\\\x0d\\\\x1b[2J\\\\\"} 1\n"), std::string::npos)
+      << text;
+  for (char c : text) EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << text;
+}
+
 }  // namespace
 }  // namespace sluice::metrics

@@ -80,4 +80,31 @@ std::string PrintableText(std::string_view s) {
   return out;
 }
 
+std::string EscapeControls(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  auto hex = [&](unsigned char c) {
+    out += "\\x";
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  };
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = Utf8SequenceAt(s, i);
+    if (n == 0 || c < 0x20 || c == 0x7f) {
+      hex(c);
+      ++i;
+    } else if (n == 2 && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) {
+      hex(c);
+      hex(static_cast<unsigned char>(s[i + 1]));
+      i += 2;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
 }  // namespace sluice

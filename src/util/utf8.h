@@ -26,4 +26,12 @@ std::string EscapeInvalidUtf8(std::string_view s);
 // The result is valid UTF-8 without control characters.
 std::string PrintableText(std::string_view s);
 
+// `s` for one line of a log or a terminal, where a message may quote what a server or a
+// source name holds: C0 control characters (tab, newline, CR and ESC included), DEL, the C1
+// controls U+0080..U+009F (their UTF-8 bytes: some terminals obey them as ESC sequences) and
+// bytes that are not valid UTF-8 become \xNN (lower-case hex). Unlike PrintableText,
+// backslashes stay as they are, so a message that holds none of these reads unchanged. The
+// result holds no control character: it cannot start a second line or move the cursor.
+std::string EscapeControls(std::string_view s);
+
 }  // namespace sluice

@@ -44,5 +44,17 @@ TEST(Utf8, PrintableText) {
   for (unsigned char c : p) EXPECT_FALSE(c < 0x20 || c == 0x7f) << static_cast<int>(c);
 }
 
+// Text for one line of a log or a report: every control character (C0 with tab, newline and
+// CR, DEL, and the C1 range U+0080..U+009F, which some terminals obey as ESC sequences) and
+// every invalid byte as \xNN; backslashes and valid printable UTF-8 as they are, so a message
+// that only quotes paths or names reads unchanged.
+TEST(Utf8, EscapeControlsLeavesNoControlCharacter) {
+  EXPECT_EQ(EscapeControls("plain \xE2\x82\xAC a\\b"), "plain \xE2\x82\xAC a\\b");
+  EXPECT_EQ(EscapeControls(std::string_view("x\ny\rz\x1b[2J\t\x7f\0e", 13)), "x\\x0ay\\x0dz\\x1b[2J\\x09\\x7f\\x00e");
+  EXPECT_EQ(EscapeControls("\xC2\x9B" "31m"), "\\xc2\\x9b31m");  // C1 CSI
+  EXPECT_EQ(EscapeControls("\xC2\xA0"), "\xC2\xA0");                 // U+00A0 is printable
+  EXPECT_EQ(EscapeControls("a\xFF"), "a\\xff");
+}
+
 }  // namespace
 }  // namespace sluice
