@@ -37,6 +37,7 @@
 #include "sink/postgres_sink.h"
 #include "sink/sqlite_sink.h"
 #include "util/log.h"
+#include "util/redact.h"
 
 namespace sluice::cli {
 namespace {
@@ -1015,10 +1016,11 @@ SinkFacts CheckSink(const Config& config) {
   if (k.type == SinkType::kKafka || k.type == SinkType::kNats) {
     const std::string& ep = k.type == SinkType::kKafka ? k.kafka.bootstrap_servers : k.nats.url;
     Status st = TcpReachable(ep, k.type == SinkType::kKafka ? "9092" : "4222");
+    const std::string shown = RedactUrlCredentials(ep);
     s.line = st.ok() ? Line(name, CheckOutcome::kPass,
                             fmt::format("{} broker {} accepts TCP connections (topics and permissions are "
                                         "checked when the run starts)",
-                                        k.type == SinkType::kKafka ? "Kafka" : "NATS", ep))
+                                        k.type == SinkType::kKafka ? "Kafka" : "NATS", shown))
                      : Line(name, CheckOutcome::kFail, st.message(),
                             k.type == SinkType::kKafka ? "check sink.kafka.bootstrap_servers and that the brokers run"
                                                        : "check sink.nats.url and that the server runs",
@@ -1074,7 +1076,7 @@ SinkFacts CheckSink(const Config& config) {
     }
     s.line = Line(name, CheckOutcome::kPass,
                   fmt::format("PostgreSQL destination {} accepts the session, {} (in _sluice.checkpoint)",
-                              k.postgres.conninfo, DescribeCheckpoint(s.checkpoint)));
+                              PostgresConninfoForDisplay(k.postgres.conninfo), DescribeCheckpoint(s.checkpoint)));
     return s;
   }
   std::string problem = k.path == "-" ? "" : FileProblem(k.path, "sink.path");

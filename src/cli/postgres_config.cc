@@ -3,8 +3,15 @@
 #include <libpq-fe.h>
 
 #include <cstdlib>
+#include <cstring>
 
 namespace sluice::cli {
+
+namespace {
+constexpr const char* kHoldsPassword =
+    "must not hold the password (neither password=, ?password= nor user:password@ in a URI): name its "
+    "environment variable in sink.postgres.password_env";
+}  // namespace
 
 Status ParsePostgresConfig(const toml::table& t, std::string_view origin, PostgresSinkOptions* o) {
   const auto error = [&](std::string_view key, std::string_view msg) {
@@ -50,10 +57,16 @@ Status ParsePostgresConfig(const toml::table& t, std::string_view origin, Postgr
                                            "postgresql:// URI)",
                                            why));
     }
+    // libpq takes a password from "password=", "?password=" and a URI's userinfo
+    // ("postgresql://user:SECRET@host"): none of them may be used, the password would sit in
+    // the file and be printed wherever the conninfo is.
+    bool password = false;
+    for (const PQconninfoOption* p = parsed; p->keyword != nullptr; ++p)
+      password = password || (std::strcmp(p->keyword, "password") == 0 && p->val != nullptr);
     PQconninfoFree(parsed);
+    if (password) return error("conninfo", kHoldsPassword);
   }
-  if (o->conninfo.find("password") != std::string::npos)
-    return error("conninfo", "must not hold the password: name its environment variable in password_env");
+  if (o->conninfo.find("password") != std::string::npos) return error("conninfo", kHoldsPassword);
   if (!password_env.empty()) {
     const char* pw = std::getenv(password_env.c_str());
     if (pw == nullptr) return error("password_env", fmt::format("environment variable {} is not set", password_env));

@@ -1,7 +1,8 @@
 // Configuration of the PostgreSQL sink: the [sink.postgres] table of the TOML config
 // (docs/config.md):
 //   conninfo = "host=127.0.0.1 port=5432 user=sluice dbname=replica"   (required; libpq
-//              keywords or a postgresql:// URI, without the password)
+//              keywords or a postgresql:// URI, without the password: password=,
+//              ?password= and user:password@ are refused)
 //   password_env = "PGPASS_VAR"    the environment variable holding the password (optional:
 //              libpq's own PGPASSWORD / .pgpass also work)
 //   schemas = { sakila = "sakila_copy" }   source database -> PostgreSQL schema (unmapped

@@ -1,7 +1,11 @@
 #include "cli/publish_config.h"
 
 #include <cctype>
+#include <cstdlib>
+#include <tuple>
 #include <set>
+
+#include "util/redact.h"
 
 namespace sluice::cli {
 namespace {
@@ -106,10 +110,31 @@ Status ParseKafkaConfig(const toml::table& t, std::string_view origin, KafkaSink
     if (!props) return r.Error("properties", "expected a table of librdkafka properties");
     for (const auto& [k, v] : *props) {
       if (!v.is_string()) return r.Error(fmt::format("properties.{}", k.str()), "expected a string");
+      if (KafkaPropertyIsSecret(k.str()))
+        return r.Error(fmt::format("properties.{}", k.str()),
+                       fmt::format("a secret never sits in the file: name the environment variable that holds "
+                                   "it in [sink.kafka.properties_env] (\"{}\" = \"VARIABLE\")",
+                                   k.str()));
       o->properties.emplace_back(std::string(k.str()), v.as_string()->get());
     }
   }
-  RETURN_IF_ERROR(r.Finish({"properties"}));
+  // property = "ENVIRONMENT_VARIABLE": its value read from the environment (secrets).
+  if (const toml::node* n = t.get("properties_env")) {
+    const toml::table* props = n->as_table();
+    if (!props) return r.Error("properties_env", "expected a table of librdkafka property = \"ENVIRONMENT_VARIABLE\"");
+    for (const auto& [k, v] : *props) {
+      const std::string key = fmt::format("properties_env.{}", k.str());
+      if (!v.is_string()) return r.Error(key, "expected a string: the name of an environment variable");
+      const std::string& env = v.as_string()->get();
+      if (env.empty()) return r.Error(key, "must not be empty: the name of the environment variable holding it");
+      for (const auto& [name, value] : o->properties)
+        if (name == k.str()) return r.Error(key, "also set in [sink.kafka.properties]: keep one");
+      const char* value = std::getenv(env.c_str());
+      if (value == nullptr) return r.Error(key, fmt::format("environment variable {} is not set", env));
+      o->properties.emplace_back(std::string(k.str()), value);
+    }
+  }
+  RETURN_IF_ERROR(r.Finish({"properties", "properties_env"}));
   if (o->bootstrap_servers.empty()) return r.Error("bootstrap_servers", "required");
   if (o->topic_template.find("{table}") == std::string::npos) {
     return r.Error("topic", "must contain {table} (one topic per table)");
@@ -130,9 +155,32 @@ Status ParseNatsConfig(const toml::table& t, std::string_view origin, NatsSinkOp
   RETURN_IF_ERROR(r.Int("ack_timeout_ms", &o->ack_timeout_ms, 100, 3600000));
   RETURN_IF_ERROR(r.Int("group_max_records", &o->group_max_records, 1, 10000000));
   RETURN_IF_ERROR(r.Int("group_max_ms", &o->group_max_ms, 0, 3600000));
+  std::string password_env, token_env;
+  RETURN_IF_ERROR(r.String("user", &o->user));
+  RETURN_IF_ERROR(r.String("password_env", &password_env));
+  RETURN_IF_ERROR(r.String("token_env", &token_env));
   const bool stream_set = t.get("stream") != nullptr;
   RETURN_IF_ERROR(r.Finish());
   if (o->url.empty()) return r.Error("url", "required");
+  // libnats takes credentials from the url ("nats://user:password@host", "nats://token@host"),
+  // but the url is printed (check lines, every sink warning): they come from the environment.
+  if (UrlHasCredentials(o->url))
+    return r.Error("url", "holds credentials (user:password@ or token@): a password never sits in the file; set "
+                          "sink.nats.user and sink.nats.password_env (the environment variable holding the "
+                          "password), or sink.nats.token_env, and write the url without them");
+  if (!password_env.empty() && o->user.empty()) return r.Error("user", "required with password_env");
+  if (!o->user.empty() && password_env.empty())
+    return r.Error("password_env", "required with user: the environment variable holding the password");
+  if (!token_env.empty() && !o->user.empty())
+    return r.Error("token_env", "set together with user/password_env: NATS takes one or the other");
+  for (const auto& [key, env, out] : {std::tuple<const char*, const std::string&, std::string*>{
+                                          "password_env", password_env, &o->password},
+                                      {"token_env", token_env, &o->token}}) {
+    if (env.empty()) continue;
+    const char* value = std::getenv(env.c_str());
+    if (value == nullptr) return r.Error(key, fmt::format("environment variable {} is not set", env));
+    *out = value;
+  }
   // Each server of the list: nats://host:port, tls://host:port (TLS only) or host:port. A
   // server of another scheme (http://) can never be connected to; libnats would try anyway,
   // and the run wait for it as for a server that is down.

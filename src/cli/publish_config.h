@@ -1,6 +1,10 @@
 // Configuration of the publishing sinks: the [sink.kafka] and [sink.nats] tables of the
 // TOML config (docs/config.md). Unknown keys and wrong types are kInvalidArgument naming the
-// key ("sink.kafka.partitions: expected an integer in 1..100000").
+// key ("sink.kafka.partitions: expected an integer in 1..100000"). Secrets come from the
+// environment: [sink.kafka.properties_env] (property = variable; a secret property in
+// [sink.kafka.properties] is refused, KafkaPropertyIsSecret), [sink.nats] user + password_env
+// or token_env (credentials inside the url are refused); an unset variable is an error naming
+// the key.
 // Thread safety: pure functions.
 #pragma once
 

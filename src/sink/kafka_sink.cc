@@ -51,6 +51,11 @@ bool IsDefinite(rd_kafka_resp_err_t e) {
 
 }  // namespace
 
+bool KafkaPropertyIsSecret(std::string_view name) {
+  return name.find("password") != std::string_view::npos || name.find("secret") != std::string_view::npos ||
+         name == "ssl.key.pem";
+}
+
 std::string KafkaTopicFor(const KafkaSinkOptions& o, std::string_view db, std::string_view table) {
   std::string t;
   const std::string& tpl = o.topic_template;
@@ -248,7 +253,7 @@ Status KafkaSink::Impl::Open() {
   for (const auto& [k, v] : props) {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
       rd_kafka_conf_destroy(conf);
-      return Status::InvalidArgument(fmt::format("kafka sink: property {}: {}", k, err));
+      return publish::KafkaPropertyError("kafka sink: ", k, v, err);
     }
   }
   rd_kafka_conf_set_dr_msg_cb(conf, DeliveryCallback);

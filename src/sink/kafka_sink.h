@@ -70,10 +70,17 @@ struct KafkaSinkOptions {
   uint32_t group_max_ms = 200;
   uint32_t delivery_timeout_ms = 60000;
   uint32_t queue_max_kbytes = 65536;
-  // Extra librdkafka properties (security.protocol, sasl.*, ssl.*, ...), applied last.
+  // Extra librdkafka properties (security.protocol, sasl.*, ssl.*, ...), applied last. The
+  // secret ones (KafkaPropertyIsSecret) come from the environment (sink.kafka.properties_env),
+  // and no error message shows their value.
   std::vector<std::pair<std::string, std::string>> properties;
   std::function<int64_t()> now_ms;  // envelope ts_ms; default: the system clock
 };
+
+// Whether the librdkafka property `name` holds a secret: a name with "password" or "secret"
+// in it (sasl.password, ssl.key.password, ssl.keystore.password,
+// sasl.oauthbearer.client.secret), or ssl.key.pem (a private key itself).
+bool KafkaPropertyIsSecret(std::string_view name);
 
 // Topic name for db.table under `options` (template applied, characters sanitised).
 std::string KafkaTopicFor(const KafkaSinkOptions& options, std::string_view db,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sink/publish_util.h"
+#include "util/redact.h"
 #include "util/log.h"
 
 namespace sluice {
@@ -139,7 +140,8 @@ class NatsSink::Impl {
     return broken;
   }
   Status Err(natsStatus s, std::string_view what) {
-    broken = Status::Unavailable(fmt::format("nats sink ({}): {}: {}", o.url, what, natsStatus_GetText(s)));
+    broken = Status::Unavailable(
+        fmt::format("nats sink ({}): {}: {}", RedactUrlCredentials(o.url), what, natsStatus_GetText(s)));
     return broken;
   }
 };
@@ -184,6 +186,7 @@ Status NatsSink::Impl::Open() {
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
   if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, false, nullptr, nullptr);
+  if (s == NATS_OK) s = publish::SetNatsCredentials(opts, o);
   if (s != NATS_OK) return Err(s, "options");
   s = natsConnection_Connect(&nc, opts);
   if (s != NATS_OK) return Err(s, "connect");
@@ -239,7 +242,8 @@ Status NatsSink::Impl::Open() {
     LogInfo("nats sink: created stream {} for {} with {} replica(s)", o.stream, wildcard, o.replicas);
   } else if (s != NATS_OK) {
     if (s == NATS_NO_RESPONDERS) {
-      broken = Status::FailedPrecondition(fmt::format("nats sink: {}: JetStream is not enabled", o.url));
+      broken = Status::FailedPrecondition(
+          fmt::format("nats sink: {}: JetStream is not enabled", RedactUrlCredentials(o.url)));
       return broken;
     }
     return Err(s, fmt::format("stream {} info", o.stream));

@@ -40,7 +40,12 @@
 namespace sluice {
 
 struct NatsSinkOptions {
-  std::string url = "nats://127.0.0.1:4222";  // comma-separated list for a cluster
+  std::string url = "nats://127.0.0.1:4222";  // comma-separated list for a cluster; printed
+                                               // with any userinfo masked (util/redact.h)
+  // Credentials, from the environment (sink.nats.password_env / token_env), never in `url`:
+  // user and password (natsOptions_SetUserInfo), or a token (natsOptions_SetToken). Empty:
+  // none.
+  std::string user, password, token;
   std::string subject_prefix = "sluice";
   std::string stream;     // default: subject_prefix in upper case
   int replicas = 1;

@@ -27,6 +27,7 @@
 #include "schema/text_value.h"
 #include "util/hash.h"
 #include "util/hex.h"
+#include "util/redact.h"
 
 namespace sluice {
 
@@ -319,7 +320,7 @@ class PgConnection : public SqlConnection {
     }
   }
 
-  std::string DescribeOptions() const { return options_.conninfo; }
+  std::string DescribeOptions() const { return PostgresConninfoForDisplay(options_.conninfo); }
 
   Status Error(PGresult* res, std::string_view what) const {
     const char* state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
@@ -1062,6 +1063,57 @@ Result<std::vector<Row>> ReadPostgresTable(const PostgresSinkOptions& options, c
     }
     out.push_back(std::move(row));
   }
+  return out;
+}
+
+std::string PostgresConninfoForDisplay(const std::string& conninfo) {
+  char* err = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(conninfo.c_str(), &err);
+  if (err != nullptr) PQfreemem(err);
+  if (parsed == nullptr) {
+    // Not a connection string libpq reads (a bare database name, or a broken one): nothing
+    // to parse the password out of, so none is shown at all.
+    return conninfo.find("password") == std::string::npos ? RedactOneUrlCredentials(conninfo)
+                                                          : "(a connection string, not shown: it holds a password)";
+  }
+  std::string password;
+  bool has_password = false;
+  for (const PQconninfoOption* o = parsed; o->keyword != nullptr; ++o)
+    if (std::strcmp(o->keyword, "password") == 0 && o->val != nullptr && o->val[0] != '\0') {
+      has_password = true;
+      password = o->val;
+    }
+  std::string out;
+  if (!has_password) {
+    out = conninfo;
+  } else if (conninfo.rfind("postgresql://", 0) == 0 || conninfo.rfind("postgres://", 0) == 0) {
+    out = RedactOneUrlCredentials(conninfo);
+    for (size_t at = out.find('?'); at != std::string::npos && at < out.size();) {
+      const size_t amp = out.find('&', at + 1);
+      const size_t end = amp == std::string::npos ? out.size() : amp;
+      if (out.compare(at + 1, 9, "password=") == 0) out.replace(at + 10, end - at - 10, "***");
+      at = out.find('&', at + 1);
+    }
+  }
+  if (has_password && (out.empty() || out.find(password) != std::string::npos)) {
+    // The key=value form, or a URI whose password is written in a way not masked above
+    // (percent-encoded): rebuilt from the parse.
+    out.clear();
+    for (const PQconninfoOption* o = parsed; o->keyword != nullptr; ++o) {
+      if (o->val == nullptr) continue;
+      std::string v = std::strcmp(o->keyword, "password") == 0 ? "***" : o->val;
+      if (v.empty() || v.find_first_of(" \t\n\\'") != std::string::npos) {
+        std::string q = "'";
+        for (char c : v) {
+          if (c == '\'' || c == '\\') q += '\\';
+          q += c;
+        }
+        v = q + "'";
+      }
+      out += fmt::format("{}{}={}", out.empty() ? "" : " ", o->keyword, v);
+    }
+  }
+  PQconninfoFree(parsed);
   return out;
 }
 

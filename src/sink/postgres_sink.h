@@ -54,6 +54,13 @@ struct PostgresSinkOptions {
   int connect_timeout_s = 10;
 };
 
+// `conninfo` for a message or a check line: a password in it (URI userinfo, "?password=",
+// "password=") shown as "***", whatever the form. The config refuses a conninfo holding one
+// (cli/postgres_config.h); this masks it anyway wherever one is printed. Without a password
+// the conninfo is returned as written; a key=value one with a password comes back rebuilt
+// from libpq's parse (its keywords in libpq's order).
+std::string PostgresConninfoForDisplay(const std::string& conninfo);
+
 // The PostgreSQL schema for source database `db` under `options`.
 std::string PostgresSchemaName(const PostgresSinkOptions& options, const std::string& db);
 

@@ -63,6 +63,19 @@ DestinationOwners DestinationOwners::ForKafka(const KafkaSinkOptions& o) {
       [o](std::string_view db, std::string_view table) { return KafkaTopicFor(o, db, table); });
 }
 
+Status KafkaPropertyError(std::string_view prefix, const std::string& name, const std::string& value,
+                          std::string err) {
+  if (KafkaPropertyIsSecret(name) && !value.empty())
+    for (size_t at; (at = err.find(value)) != std::string::npos;) err.replace(at, value.size(), "***");
+  return Status::InvalidArgument(fmt::format("{}property {}: {}", prefix, name, err));
+}
+
+natsStatus SetNatsCredentials(natsOptions* opts, const NatsSinkOptions& o) {
+  if (!o.user.empty()) return natsOptions_SetUserInfo(opts, o.user.c_str(), o.password.c_str());
+  if (!o.token.empty()) return natsOptions_SetToken(opts, o.token.c_str());
+  return NATS_OK;
+}
+
 DestinationOwners DestinationOwners::ForNats(const NatsSinkOptions& o) {
   return DestinationOwners(
       "NATS subject", "characters outside [A-Za-z0-9_-] become '_'",
@@ -109,7 +122,7 @@ Result<rd_kafka_t*> NewKafkaReader(const KafkaSinkOptions& o, const char* group_
   for (const auto& [k, v] : props) {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
       rd_kafka_conf_destroy(conf);
-      return Status::InvalidArgument(fmt::format("kafka: property {}: {}", k, err));
+      return KafkaPropertyError("kafka: ", k, v, err);
     }
   }
   rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);

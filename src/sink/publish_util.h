@@ -7,6 +7,7 @@
 #pragma once
 
 #include <librdkafka/rdkafka.h>
+#include <nats/nats.h>
 
 #include <cstdint>
 #include <functional>
@@ -35,6 +36,12 @@ std::string RecordExcerpt(const char* key, size_t key_size, const char* value, s
 std::string NatsToken(std::string_view s);
 // The stream name a NATS sink uses: `stream`, else the prefix as a token in upper case.
 std::string NatsStreamName(const NatsSinkOptions& o);
+// The message of a refused librdkafka property: "<prefix>property <name>: <err>", the value of a
+// secret property masked in `err` should librdkafka quote it.
+Status KafkaPropertyError(std::string_view prefix, const std::string& name, const std::string& value,
+                          std::string err);
+// Sets o.user/o.password or o.token on `opts` (nothing when neither is set).
+natsStatus SetNatsCredentials(natsOptions* opts, const NatsSinkOptions& o);
 
 // Which source table publishes to each topic/subject of a Kafka or NATS sink. Both name a
 // table's destination after it with the characters a name cannot hold as '_', so two tables

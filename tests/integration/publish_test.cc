@@ -813,6 +813,55 @@ TEST(Publish, ATableCreatedWhileStreamingOntoAnotherTablesTopicOrSubjectStopsThe
 // a single server) or "(code 10065)" (subjects another stream takes): a new user's probe.
 // Now the message says what the code means and which setting to change; `run` still stops
 // (exit 1: the server, not the file, decides).
+// [sink.nats] had no password_env: a server that asks for a user and password could only be
+// reached with nats://user:password@host in the file, which check and every sink warning
+// printed (probe7 F4). user + password_env authenticate the run and `sluice tail`; a wrong
+// password is reported without it, and a url holding one is refused at load (exit code 2).
+TEST(Publish, NatsUserAndPasswordComeFromTheEnvironment) {
+  const std::string db = "it_pub_nats_auth";
+  CreateLoadTable(db, 20);
+  TempDir dir;
+  const int port = FreePort();
+  std::filesystem::create_directories(dir.File("js"));
+  Child server = Spawn({"nats-server", "-js", "-a", "127.0.0.1", "-p", std::to_string(port), "-sd", dir.File("js"),
+                        "--user", "natsuser", "--pass", "NatsS3cretRight"},
+                       dir.File("nats.log"));
+  std::this_thread::sleep_for(milliseconds(700));
+  SluiceConfigSpec spec;
+  spec.tables = {db + ".*"};
+  spec.sink_type = "nats";
+  spec.sink_path = dir.File("unused");
+  const std::string url = fmt::format("nats://127.0.0.1:{}", port);
+  const std::string config =
+      AppendSinkTable(WriteConfig(dir, spec), "[sink.nats]\nurl = \"" + url +
+                                                  "\"\nsubject_prefix = \"auth\"\nuser = \"natsuser\"\n"
+                                                  "password_env = \"SLUICE_TEST_NATS_PASSWORD\"\n");
+  setenv("SLUICE_TEST_NATS_PASSWORD", "NatsS3cretRight", 1);
+  auto run = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(CountOccurrences(Tail(config), "{\"subject\":\"auth.it_pub_nats_auth.t\""), 20u);
+
+  setenv("SLUICE_TEST_NATS_PASSWORD", "NatsWr0ngPw77", 1);
+  const pid_t pid = StartSluice({"run", "--config", config}, dir.File("wrong.log"));
+  for (int i = 0; i < 200 && ReadFile(dir.File("wrong.log")).find("opening failed") == std::string::npos; ++i)
+    std::this_thread::sleep_for(milliseconds(50));
+  kill(pid, SIGKILL);
+  WaitChild(pid, seconds(20));
+  const std::string wrong = ReadFile(dir.File("wrong.log"));
+  EXPECT_NE(wrong.find("nats sink (" + url + "): connect: "), std::string::npos) << wrong;
+  EXPECT_EQ(wrong.find("NatsWr0ngPw77"), std::string::npos) << wrong;
+  unsetenv("SLUICE_TEST_NATS_PASSWORD");
+
+  const std::string in_url = AppendSinkTable(
+      WriteConfig(dir, spec), fmt::format("[sink.nats]\nurl = \"nats://natsuser:NatsS3cretRight@127.0.0.1:{}\"\n", port));
+  for (const char* command : {"check", "run"}) {
+    auto r = RunSluice({command, "--config", in_url});
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("sink.nats.url: holds credentials"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("NatsS3cretRight"), std::string::npos) << r.output;
+  }
+}
+
 TEST(Publish, NatsStreamRefusalsSayWhatToChange) {
   const std::string db = "it_pub_refusal";
   ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; "
