@@ -38,6 +38,7 @@
 #include "sink/sqlite_sink.h"
 #include "util/log.h"
 #include "util/redact.h"
+#include "util/utf8.h"
 
 namespace sluice::cli {
 namespace {
@@ -1193,8 +1194,11 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
   size_t counts[3] = {0, 0, 0};
   for (const CheckLine& l : lines) {
     ++counts[static_cast<int>(l.outcome)];
-    std::fprintf(out, "%s  %-36s %s\n", OutcomeName(l.outcome), l.name.c_str(), l.detail.c_str());
-    if (l.outcome != CheckOutcome::kPass && !l.fix.empty()) std::fprintf(out, "      fix: %s\n", l.fix.c_str());
+    // A detail quotes table names and servers' messages: one line each, no control character.
+    std::fprintf(out, "%s  %-36s %s\n", OutcomeName(l.outcome), EscapeControls(l.name).c_str(),
+                 EscapeControls(l.detail).c_str());
+    if (l.outcome != CheckOutcome::kPass && !l.fix.empty())
+      std::fprintf(out, "      fix: %s\n", EscapeControls(l.fix).c_str());
   }
   // Warnings alone do not stop `sluice run` (it starts and logs them); failures do. The exit
   // code is 1 for either (README, "Exit codes").

@@ -19,9 +19,14 @@
 #include "cli/verify.h"
 #include "sink/tail.h"
 #include "util/log.h"
+#include "util/utf8.h"
 
 namespace sluice::cli {
 namespace {
+
+// A name or message on a report line of compare/verify: table names come from the source,
+// where anyone with CREATE may put a newline or an ESC sequence in one.
+std::string Shown(const std::string& s) { return EscapeControls(s); }
 
 std::atomic<bool> g_stop{false};
 
@@ -202,21 +207,21 @@ int RunCommand(int argc, char** argv) {
     if (!result.ok()) return Fail(result.status());
     // A pattern that selects nothing (its database emptied, or not filled yet) is said, not
     // held against the replica: the tables that exist are compared.
-    for (const std::string& m : unmatched) std::printf("  WARNING: %s: nothing to compare for it\n", m.c_str());
+    for (const std::string& m : unmatched) std::printf("  WARNING: %s: nothing to compare for it\n", Shown(m).c_str());
     size_t equal = 0;
     for (const auto& t : *result) {
       if (t.equal()) {
         ++equal;
-        std::printf("  %-40s %8llu rows  equal\n", t.table.c_str(),
+        std::printf("  %-40s %8llu rows  equal\n", Shown(t.table).c_str(),
                     static_cast<unsigned long long>(t.source_rows));
       } else {
         std::printf("  %-40s DIFFERENT: source %llu rows, replica %llu; %llu missing, %llu extra, "
                     "%llu differing\n",
-                    t.table.c_str(), static_cast<unsigned long long>(t.source_rows),
+                    Shown(t.table).c_str(), static_cast<unsigned long long>(t.source_rows),
                     static_cast<unsigned long long>(t.replica_rows),
                     static_cast<unsigned long long>(t.missing), static_cast<unsigned long long>(t.extra),
                     static_cast<unsigned long long>(t.differing));
-        for (const auto& ex : t.examples) std::printf("      %s\n", ex.c_str());
+        for (const auto& ex : t.examples) std::printf("      %s\n", Shown(ex).c_str());
       }
     }
     bool all = equal == result->size();
@@ -242,13 +247,13 @@ int RunCommand(int argc, char** argv) {
     for (const auto& t : *result) {
       if (!t.copying.empty()) {
         ++copying;
-        std::printf("  %-40s %s: not verified; run verify again once it is copied\n", t.table.c_str(),
-                    t.copying.c_str());
+        std::printf("  %-40s %s: not verified; run verify again once it is copied\n", Shown(t.table).c_str(),
+                    Shown(t.copying).c_str());
         continue;
       }
       if (t.equal()) {
         ++equal;
-        std::printf("  %-40s %10llu rows  equal (%llu ranges%s)\n", t.table.c_str(),
+        std::printf("  %-40s %10llu rows  equal (%llu ranges%s)\n", Shown(t.table).c_str(),
                     static_cast<unsigned long long>(t.source_rows), static_cast<unsigned long long>(t.ranges),
                     t.candidates == 0 ? ""
                                       : fmt::format("; {} rows differed in passing and matched when re-read",
@@ -256,7 +261,7 @@ int RunCommand(int argc, char** argv) {
         continue;
       }
       if (!t.problem.empty()) {
-        std::printf("  %-40s DIFFERENT: %s\n", t.table.c_str(), t.problem.c_str());
+        std::printf("  %-40s DIFFERENT: %s\n", Shown(t.table).c_str(), Shown(t.problem).c_str());
         continue;
       }
       const std::string unchecked =
@@ -264,11 +269,11 @@ int RunCommand(int argc, char** argv) {
                                               t.unchecked);
       std::printf("  %-40s DIFFERENT: source %llu rows, replica %llu; %llu of %llu ranges differed; %llu rows "
                   "differ persistently%s\n",
-                  t.table.c_str(), static_cast<unsigned long long>(t.source_rows),
+                  Shown(t.table).c_str(), static_cast<unsigned long long>(t.source_rows),
                   static_cast<unsigned long long>(t.replica_rows), static_cast<unsigned long long>(t.differing_ranges),
                   static_cast<unsigned long long>(t.ranges),
                   static_cast<unsigned long long>(t.differing - t.unchecked), unchecked.c_str());
-      for (const auto& r : t.rows) std::printf("      %s\n", r.c_str());
+      for (const auto& r : t.rows) std::printf("      %s\n", Shown(r).c_str());
     }
     // A table being copied is neither a match nor a difference: the verdict is about the others.
     bool all = equal + copying == result->size();
@@ -282,7 +287,7 @@ int RunCommand(int argc, char** argv) {
     std::string outcome;
     Status st = RequestResnapshot(*config, resnapshot_tables, &outcome);
     if (!st.ok()) return Fail(st);
-    std::printf("%s\n", outcome.c_str());
+    std::printf("%s\n", Shown(outcome).c_str());
     return 0;
   }
   if (*tail) {

@@ -234,6 +234,31 @@ TEST(SinkPath, DirectoryOrMissingParentIsNamedWithTheReason) {
   }
 }
 
+// Anyone who may create a table in a captured database picks its name: a newline and ESC
+// sequences in it forged "sluice: error: FAKE" lines in the run's log and in `sluice compare`
+// (probe7 F7). Both print it on one line, its control characters as \xNN.
+TEST(SinkPath, ATableNameCannotForgeALogOrReportLine) {
+  const std::string name = "x\nsluice: error: FAKE \x1b[31mRED\x1b[0m";
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_forge; CREATE DATABASE it_forge;"
+                       "CREATE TABLE it_forge.`" + name + "` (id INT PRIMARY KEY);"
+                       "INSERT INTO it_forge.`" + name + "` VALUES (1);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_forge.*"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  for (const char* command : {"run", "compare"}) {
+    auto r = command == std::string("run") ? RunSluice({"run", "--config", config, "--until-caught-up"})
+                                           : RunSluice({"compare", "--config", config});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output.find("\nsluice: error: FAKE"), std::string::npos) << command << ":\n" << r.output;
+    EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << command << ":\n" << r.output;
+    EXPECT_NE(r.output.find("x\\x0asluice: error: FAKE \\x1b[31mRED"), std::string::npos) << command << ":\n"
+                                                                                           << r.output;
+  }
+}
+
 // The JSON lines output removed, its checkpoint kept: the run refuses with exit code 3 and
 // leaves the directory as it found it (it used to create a new, empty output first).
 TEST(SinkPath, JsonlOutputMissingIsRefusedWithoutCreatingIt) {
