@@ -135,6 +135,30 @@ Status ValidatePattern(const std::string& p, std::string_view key, std::string_v
   return Status::Ok();
 }
 
+// Checks every string of the file before any is read: a NUL in one (TOML's \u0000) would be
+// cut short by the C libraries it is handed to (host = "127.0.0.1\u0000evil" connected to
+// 127.0.0.1), and an empty *_env name would be taken as "no password" without a word.
+Status CheckStrings(const toml::node& node, const std::string& key, std::string_view origin) {
+  if (const toml::table* t = node.as_table()) {
+    for (const auto& [k, v] : *t) {
+      const std::string sub = key.empty() ? std::string(k.str()) : fmt::format("{}.{}", key, k.str());
+      if (k.str().find('\0') != std::string_view::npos)
+        return KeyError(origin, key.empty() ? "(top level)" : key, "a key holds a NUL character");
+      RETURN_IF_ERROR(CheckStrings(v, sub, origin));
+      if (k.str().ends_with("_env") && v.is_string() && v.as_string()->get().empty())
+        return KeyError(origin, sub,
+                        "must not be empty: name the environment variable that holds the secret, or leave the "
+                        "key out");
+    }
+  } else if (const toml::array* a = node.as_array()) {
+    for (const auto& e : *a) RETURN_IF_ERROR(CheckStrings(e, key, origin));
+  } else if (const auto* str = node.as_string()) {
+    if (str->get().find('\0') != std::string::npos)
+      return KeyError(origin, key, "holds a NUL character (\\u0000), which no host, name or path can hold");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
@@ -146,6 +170,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
                                                e.source().begin.column, e.description()));
   }
   RETURN_IF_ERROR(CheckKeys(root, "", {"source", "snapshot", "sink", "metrics", "log", "table"}, origin));
+  RETURN_IF_ERROR(CheckStrings(root, "", origin));
   Config c;
 
   const toml::table* src = root.get_as<toml::table>("source");
@@ -289,6 +314,14 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
         return KeyError(origin, "sink.file_mode",
                         fmt::format("'{}' is not an octal file mode with owner read/write and no "
                                     "execute bits (e.g. \"0600\", \"0640\")",
+                                    mode));
+      // The replica and the checkpoint hold the source's rows and the position a run resumes
+      // from: nobody but the owner may change them (reading is the group's or others' choice).
+      if ((m & 022u) != 0)
+        return KeyError(origin, "sink.file_mode",
+                        fmt::format("'{}' lets the group or others write the replica and the checkpoint (the "
+                                    "source's rows and the position a run resumes from); give write to the "
+                                    "owner only (e.g. \"0600\", \"0640\", \"0644\")",
                                     mode));
       c.sink.file_mode = m;
     }

@@ -11,7 +11,7 @@
 //              watermark_table, watermark_server_id
 //   [sink]     type = "sqlite" | "jsonl" | "kafka" | "nats" | "mysql" | "postgres", path, checkpoint (jsonl to
 //              stdout only), file_mode (octal string, default "0600": the most any created
-//              file gets); [sink.kafka] / [sink.nats] (cli/publish_config.h),
+//              file gets; group/other write refused); [sink.kafka] / [sink.nats] (cli/publish_config.h),
 //              [sink.mysql] (cli/mysql_sink_config.h), [sink.postgres] (cli/postgres_config.h)
 //              busy_timeout_ms (sqlite: wait this long for another connection's lock
 //              before retrying the transaction; default 10000), group_max_bytes (default
@@ -21,10 +21,11 @@
 //   [log]      format = "text" | "json", progress = "auto" | "display" | "lines"
 //   [table."db.table"]  per-table mode, write policy, cursor, lookback, max_rows
 //              (cli/table_config.h, docs/incremental.md)
-// Unknown sections or keys, wrong types, and out-of-range values are kInvalidArgument
-// naming the key ("source.port: expected an integer in 1..65535"). The password is read
-// from the environment variable named by password_env, never from the file, and is never
-// printed: Config has no ToString that includes it.
+// Unknown sections or keys, wrong types, out-of-range values, a NUL character in any string
+// and an empty *_env key are kInvalidArgument naming the key ("source.port: expected an
+// integer in 1..65535"). Passwords and other secrets are read from the environment variables
+// named by the *_env keys, never from the file (a conninfo, NATS url or Kafka property holding
+// one is refused), and are never printed: Config has no ToString that includes them.
 // Thread safety: plain value type.
 #pragma once
 

@@ -444,5 +444,46 @@ TEST(ConfigTest, KafkaSecretPropertiesComeFromTheEnvironment) {
               "sink.kafka.properties_env.sasl.username: also set in [sink.kafka.properties]");
 }
 
+// TOML lets a string hold U+0000; sluice hands strings to C libraries, which stop at it:
+// host = "127.0.0.1\u0000evil" connected to 127.0.0.1, user = "slu\u0000ice" logged in as
+// "slu" (probe7 F8). Refused at load, naming the key, wherever the string is.
+TEST(ConfigTest, ANulCharacterInAStringIsRefusedNamingTheKey) {
+  std::string base = kGood;
+  ExpectError(base + "[metrics]\nlisten = \"127.0.0.1:9\\u0000x\"\n", "metrics.listen: holds a NUL character");
+  ExpectError("[source]\nserver_id = 1\nhost = \"127.0.0.1\\u0000evil\"\ntables=[\"a.*\"]\n",
+              "source.host: holds a NUL character");
+  ExpectError("[source]\nserver_id = 1\ntables=[\"a.*\", \"b.\\u0000\"]\n", "source.tables: holds a NUL character");
+  ExpectError("[source]\nserver_id = 1\ntables=[\"a.*\"]\n[sink]\ntype=\"postgres\"\n[sink.postgres]\n"
+              "conninfo=\"host=h\"\nschemas = { a = \"x\\u0000y\" }\n",
+              "sink.postgres.schemas.a: holds a NUL character");
+}
+
+// password_env = "" was taken as "no password", and the server's "Access denied (using
+// password: NO)" did not say why (probe7 F8). An empty variable name is refused, naming the key.
+TEST(ConfigTest, AnEmptyPasswordEnvIsRefusedNamingTheKey) {
+  const std::string src = "[source]\nserver_id = 1\ntables=[\"a.*\"]\n";
+  ExpectError(src + "password_env = \"\"\n", "source.password_env: must not be empty");
+  ExpectError(src + "[sink]\ntype=\"mysql\"\n[sink.mysql]\nuser=\"u\"\ndatabase=\"d\"\npassword_env = \"\"\n",
+              "sink.mysql.password_env: must not be empty");
+  ExpectError(src + "[sink]\ntype=\"postgres\"\n[sink.postgres]\nconninfo=\"host=h\"\npassword_env = \"\"\n",
+              "sink.postgres.password_env: must not be empty");
+  ExpectError(src + "[sink]\ntype=\"nats\"\n[sink.nats]\nuser=\"u\"\npassword_env = \"\"\n",
+              "sink.nats.password_env: must not be empty");
+}
+
+// The replica and the checkpoint hold the source's rows and position: a file_mode that lets
+// the group or others write them ("0666", "0622") was accepted silently (probe7 F8).
+TEST(ConfigTest, AFileModeThatLetsOthersWriteIsRefused) {
+  const std::string src = "[source]\nserver_id = 1\ntables=[\"a.*\"]\n[sink]\n";
+  for (const char* bad : {"0666", "0622", "0660", "0602", "0620"})
+    ExpectError(src + fmt::format("file_mode = \"{}\"\n", bad), "sink.file_mode: ");
+  const std::string e = LoadError(src + "file_mode = \"0666\"\n");
+  EXPECT_NE(e.find("write"), std::string::npos) << e;
+  for (const char* good : {"0600", "0640", "0644", "600"}) {
+    auto c = ParseConfig(src + fmt::format("file_mode = \"{}\"\n", good), "sluice.toml");
+    EXPECT_TRUE(c.ok()) << good << ": " << c.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace sluice::cli
