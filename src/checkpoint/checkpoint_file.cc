@@ -13,7 +13,7 @@ namespace sluice {
 namespace {
 
 Status IoError(std::string_view op, const std::string& path, int err) {
-  return Status::Unavailable(fmt::format("{} {}: {}", op, path, strerror(err)));
+  return Status::Unavailable(fmt::format("{} {}: {}", op, path, OpenErrorText(err)));
 }
 
 // Closes the descriptor on every path out of a function.

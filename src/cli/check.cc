@@ -195,6 +195,8 @@ std::string FileProblem(const std::string& path, const char* key) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) return fmt::format("{} {} is a directory; name a file", key, path);
+  if (fs::is_symlink(fs::symlink_status(path, ec)))
+    return fmt::format("{} {} is a symbolic link: name the file itself", key, path);
   fs::path parent = fs::path(path).parent_path();
   if (parent.empty()) parent = ".";
   if (!fs::exists(parent, ec)) return fmt::format("{} {}: directory {} does not exist", key, path, parent.string());

@@ -111,7 +111,7 @@ Status RequestResnapshot(const Config& config, const std::vector<std::string>& t
   const std::string lock_path = Base(config.sink) + ".lock";
   int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
-    return Status::InvalidArgument(fmt::format("cannot open lock file {}: {}", lock_path, std::strerror(errno)));
+    return Status::InvalidArgument(fmt::format("cannot open lock file {}: {}", lock_path, OpenErrorText(errno)));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
     // A run holds the sink: hand the request to it.
@@ -123,7 +123,7 @@ Status RequestResnapshot(const Config& config, const std::vector<std::string>& t
     const std::string path = RequestPath(config.sink);
     int rfd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (rfd < 0)
-      return Status::InvalidArgument(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+      return Status::InvalidArgument(fmt::format("cannot write {}: {}", path, OpenErrorText(errno)));
     std::string text;
     for (const std::string& t : tables) text += t + "\n";
     bool ok = ::write(rfd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(rfd) == 0;

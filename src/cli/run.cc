@@ -61,7 +61,7 @@ class SinkLock {
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
       return Status::InvalidArgument(
-          fmt::format("sink.path: cannot create lock file {}: {}", path, std::strerror(errno)));
+          fmt::format("sink.path: cannot create lock file {}: {}", path, OpenErrorText(errno)));
     }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd);
@@ -90,6 +90,10 @@ Status CheckSinkFilePath(const std::string& path, std::string_view key) {
   if (fs::is_directory(path, ec))
     return Status::InvalidArgument(fmt::format(
         "{} {} is a directory; name a file (e.g. {}/replica.db)", key, path, path));
+  if (fs::is_symlink(fs::symlink_status(path, ec)))
+    return Status::InvalidArgument(fmt::format(
+        "{} {} is a symbolic link: name the file itself (sluice does not follow a link to write through it)", key,
+        path));
   fs::path parent = fs::path(path).parent_path();
   if (parent.empty()) return Status::Ok();
   fs::file_status ps = fs::status(parent, ec);

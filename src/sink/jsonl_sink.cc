@@ -31,7 +31,7 @@ constexpr const char* kStateFormat = "sluice-jsonl-state";
 constexpr int kStateVersion = 1;
 
 Status IoError(std::string_view op, const std::string& path, int err) {
-  return Status::Unavailable(fmt::format("{} {}: {}", op, path, strerror(err)));
+  return Status::Unavailable(fmt::format("{} {}: {}", op, path, OpenErrorText(err)));
 }
 
 bool IsDiskFull(int err) { return err == ENOSPC || err == EDQUOT; }
@@ -226,7 +226,11 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
   }
 
   // O_APPEND: every write lands at the end, which is output_bytes_ after the fix-up below.
-  sink->fd_ = ::open(o.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: a symbolic link there would have the rows appended to whatever file it names
+  // (keeping that file's mode), where the lock and state files refuse one.
+  sink->fd_ = ::open(o.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (sink->fd_ < 0 && errno == ELOOP)
+    return Status::InvalidArgument(fmt::format("sink.path {} {}", o.path, OpenErrorText(ELOOP)));
   if (sink->fd_ < 0) return IoError("open", o.path, errno);
   struct stat sb;
   if (::fstat(sink->fd_, &sb) != 0) return IoError("stat", o.path, errno);

@@ -262,6 +262,25 @@ TEST_F(JsonlSinkTest, RefusedOpenCreatesAndRemovesNothing) {
   EXPECT_EQ(::stat(stray.c_str(), &sb), 0) << "the refused open removed a file";
 }
 
+// A sink.path that is a symbolic link was followed: rows were appended to the file it named,
+// which kept its own mode, where the lock and state files refuse a link (probe7 F8). Refused,
+// saying it is a symbolic link, and the file it names is left as it was.
+TEST_F(JsonlSinkTest, AnOutputThatIsASymbolicLinkIsRefused) {
+  const std::string victim = dir_ + "/victim";
+  Append(victim, "precious\n");
+  ASSERT_EQ(::symlink(victim.c_str(), path_.c_str()), 0);
+  JsonlSinkOptions o;
+  o.path = path_;
+  Result<std::unique_ptr<JsonlSink>> r = JsonlSink::Open(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(path_ + " is a symbolic link"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(r.status().message().find("Too many levels"), std::string::npos) << r.status().ToString();
+  std::ifstream in(victim);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "precious\n");
+}
+
 TEST_F(JsonlSinkTest, CorruptStateFile) {
   ASSERT_TRUE(WriteFileAtomic(path_ + ".checkpoint", "{nonsense").ok());
   JsonlSinkOptions o;

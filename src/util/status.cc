@@ -1,5 +1,8 @@
 #include "util/status.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace sluice {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -31,6 +34,11 @@ std::string Status::ToString() const {
 Status Status::WithContext(std::string_view prefix) const {
   if (ok()) return *this;
   return Status(rep_->code, fmt::format("{}: {}", prefix, rep_->message));
+}
+
+std::string OpenErrorText(int err) {
+  if (err == ELOOP) return "is a symbolic link (not followed: sluice writes only a file of its own there)";
+  return std::strerror(err);
 }
 
 }  // namespace sluice

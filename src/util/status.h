@@ -41,6 +41,11 @@ enum class StatusCode : int {
 
 std::string_view StatusCodeName(StatusCode code);
 
+// strerror(err) for a failed open() of a file sluice creates or appends to, which is opened
+// with O_NOFOLLOW: ELOOP then means the file is a symbolic link, and says so, where strerror
+// says "Too many levels of symbolic links".
+std::string OpenErrorText(int err);
+
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK

@@ -234,6 +234,39 @@ TEST(SinkPath, DirectoryOrMissingParentIsNamedWithTheReason) {
   }
 }
 
+// A sink file that is a symbolic link: the JSON lines output was followed (rows appended to
+// whatever it named, which kept its mode), and a lock file that is one was reported as "Too
+// many levels of symbolic links" (probe7 F8). Both are refused, saying what is wrong; the
+// file a link names is not touched.
+TEST(SinkPath, SymbolicLinksAreRefusedSayingSo) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_files;"
+                       "CREATE TABLE IF NOT EXISTS it_files.t (id INT PRIMARY KEY, v INT);"),
+            0);
+  TempDir dir;
+  std::ofstream(dir.File("victim")) << "precious\n";
+  ASSERT_EQ(::symlink(dir.File("victim").c_str(), dir.File("out.jsonl").c_str()), 0);
+  SluiceConfigSpec spec;
+  spec.tables = {"it_files.t"};
+  spec.sink_type = "jsonl";
+  spec.sink_path = dir.File("out.jsonl");
+  auto r = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("sink.path " + dir.File("out.jsonl") + " is a symbolic link"), std::string::npos)
+      << r.output;
+  auto c = RunSluice({"check", "--config", WriteConfig(dir, spec)});
+  EXPECT_NE(c.output.find(dir.File("out.jsonl") + " is a symbolic link"), std::string::npos) << c.output;
+  EXPECT_EQ(ReadFile(dir.File("victim")), "precious\n");
+
+  spec.sink_type = "sqlite";
+  spec.sink_path = dir.File("replica.db");
+  ASSERT_EQ(::symlink(dir.File("victim").c_str(), dir.File("replica.db.lock").c_str()), 0);
+  r = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("replica.db.lock: is a symbolic link"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Too many levels"), std::string::npos) << r.output;
+  EXPECT_EQ(ReadFile(dir.File("victim")), "precious\n");
+}
+
 // Anyone who may create a table in a captured database picks its name: a newline and ESC
 // sequences in it forged "sluice: error: FAKE" lines in the run's log and in `sluice compare`
 // (probe7 F7). Both print it on one line, its control characters as \xNN.
