@@ -5,6 +5,8 @@
 // PERSISTENT, /*M! */ comments).
 #include "schema/ddl.h"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 namespace sluice::ddl {
@@ -43,12 +45,14 @@ constexpr std::string_view kTableOptions[] = {
 
 class Parser {
  public:
-  Parser(const std::vector<Token>& t, std::string_view default_db, const ParseOptions& o)
-      : t_(t), db_(default_db), options_(o) {}
+  Parser(const std::vector<Token>& t, std::string_view default_db, const ParseOptions& o,
+         std::string_view sql = {})
+      : t_(t), db_(default_db), options_(o), sql_(sql) {}
 
   Statement Run() {
     Statement s;
     if (PeekWord("SET") && PeekWord("STATEMENT", 1)) {  // MariaDB SET STATEMENT v=x[, ...] FOR stmt
+      s.set_statement = true;
       while (!AtEnd() && !PeekWord("FOR")) {
         if (PeekPunct('(')) SkipParens();
         else ++i_;
@@ -348,7 +352,8 @@ class Parser {
       return false;
     }
     bool inline_pk = false;
-    auto col = ParseColumnDefinition(t_, &i_, *name, &inline_pk, options_);
+    auto col = Column(*name, &inline_pk);
+    if (col.ok()) s.column_syntax.push_back(Syntax());
     if (!col.ok()) {
       s.understood = false;
       s.not_understood = std::string(col.status().message());
@@ -429,7 +434,7 @@ class Parser {
 
   void Alter(Statement& s) {
     AcceptWord("ONLINE") || AcceptWord("OFFLINE");
-    AcceptWord("IGNORE");
+    s.ignore = AcceptWord("IGNORE");
     if (!AcceptWord("TABLE")) return;  // DATABASE, VIEW, USER, EVENT, ... : not table-shaping
     s.kind = Kind::kAlterTable;
     s.if_exists = AcceptWords({"IF", "EXISTS"});
@@ -459,7 +464,8 @@ class Parser {
 
   bool ColumnDef(Statement& s, AlterOp& op, std::string name) {
     bool pk = false;
-    auto col = ParseColumnDefinition(t_, &i_, std::move(name), &pk, options_);
+    auto col = Column(std::move(name), &pk);
+    op.syntax = Syntax();
     if (!col.ok()) {
       s.understood = false;
       s.not_understood = std::string(col.status().message());
@@ -677,7 +683,9 @@ class Parser {
       } else if (AcceptWords({"SET", "DEFAULT"})) {
         ColumnDesc c;
         c.name = *n;
+        const size_t from = i_;
         if (!DefaultValue(c)) return NotUnderstood(s);
+        op.syntax.default_written = Written(from, i_);
         op.column = std::move(c);
       } else if (AcceptWords({"SET", "VISIBLE"}) || PeekWord("INVISIBLE", 1)) {
         op.kind = OpKind::kSetVisibility;
@@ -777,8 +785,12 @@ class Parser {
       s.ops.push_back({OpKind::kDisableKeys, "keys"});
       return;
     }
-    if (AcceptWords({"DISCARD", "TABLESPACE"}) || AcceptWords({"IMPORT", "TABLESPACE"})) {
-      s.ops.push_back({OpKind::kDisableKeys, "tablespace"});
+    if (AcceptWords({"DISCARD", "TABLESPACE"})) {
+      s.ops.push_back({OpKind::kDisableKeys, "discard_tablespace"});
+      return;
+    }
+    if (AcceptWords({"IMPORT", "TABLESPACE"})) {
+      s.ops.push_back({OpKind::kDisableKeys, "import_tablespace"});
       return;
     }
     if (PeekWord("PARTITION") && PeekWord("BY", 1)) {
@@ -880,6 +892,16 @@ class Parser {
       c.default_value = p->Is("TRUE") ? "1" : "0";
       return true;
     }
+    if (p->kind == TokenKind::kWord && p->text.size() > 1 && p->text[0] == '_' && Peek(1) != nullptr &&
+        (Peek(1)->kind == TokenKind::kString || Peek(1)->kind == TokenKind::kNumber)) {
+      // A character set introducer before a literal (_latin1 0xE9, _utf8mb4 'x'): a literal
+      // whose stored value depends on the conversion (ColumnSyntax keeps it as written).
+      const Token& v = t_[i_ + 1];
+      i_ += 2;
+      c.default_kind = DefaultKind::kLiteral;
+      c.default_value = v.kind == TokenKind::kString ? QuoteLiteral(v.text) : v.text;
+      return true;
+    }
     if (p->IsPunct('(')) {
       SkipParens();
     } else if (p->kind == TokenKind::kWord) {
@@ -897,6 +919,7 @@ class Parser {
   Result<ColumnDesc> Column(std::string name, bool* primary_key) {
     ColumnDesc c;
     c.name = std::move(name);
+    syntax_ = {};
     const Token* p = Peek();
     if (p == nullptr || p->kind != TokenKind::kWord)
       return Status::NotSupported(fmt::format("column {}: no data type", c.name));
@@ -999,12 +1022,15 @@ class Parser {
       } else if (AcceptWord("ASCII")) c.charset = "latin1";
       else if (AcceptWord("UNICODE")) c.charset = "ucs2";
       else if (AcceptWord("BYTE")) c.charset = "binary";
-      else if (AcceptWords({"NOT", "NULL"})) c.nullable = false;
-      else if (AcceptWord("NULL")) c.nullable = true;
+      else if (AcceptWords({"NOT", "NULL"})) c.nullable = false, syntax_.null_written = true;
+      else if (AcceptWord("NULL")) c.nullable = true, syntax_.null_written = true;
       else if (AcceptWord("DEFAULT")) {
+        const size_t from = i_;
         if (!DefaultValue(c))
           return Status::NotSupported(fmt::format("column {}: DEFAULT value not understood at byte {}",
                                                   c.name, a->offset));
+        syntax_.default_written = Written(from, i_);
+        if (c.default_kind == DefaultKind::kNull) syntax_.null_written = true;
       } else if (AcceptWords({"ON", "UPDATE"})) {
         ColumnDesc scratch;
         if (!DefaultValue(scratch))
@@ -1089,9 +1115,29 @@ class Parser {
     return c;
   }
 
+  // The statement's bytes from token `from` up to token `to` (or the end), trailing blanks
+  // cut; "" when the parser was given tokens only.
+  std::string Written(size_t from, size_t to) const {
+    if (sql_.empty() || from >= t_.size() || from >= to) return "";
+    size_t begin = t_[from].offset;
+    // A string's token starts at its quote: an introducer glued to it (N'x', _latin1'x') is
+    // part of what was written.
+    auto word_byte = [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '$' || c >= 0x80; };
+    if (t_[from].kind == TokenKind::kString)
+      while (begin > 0 && begin <= sql_.size() && word_byte(static_cast<unsigned char>(sql_[begin - 1]))) --begin;
+    const size_t end = to < t_.size() ? t_[to].offset : sql_.size();
+    if (begin >= end || end > sql_.size()) return "";
+    std::string_view w = sql_.substr(begin, end - begin);
+    while (!w.empty() && (w.back() == ' ' || w.back() == '\t' || w.back() == '\n' || w.back() == '\r')) w.remove_suffix(1);
+    return std::string(w);
+  }
+  ColumnSyntax Syntax() const { return syntax_; }
+
   const std::vector<Token>& t_;
   std::string db_;
   ParseOptions options_;
+  std::string_view sql_;
+  ColumnSyntax syntax_;  // of the column definition Column() parsed last
   size_t i_ = 0;
 
   void Rename(Statement& s) {
@@ -1268,7 +1314,7 @@ std::string Statement::Summary() const {
 Result<Statement> Parse(std::string_view sql, std::string_view default_db,
                         const ParseOptions& options) {
   ASSIGN_OR_RETURN(std::vector<sql::Token> tokens, sql::Tokenize(sql, options.server_version));
-  return Parser(tokens, default_db, options).Run();
+  return Parser(tokens, default_db, options, sql).Run();
 }
 
 }  // namespace sluice::ddl

@@ -4,7 +4,7 @@
 //
 // Table-shaping (kind != kNone):
 //   CREATE TABLE [IF NOT EXISTS] t (...) | LIKE u | [AS] SELECT ... | (...) SELECT ...
-//   ALTER [ONLINE|IGNORE] TABLE [IF EXISTS] t <clauses>     (also CREATE/DROP INDEX, which
+//   ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] t <clauses>   (also CREATE/DROP INDEX, which
 //                                                           are reported as an ALTER)
 //   RENAME TABLE a TO b [, c TO d ...]                      (swaps, cross-database moves)
 //   DROP TABLE [IF EXISTS] a [, b ...] [RESTRICT|CASCADE]
@@ -73,11 +73,23 @@ enum class OpKind : uint8_t {
   kAddPeriod,          // PERIOD FOR SYSTEM_TIME / application periods
   kDropPeriod,
   kRebuild,            // FORCE, ENGINE with no change, ORDER BY, algorithm/lock options
-  kDisableKeys,        // DISABLE/ENABLE KEYS, DISCARD/IMPORT TABLESPACE
+  kDisableKeys,        // name = "keys" (DISABLE/ENABLE KEYS), "discard_tablespace",
+                       // "import_tablespace" (IMPORT replaces every row without row events)
 };
 std::string_view OpName(OpKind k);  // "add_column", "drop_column", ...
 
 enum class Placement : uint8_t { kDefault, kFirst, kAfter };
+
+// What a column definition wrote that the typed column does not keep, and on which the value
+// the server stores depends: the DEFAULT value as written (its bytes in the statement, from
+// the value's first token to the next token, trailing blanks cut; "" without DEFAULT), and
+// whether the definition said NULL or NOT NULL (a TIMESTAMP that says neither is NOT NULL
+// DEFAULT CURRENT_TIMESTAMP under explicit_defaults_for_timestamp=OFF). ddl_apply.h judges it.
+struct ColumnSyntax {
+  std::string default_written;
+  bool null_written = false;
+  friend bool operator==(const ColumnSyntax&, const ColumnSyntax&) = default;
+};
 
 struct AlterOp {
   OpKind kind;
@@ -92,6 +104,7 @@ struct AlterOp {
   TableRef new_table;    // kRenameTable; kPartition "exchange"/"convert": the other table
   bool if_exists = false;      // DROP COLUMN IF EXISTS, ...
   bool if_not_exists = false;  // ADD COLUMN IF NOT EXISTS, ...
+  ColumnSyntax syntax;         // ADD/MODIFY/CHANGE COLUMN, SET DEFAULT
 };
 
 struct Statement {
@@ -102,6 +115,10 @@ struct Statement {
   bool if_exists = false;
   bool if_not_exists = false;
   bool or_replace = false;
+  bool ignore = false;         // ALTER IGNORE TABLE
+  // MariaDB SET STATEMENT var=x[, ...] FOR <statement>: the statement ran with session
+  // variables (sql_mode, explicit_defaults_for_timestamp, ...) the QUERY event does not carry.
+  bool set_statement = false;
 
   // Tables the statement shapes: CREATE/ALTER/TRUNCATE one; DROP several; RENAME every
   // source then every target, in statement order (see renames).
@@ -112,6 +129,7 @@ struct Statement {
   // system versioning), filled as far as the statement says; like/select say where the
   // rest comes from.
   std::optional<TableSchema> definition;
+  std::vector<ColumnSyntax> column_syntax;  // CREATE: one per definition->columns
   std::string default_charset;    // table-level DEFAULT CHARSET / COLLATE (CREATE)
   std::string default_collation;
   std::optional<TableRef> like;   // CREATE TABLE t LIKE u
