@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -101,7 +103,165 @@ void NotExact(Applied& a, std::string why) {
   }
 }
 
+// sql_mode bits (MariaDB sql_class.h, MODE_*; MySQL has the same values where it has them).
+constexpr uint64_t kModeOracle = 1ull << 9;
+constexpr uint64_t kModeNoBackslashEscapes = 1ull << 20;
+constexpr uint64_t kModeEmptyStringIsNull = 1ull << 32;
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+// Engines whose ALTER ... ENGINE= copies every row as it is. The others keep no rows
+// (BLACKHOLE), read them from elsewhere (FEDERATED, CONNECT, SPIDER, MERGE, OQGRAPH, SEQUENCE,
+// S3's read-only copies, ...) or are not known here.
+bool KeepsRows(std::string_view engine) {
+  for (std::string_view e : {"innodb", "xtradb", "myisam", "aria", "maria", "memory", "heap", "rocksdb", "tokudb",
+                             "archive"})
+    if (SameName(engine, e)) return true;
+  return false;
+}
+
+// 'text' -> text, for a single-quoted literal of printable ASCII without backslashes ('' for
+// a quote); nullopt for anything else (double quotes, introducers, adjacent strings, escapes).
+std::optional<std::string> PlainQuoted(std::string_view w) {
+  if (w.size() < 2 || w.front() != '\'' || w.back() != '\'') return std::nullopt;
+  std::string out;
+  for (size_t i = 1; i + 1 < w.size(); ++i) {
+    const char c = w[i];
+    if (c < 0x20 || c > 0x7e || c == '\\') return std::nullopt;
+    if (c == '\'') {
+      if (i + 2 >= w.size() || w[i + 1] != '\'') return std::nullopt;
+      ++i;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+bool ValidDate(std::string_view d) {  // YYYY-MM-DD, year 1000..9999
+  if (d.size() != 10 || d[4] != '-' || d[7] != '-') return false;
+  if (!AllDigits(d.substr(0, 4)) || !AllDigits(d.substr(5, 2)) || !AllDigits(d.substr(8, 2))) return false;
+  const int y = std::stoi(std::string(d.substr(0, 4))), m = std::stoi(std::string(d.substr(5, 2))),
+            day = std::stoi(std::string(d.substr(8, 2)));
+  if (y < 1000 || m < 1 || m > 12 || day < 1) return false;
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return day <= kDays[m - 1] + (m == 2 && leap ? 1 : 0);
+}
+
+bool ValidTimeOfDay(std::string_view t, uint32_t fsp) {  // hh:mm:ss[.f{fsp}]
+  if (t.size() != 8 + (fsp > 0 ? fsp + 1 : 0) || t[2] != ':' || t[5] != ':') return false;
+  if (!AllDigits(t.substr(0, 2)) || !AllDigits(t.substr(3, 2)) || !AllDigits(t.substr(6, 2))) return false;
+  if (std::stoi(std::string(t.substr(0, 2))) > 23 || std::stoi(std::string(t.substr(3, 2))) > 59 ||
+      std::stoi(std::string(t.substr(6, 2))) > 59)
+    return false;
+  return fsp == 0 || (t[8] == '.' && AllDigits(t.substr(9)));
+}
+
 }  // namespace
+
+std::string DefaultNotExact(const ColumnDesc& col, std::string_view written, uint64_t sql_mode) {
+  const std::string what = fmt::format("DEFAULT {}", written.empty() ? col.default_value.value_or("") : written);
+  auto no = [&](std::string_view why) { return fmt::format("{}: {}", what, why); };
+  if (sql_mode & kModeOracle) return no("sql_mode ORACLE (or not known) changes what the literal stores");
+  const bool quoted = !written.empty() && (written.front() == '\'' || written.front() == '"' ||
+                                           written.back() == '\'');
+  if (quoted && (sql_mode & (kModeNoBackslashEscapes | kModeEmptyStringIsNull)))
+    return no("the statement's sql_mode (NO_BACKSLASH_ESCAPES / EMPTY_STRING_IS_NULL, or not known) changes what "
+              "a quoted literal stores");
+  const std::string converted = "the server converts it to the column's type in a way sluice does not reproduce";
+  if (IsIntegerType(col.type)) {
+    std::string_view v = written;
+    std::string digits;
+    if (SameName(v, "TRUE")) digits = "1";
+    else if (SameName(v, "FALSE")) digits = "0";
+    else digits = std::string(v);
+    const bool negative = !digits.empty() && digits[0] == '-';
+    const std::string_view mag = std::string_view(digits).substr(negative ? 1 : 0);
+    if (!AllDigits(mag)) return no("not a decimal integer; " + converted);
+    // |value| up to 2^63: 19 digits at most, compared as numbers below.
+    const size_t nz = mag.find_first_not_of('0');
+    const std::string_view sig = nz == std::string_view::npos ? std::string_view("0") : mag.substr(nz);
+    if (sig.size() > 19) return no("out of the column's range");
+    const uint64_t m = std::stoull(std::string(sig));
+    const int bits = IntRank(col.type) == 1 ? 8 : IntRank(col.type) == 2 ? 16 : IntRank(col.type) == 3 ? 24
+                   : IntRank(col.type) == 4 ? 32 : 64;
+    uint64_t max = (col.is_unsigned && bits < 64 ? uint64_t{1} << bits : uint64_t{1} << (bits - 1)) - 1;
+    // BIGINT UNSIGNED: at most INT64_MAX, as the sinks hold 64-bit signed integers.
+    if (negative && m != 0) {
+      if (col.is_unsigned) return no("out of the column's range");
+      if (m > max + 1) return no("out of the column's range");
+    } else if (m > max) {
+      return no("out of the column's range (or above the largest signed 64-bit integer, which the sinks hold)");
+    }
+    return "";
+  }
+  if (col.type == SqlType::kDecimal) {
+    std::string_view v = written;
+    if (!v.empty() && v[0] == '-') v.remove_prefix(1);
+    const size_t dot = v.find('.');
+    const std::string_view whole = v.substr(0, dot);
+    const std::string_view frac = dot == std::string_view::npos ? std::string_view() : v.substr(dot + 1);
+    if (!AllDigits(whole) || (dot != std::string_view::npos && !AllDigits(frac)))
+      return no("not a plain decimal number; " + converted);
+    const size_t nz = whole.find_first_not_of('0');
+    const size_t int_digits = nz == std::string_view::npos ? 0 : whole.size() - nz;
+    if (col.numeric_precision == 0 || frac.size() > col.numeric_scale ||
+        int_digits > col.numeric_precision - col.numeric_scale)
+      return no("more digits than the column keeps (the server rounds or clips it)");
+    return "";
+  }
+  const std::optional<std::string> text = PlainQuoted(written);
+  if (IsCharacterType(col.type)) {
+    if (col.charset == "binary") return no("a binary string column pads or keeps bytes sluice does not reproduce");
+    if (!text) return no("not a single-quoted ASCII string without escapes or introducer; " + converted);
+    size_t max = col.char_max_length;
+    if (col.type == SqlType::kTinyText) max = 255;
+    else if (col.type == SqlType::kText || col.type == SqlType::kMediumText || col.type == SqlType::kLongText)
+      max = 65535;
+    if (text->size() > max) return no("longer than the column");
+    if (col.type == SqlType::kChar && !text->empty() && text->back() == ' ')
+      return no("CHAR drops trailing blanks");
+    return "";
+  }
+  if (col.type == SqlType::kEnum) {
+    if (text && std::find(col.labels.begin(), col.labels.end(), *text) != col.labels.end()) return "";
+    return no("not a member exactly as defined (the server matches case and trailing blanks)");
+  }
+  if (col.type == SqlType::kSet) {
+    if (!text) return no("not a plain quoted string");
+    size_t last = 0;
+    bool first = true;
+    for (size_t b = 0; !text->empty() && b <= text->size();) {
+      size_t e = text->find(',', b);
+      if (e == std::string::npos) e = text->size();
+      auto it = std::find(col.labels.begin(), col.labels.end(), text->substr(b, e - b));
+      if (it == col.labels.end()) return no("not the members exactly as defined");
+      const size_t k = static_cast<size_t>(it - col.labels.begin());
+      if (!first && k <= last) return no("members not in definition order once each (the server sorts them)");
+      first = false;
+      last = k;
+      b = e + 1;
+    }
+    return "";
+  }
+  if (col.type == SqlType::kDate) {
+    if (text && ValidDate(*text)) return "";
+    return no("not a valid 'YYYY-MM-DD'; " + converted);
+  }
+  if (col.type == SqlType::kDateTime) {
+    if (text && text->size() > 11 && (*text)[10] == ' ' && ValidDate(text->substr(0, 10)) &&
+        ValidTimeOfDay(std::string_view(*text).substr(11), col.fsp))
+      return "";
+    return no(fmt::format("not a valid 'YYYY-MM-DD hh:mm:ss' with {} fraction digits; {}", col.fsp, converted));
+  }
+  if (col.type == SqlType::kTimestamp) return no("a TIMESTAMP literal is read in the session's time_zone");
+  return no(fmt::format("a {} literal: {}", SqlTypeName(col.type), converted));
+}
 
 bool WideningOrSame(const ColumnDesc& from, const ColumnDesc& to, std::string* why, bool strict) {
   auto no = [&](std::string reason) {
@@ -183,6 +343,14 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
   a.after = before;
   const std::string table = before.QualifiedName();
   for (size_t i = 0; i < before.columns.size(); ++i) a.source_of.push_back(static_cast<int>(i));
+  // A SET STATEMENT prefix may have set any session variable for the statement: the QUERY
+  // event's sql_mode is not the one it ran under.
+  const bool strict = options.strict && !stmt.set_statement;
+  const uint64_t sql_mode = stmt.set_statement ? kUnknownSqlMode : options.sql_mode;
+  // ALTER IGNORE deletes the rows that duplicate a new unique key and stores converted values
+  // where the statement would fail (NOT NULL on a NULL, a narrowing), whatever the sql_mode, all
+  // without row events (a new user's probe: the replica kept the deleted duplicates).
+  if (stmt.ignore) NotExact(a, "ALTER IGNORE may delete duplicate rows or convert values without row events");
   auto missing = [&](const AlterOp& op, std::string_view name) {
     return Status::FailedPrecondition(fmt::format(
         "table {}: {} `{}`: no such column in the recorded definition", table, OpName(op.kind), name));
@@ -220,6 +388,14 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
           NotExact(a, what + ": NOT NULL without a DEFAULT gives the existing rows the type's implicit default");
         else if (c.versioning != VersioningRole::kNone)
           NotExact(a, what + ": system versioning");
+        else if (c.type == SqlType::kTimestamp && !op.syntax.null_written && c.default_kind == DefaultKind::kNone)
+          NotExact(a, what + ": a TIMESTAMP saying neither NULL nor DEFAULT is NOT NULL DEFAULT CURRENT_TIMESTAMP "
+                             "under explicit_defaults_for_timestamp=OFF, which fills the existing rows with the "
+                             "current time");
+        else if (c.default_kind == DefaultKind::kLiteral) {
+          const std::string why = DefaultNotExact(c, op.syntax.default_written, sql_mode);
+          if (!why.empty()) NotExact(a, what + ": the existing rows take the value the server stores for " + why);
+        }
         t.columns.push_back(std::move(c));
         a.source_of.push_back(-1);
         RETURN_IF_ERROR(Placed(a, t.columns.size() - 1, op, table));
@@ -254,7 +430,18 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
           if (c.collation.empty()) c.collation = t.collation;
         }
         std::string why;
-        if (!WideningOrSame(t.columns[idx], c, &why, options.strict)) NotExact(a, why);
+        if (!WideningOrSame(t.columns[idx], c, &why, strict)) NotExact(a, why);
+        if (c.type == SqlType::kTimestamp && !op.syntax.null_written && c.default_kind == DefaultKind::kNone &&
+            t.columns[idx].nullable)
+          NotExact(a, fmt::format("{} `{}` TIMESTAMP saying neither NULL nor DEFAULT: NOT NULL under "
+                                  "explicit_defaults_for_timestamp=OFF, which changes the existing NULLs",
+                                  OpName(op.kind), c.name));
+        if (c.default_kind == DefaultKind::kLiteral) {
+          const std::string d = DefaultNotExact(c, op.syntax.default_written, sql_mode);
+          if (!d.empty())
+            NotExact(a, fmt::format("{} `{}`: the recorded definition would not hold the value the server stores for {}",
+                                    OpName(op.kind), c.name, d));
+        }
         t.columns[idx] = std::move(c);
         RETURN_IF_ERROR(Placed(a, static_cast<size_t>(idx), op, table));
         break;
@@ -274,6 +461,13 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
         if (op.column) {
           t.columns[idx].default_kind = op.column->default_kind;
           t.columns[idx].default_value = op.column->default_value;
+          if (op.column->default_kind == DefaultKind::kLiteral) {
+            const std::string d = DefaultNotExact(t.columns[idx], op.syntax.default_written, sql_mode);
+            if (!d.empty())
+              NotExact(a, fmt::format("ALTER COLUMN `{}` SET: the recorded definition would not hold the value the "
+                                      "server stores for {}",
+                                      t.columns[idx].name, d));
+          }
         }
         break;
       }
@@ -326,7 +520,13 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
       case OpKind::kDefaultCharset:
         t.collation = op.collation.empty() ? op.charset : op.collation;
         break;
-      case OpKind::kEngine: t.engine = op.name; break;
+      case OpKind::kEngine:
+        if (!KeepsRows(op.name))
+          NotExact(a, fmt::format("ENGINE={}: an engine sluice does not know to keep the rows (BLACKHOLE keeps none) "
+                                  "changes them without row events",
+                                  op.name));
+        t.engine = op.name;
+        break;
       case OpKind::kAddSystemVersioning:
       case OpKind::kDropSystemVersioning:
       case OpKind::kAddPeriod:
@@ -351,10 +551,18 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
           NotExact(a, fmt::format("{} PARTITION removes or moves rows without row events",
                                   op.name == "drop" ? "DROP" : op.name == "truncate" ? "TRUNCATE"
                                                              : op.name == "exchange" ? "EXCHANGE" : "CONVERT"));
+        else if (op.name == "import")
+          NotExact(a, "IMPORT PARTITION ... TABLESPACE replaces the partition's rows without row events");
+        break;
+      case OpKind::kDisableKeys:
+        // IMPORT TABLESPACE replaces every row with those of the imported file (a new user's
+        // probe: the replica kept the old ones). DISCARD leaves the table unreadable, taking no
+        // DML until the IMPORT, which re-reads it.
+        if (op.name == "import_tablespace")
+          NotExact(a, "IMPORT TABLESPACE replaces the table's rows without row events");
         break;
       case OpKind::kTableOption:
       case OpKind::kRebuild:
-      case OpKind::kDisableKeys:
         break;  // the rows and their columns stay as they are
     }
   }
