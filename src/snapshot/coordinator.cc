@@ -557,7 +557,9 @@ bool ConsistentReadEngine(std::string_view engine) {
   if (engine.empty()) return true;
   std::string e(engine);
   for (char& c : e) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
-  return e == "innodb" || e == "xtradb" || e == "rocksdb" || e == "tokudb";
+  // BLACKHOLE holds no rows: its (empty) read is consistent at any point. A table moved to it
+  // (ALTER ... ENGINE=BLACKHOLE) is re-read, and must not be refused.
+  return e == "innodb" || e == "xtradb" || e == "rocksdb" || e == "tokudb" || e == "blackhole";
 }
 
 Status CheckSnapshotTable(const TableSchema& schema, const SnapshotRunOptions& options) {

@@ -35,12 +35,12 @@ using Clock = std::chrono::steady_clock;
 
 bool Stopping(const std::atomic<bool>* stop) { return stop && stop->load(); }
 
-// Whether a QUERY event ran under a strict sql_mode. Its status variables start with
-// Q_FLAGS2_CODE (0, 4 bytes) and Q_SQL_MODE_CODE (1, 8 bytes) as both servers write them
-// (MySQL/MariaDB Query_log_event::write); anything else first means "not known".
-bool StrictSqlMode(const binlog::Event& ev) {
+// The sql_mode a QUERY event ran under. Its status variables start with Q_FLAGS2_CODE (0, 4
+// bytes) and Q_SQL_MODE_CODE (1, 8 bytes) as both servers write them (MySQL/MariaDB
+// Query_log_event::write); anything else first means "not known" (nullopt).
+std::optional<uint64_t> SqlMode(const binlog::Event& ev) {
   const auto* q = std::get_if<binlog::QueryEvent>(&ev.body);
-  if (!q) return false;
+  if (!q) return std::nullopt;
   const std::string& v = q->status_vars;
   size_t i = 0;
   while (i < v.size()) {
@@ -48,16 +48,21 @@ bool StrictSqlMode(const binlog::Event& ev) {
     if (code == 0) {
       i += 1 + 4;
     } else if (code == 1) {
-      if (i + 9 > v.size()) return false;
+      if (i + 9 > v.size()) return std::nullopt;
       uint64_t mode = 0;
       for (int b = 7; b >= 0; --b) mode = (mode << 8) | static_cast<uint8_t>(v[i + 1 + b]);
-      constexpr uint64_t kStrictTransTables = 1ull << 21, kStrictAllTables = 1ull << 22;
-      return (mode & (kStrictTransTables | kStrictAllTables)) != 0;
+      return mode;
     } else {
-      return false;
+      return std::nullopt;
     }
   }
-  return false;
+  return std::nullopt;
+}
+
+// Whether a QUERY event ran under a strict sql_mode (STRICT_TRANS_TABLES / STRICT_ALL_TABLES).
+bool StrictSqlMode(const std::optional<uint64_t>& mode) {
+  constexpr uint64_t kStrictTransTables = 1ull << 21, kStrictAllTables = 1ull << 22;
+  return mode && (*mode & (kStrictTransTables | kStrictAllTables)) != 0;
 }
 
 std::string Shorten(std::string_view q) {
@@ -350,6 +355,31 @@ class SchemaRegistry {
           return stop(t.ToString(), "CREATE TABLE ... SELECT takes its columns from the query");
         } else {
           def = *st.definition;
+          // A DEFAULT whose stored value sluice cannot state (ddl::DefaultNotExact), or a
+          // TIMESTAMP that is NOT NULL DEFAULT CURRENT_TIMESTAMP under
+          // explicit_defaults_for_timestamp=OFF: the definition is the server's to tell (the
+          // recorded default fills columns a MINIMAL row image leaves out, and the MySQL sink
+          // creates the table with it).
+          std::string why;
+          const std::optional<uint64_t> mode = st.set_statement ? std::nullopt : SqlMode(ev);
+          for (size_t i = 0; i < def.columns.size() && why.empty(); ++i) {
+            const ColumnDesc& c = def.columns[i];
+            const ddl::ColumnSyntax syntax = i < st.column_syntax.size() ? st.column_syntax[i] : ddl::ColumnSyntax{};
+            if (c.default_kind == DefaultKind::kLiteral) {
+              why = ddl::DefaultNotExact(c, syntax.default_written, mode.value_or(ddl::kUnknownSqlMode));
+              if (!why.empty()) why = fmt::format("column `{}` {}", c.name, why);
+            } else if (c.type == SqlType::kTimestamp && c.default_kind == DefaultKind::kNone && !syntax.null_written) {
+              why = fmt::format("column `{}` TIMESTAMP saying neither NULL nor DEFAULT (NOT NULL DEFAULT "
+                                "CURRENT_TIMESTAMP under explicit_defaults_for_timestamp=OFF)",
+                                c.name);
+            }
+          }
+          if (!why.empty() && can_reread_) {
+            LogInfo("{}: \"{}\" creates {} with {}: copying it from the source", where, Shorten(txn.ddl_query),
+                    t.ToString(), why);
+            rereads->push_back(t);
+            break;
+          }
           if (def.collation.empty() && !st.default_collation.empty()) def.collation = st.default_collation;
           bool need_default = false;
           for (const ColumnDesc& c : def.columns) need_default = need_default || (HasCharset(c.type) && c.charset.empty());
@@ -390,7 +420,8 @@ class SchemaRegistry {
         if (recorded(t)) return Status::Ok();
         ASSIGN_OR_RETURN(TableSchemaPtr base, current(t));
         if (!base) return stop(t.ToString(), "the recorded definition says the table does not exist");
-        auto applied = ddl::ApplyAlter(*base, st, {.strict = StrictSqlMode(ev)});
+        const std::optional<uint64_t> mode = SqlMode(ev);
+        auto applied = ddl::ApplyAlter(*base, st, {.strict = StrictSqlMode(mode), .sql_mode = mode.value_or(ddl::kUnknownSqlMode)});
         if (!applied.ok()) return stop(t.ToString(), std::string(applied.status().message()));
         if (applied->renamed && !selected(ddl::TableRef{applied->after.db, applied->after.table})) {
           // Renamed out of the captured set: no longer captured; its sink table follows a DROP.
