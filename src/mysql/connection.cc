@@ -12,22 +12,117 @@ namespace {
 
 constexpr size_t kSqlInMessage = 200;
 
-// mysql_init() initialises the library lazily, which is not thread-safe; do it once.
+// The authentication plugins that never put the password itself on the wire (scrambles,
+// hashes, RSA or TLS-protected exchanges). mysql_clear_password and dialog are not here.
+constexpr const char* kSafeAuthPlugins =
+    "mysql_native_password,caching_sha2_password,sha256_password,client_ed25519,parsec,"
+    "auth_gssapi_client";
+
+// TLS enforcement before the login. Connector/C 3.3 refuses a server without TLS before
+// sending anything only when the server certificate is to be verified
+// (MYSQL_OPT_SSL_VERIFY_SERVER_CERT) or a fingerprint is set (send_client_reply_packet in
+// plugins/auth/my_auth.c). MYSQL_OPT_SSL_ENFORCE alone makes it send the handshake response
+// (user name, scramble response, and after an auth switch even a clear-text password) in
+// plain text, which is what `required` and `verify_ca` need to avoid: we cannot set
+// VERIFY_SERVER_CERT up front for them, as it also checks the host name and, without a CA,
+// the chain. There is no hook between reading the greeting and sending the response, but
+// every socket read goes through the pvio read callbacks, so TlsGuardOnRead looks at the
+// greeting's capability flags as the bytes arrive and, when CLIENT_SSL is missing, sets
+// VERIFY_SERVER_CERT on that MYSQL: the connector then fails with "SSL is required, but the
+// server does not support it" before it writes a byte. When the server offers TLS nothing is
+// changed, so the TLS handshake and certificate checks are those of the mode.
+// The restricted authentication list is set again at that point too, so that no clear-text
+// plugin could ever run on such a connection even if the connector went on.
+struct TlsGuard {
+  MYSQL* mysql = nullptr;
+  std::string greeting;  // the first bytes read, until the capability flags are in
+  bool decided = false;
+  bool server_lacks_tls = false;
+};
+
+// A real greeting is under 200 bytes; one that has not shown its flags by this size is
+// taken as "no TLS" rather than buffered further.
+constexpr size_t kGreetingLimit = 64 * 1024;
+// The guard of the connect in progress on this thread (mysql_real_connect is synchronous,
+// so its reads run on the calling thread); null otherwise, which is the cheap check every
+// other read of the process makes.
+thread_local TlsGuard* tls_guard = nullptr;
+
+// Capability bit of the greeting (Handshake v10): the server can do TLS.
+constexpr uint16_t kClientSsl = 0x800;
+
+// Decides once the lower capability flags of the greeting have arrived: protocol version
+// (1), server version (NUL-terminated), connection id (4), scramble (8), filler (1),
+// capabilities (2), after the 4-byte packet header. A greeting that ends before its flags,
+// or an error packet, counts as "no TLS": the connector fails on it anyway.
+void DecideFromGreeting(TlsGuard* g) {
+  const std::string& b = g->greeting;
+  if (b.size() < 5) return;
+  if (static_cast<uint8_t>(b[4]) == 0xff) {
+    g->decided = g->server_lacks_tls = true;
+    return;
+  }
+  size_t len = static_cast<uint8_t>(b[0]) | (static_cast<uint8_t>(b[1]) << 8) |
+               (static_cast<uint8_t>(b[2]) << 16);
+  size_t end = 4 + len;
+  size_t nul = b.find('\0', 5);
+  if (nul == std::string::npos || nul >= end) {
+    if (b.size() >= end || b.size() >= kGreetingLimit) g->decided = g->server_lacks_tls = true;
+    return;
+  }
+  size_t caps_at = nul + 1 + 4 + 8 + 1;
+  if (caps_at + 2 > end) {
+    g->decided = g->server_lacks_tls = true;
+    return;
+  }
+  if (b.size() < caps_at + 2) {
+    if (b.size() >= kGreetingLimit) g->decided = g->server_lacks_tls = true;
+    return;
+  }
+  uint16_t caps = static_cast<uint8_t>(b[caps_at]) | (static_cast<uint8_t>(b[caps_at + 1]) << 8);
+  g->decided = true;
+  g->server_lacks_tls = (caps & kClientSsl) == 0;
+}
+
+void TlsGuardOnRead(int mode, MYSQL* mysql, const unsigned char* buffer, size_t length) {
+  TlsGuard* g = tls_guard;
+  if (g == nullptr || g->mysql != mysql || g->decided || mode != 0) return;
+  // length is the read's ssize_t result: negative on error.
+  if (static_cast<ssize_t>(length) <= 0) return;
+  g->greeting.append(reinterpret_cast<const char*>(buffer), length);
+  DecideFromGreeting(g);
+  if (g->server_lacks_tls) {
+    my_bool on = 1;
+    mysql_optionsv(mysql, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);
+    mysql_optionsv(mysql, MARIADB_OPT_RESTRICTED_AUTH, kSafeAuthPlugins);
+  }
+}
+
+}  // namespace
+}  // namespace sluice
+
+// Exported by libmariadb (libmariadb_3) but declared only in its internal ma_pvio.h.
+extern "C" int ma_pvio_register_callback(
+    my_bool register_callback,
+    void (*callback_function)(int mode, MYSQL* mysql, const unsigned char* buffer, size_t length));
+
+namespace sluice {
+namespace {
+
+// mysql_init() initialises the library lazily, which is not thread-safe; do it once. The
+// read callback list is global and not locked, so it is registered here too.
 void InitLibraryOnce() {
   static std::once_flag once;
-  std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
+  std::call_once(once, [] {
+    mysql_library_init(0, nullptr, nullptr);
+    ma_pvio_register_callback(1, TlsGuardOnRead);
+  });
 }
 
 std::string TruncateSql(std::string_view sql) {
   if (sql.size() <= kSqlInMessage) return std::string(sql);
   return std::string(sql.substr(0, kSqlInMessage)) + "...";
 }
-
-// The authentication plugins that never put the password itself on the wire (scrambles,
-// hashes, RSA or TLS-protected exchanges). mysql_clear_password and dialog are not here.
-constexpr const char* kSafeAuthPlugins =
-    "mysql_native_password,caching_sha2_password,sha256_password,client_ed25519,parsec,"
-    "auth_gssapi_client";
 
 // Sets the Connector/C TLS options for options.tls (see TlsMode in the header).
 void SetTlsOptions(MYSQL* m, const ConnectOptions& o) {
@@ -182,8 +277,14 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const ConnectOptions& op
 
   const char* db = options.database ? options.database->c_str() : nullptr;
   const char* sock = options.unix_socket ? options.unix_socket->c_str() : nullptr;
-  if (mysql_real_connect(m, options.host.c_str(), options.user.c_str(), options.password.c_str(),
-                         db, options.port, sock, options.found_rows ? CLIENT_FOUND_ROWS : 0) == nullptr) {
+  TlsGuard guard;
+  guard.mysql = m;
+  if (TlsRequired(options.tls)) tls_guard = &guard;
+  MYSQL* connected =
+      mysql_real_connect(m, options.host.c_str(), options.user.c_str(), options.password.c_str(),
+                         db, options.port, sock, options.found_rows ? CLIENT_FOUND_ROWS : 0);
+  tls_guard = nullptr;
+  if (connected == nullptr) {
     unsigned int err = mysql_errno(m);
     std::string hint = ConnectHint(options, err, mysql_error(m));
     std::string msg = RedactSecret(
@@ -205,9 +306,9 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const ConnectOptions& op
     }
   }
   std::unique_ptr<Connection> conn(new Connection(m, options));
-  if (options.tls != TlsMode::kDisabled && options.tls != TlsMode::kPreferred &&
-      conn->tls_cipher().empty()) {
-    // Connector/C fell back to plain text because the server offers no TLS.
+  if (TlsRequired(options.tls) && conn->tls_cipher().empty()) {
+    // The TlsGuard refuses this before the login; kept in case a connector version reads
+    // the greeting without the read callbacks.
     return Status::FailedPrecondition(fmt::format(
         "connect to {} failed: source.tls = {} needs TLS, but the server does not offer it "
         "(have_ssl is not YES): configure ssl_cert/ssl_key on the server, or lower source.tls",

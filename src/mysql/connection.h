@@ -57,9 +57,11 @@ namespace sluice {
 //   kVerifyCa        TLS, and the server certificate must chain to `tls_ca` (host not checked).
 //   kVerifyIdentity  kVerifyCa plus the host name (or IP) must match the certificate; without
 //                    `tls_ca` the system's CA store is used.
-// In kRequired and kVerifyCa Connector/C falls back to plain text silently when the server
-// has no TLS at all; Connect then closes the connection and fails (after the scrambled
-// password exchange, never a clear-text one: see allow_cleartext_auth).
+// In every mode that needs TLS (TlsRequired), a server whose handshake does not offer TLS
+// is refused before anything of the login (user name, scramble response, password) is sent:
+// Connector/C alone would send it in plain text for kRequired and kVerifyCa, so Connect
+// watches the server's greeting (see TlsGuard in connection.cc). kPreferred falls back to
+// plain text, where clear-text authentication plugins stay refused (allow_cleartext_auth).
 enum class TlsMode { kDisabled, kPreferred, kRequired, kVerifyCa, kVerifyIdentity };
 
 // "disabled", "preferred", ... (the config spelling).
@@ -69,6 +71,10 @@ std::optional<TlsMode> ParseTlsMode(std::string_view name);
 // True for the modes that check the server certificate (kVerifyCa, kVerifyIdentity).
 inline bool TlsVerifiesServer(TlsMode mode) {
   return mode == TlsMode::kVerifyCa || mode == TlsMode::kVerifyIdentity;
+}
+// True for the modes that refuse a connection without TLS (kRequired and the two above).
+inline bool TlsRequired(TlsMode mode) {
+  return mode == TlsMode::kRequired || TlsVerifiesServer(mode);
 }
 
 struct ConnectOptions {
@@ -96,7 +102,7 @@ struct ConnectOptions {
   std::string tls_key;   // PEM private key of tls_cert
   // Authentication plugins that send the password itself (mysql_clear_password, dialog)
   // are refused (MARIADB_OPT_RESTRICTED_AUTH) unless the server certificate is verified
-  // (TlsVerifiesServer) or this is set.
+  // (TlsVerifiesServer, and then the connection has TLS or is refused) or this is set.
   bool allow_cleartext_auth = false;
   // CLIENT_FOUND_ROWS: an UPDATE reports the rows it matched, not only those it changed
   // (a sink tells "no such row" from "row already had these values").

@@ -1,0 +1,255 @@
+// TLS is enforced before the login (probe7 F1, F6): when the config demands TLS (required,
+// verify_ca, verify_identity) and the server's handshake does not offer it (CLIENT_SSL unset,
+// which is also what a man in the middle that strips TLS sends), nothing that holds a login
+// may go out: no user name, no scramble response, and never a clear-text password after an
+// auth switch to mysql_clear_password or dialog. `preferred` still falls back to plain text.
+//
+// The fake server on loopback speaks just enough of the protocol: a Handshake v10 (seq 0)
+// without CLIENT_SSL, then, if the client answers with a handshake response (seq 1), either an
+// OK (seq 2) or an AuthSwitchRequest (seq 2) to a clear-text plugin whose answer (seq 3) it
+// reads before sending OK (seq 4). It records every byte the client sends.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "mysql/connection.h"
+
+// Its own namespace: the unity build puts this file next to cleartext_auth_test.cc.
+namespace sluice::tls_enforce_test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+constexpr const char* kUser = "tls-enforce-user";
+constexpr const char* kPassword = "Pl41n-t3xt-secret!";
+
+std::string Packet(uint8_t seq, const std::string& body) {
+  std::string p;
+  p.push_back(static_cast<char>(body.size() & 0xff));
+  p.push_back(static_cast<char>((body.size() >> 8) & 0xff));
+  p.push_back(static_cast<char>((body.size() >> 16) & 0xff));
+  p.push_back(static_cast<char>(seq));
+  return p + body;
+}
+
+void PutLe(std::string* s, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// A MariaDB 10.11 greeting with every usual capability except CLIENT_SSL (0x800).
+std::string HandshakeWithoutTls() {
+  // LONG_PASSWORD|FOUND_ROWS|LONG_FLAG|CONNECT_WITH_DB|NO_SCHEMA|COMPRESS|ODBC|LOCAL_FILES|
+  // IGNORE_SPACE|PROTOCOL_41|INTERACTIVE|TRANSACTIONS|SECURE_CONNECTION|MULTI_STATEMENTS|
+  // MULTI_RESULTS|PS_MULTI_RESULTS|PLUGIN_AUTH|CONNECT_ATTRS|PLUGIN_AUTH_LENENC_DATA|
+  // SESSION_TRACK|DEPRECATE_EOF.
+  const uint32_t caps = 0xf7ff & ~0x800u;
+  const uint32_t caps_high = 0x1 | 0x2 | 0x4 | 0x8 | 0x10 | 0x20 | 0x80 | 0x100;
+  std::string b;
+  b.push_back(10);
+  b += std::string("5.5.5-10.11.19-MariaDB-fake") + '\0';
+  PutLe(&b, 42, 4);   // connection id
+  b += "abcdefgh";    // scramble, first 8 bytes
+  b.push_back(0);
+  PutLe(&b, caps & 0xffff, 2);
+  b.push_back(45);    // utf8mb4_general_ci
+  PutLe(&b, 2, 2);    // SERVER_STATUS_AUTOCOMMIT
+  PutLe(&b, caps_high, 2);
+  b.push_back(21);    // scramble length
+  b += std::string(6, '\0');
+  PutLe(&b, 0, 4);    // MariaDB extended capabilities
+  b += std::string("ijklmnopqrst") + '\0';
+  b += std::string("mysql_native_password") + '\0';
+  return Packet(0, b);
+}
+
+// Reads one packet (or whatever arrives) within `ms`; "" when the client closes or sends
+// nothing.
+std::string ReadPacket(int fd, int ms) {
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    char buf[4096];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() >= 4) {
+      size_t len = static_cast<uint8_t>(out[0]) | (static_cast<uint8_t>(out[1]) << 8) |
+                   (static_cast<uint8_t>(out[2]) << 16);
+      if (out.size() >= len + 4) break;
+    }
+  }
+  return out;
+}
+
+// One connection on 127.0.0.1: greets without TLS and accepts whatever login it gets, after
+// an auth switch to `switch_plugin` unless that is empty. With `chunk` > 0 the greeting goes
+// out in pieces of that many bytes, a few milliseconds apart.
+class NoTlsServer {
+ public:
+  explicit NoTlsServer(std::string switch_plugin, size_t chunk = 0)
+      : switch_(std::move(switch_plugin)), chunk_(chunk) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(listen_fd_, 1), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~NoTlsServer() {
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    ::close(listen_fd_);
+  }
+  uint16_t port() const { return port_; }
+  // Every byte the client sent; waits until the fake is done.
+  std::string Received() {
+    if (thread_.joinable()) thread_.join();
+    return received_;
+  }
+
+ private:
+  void Send(int fd, const std::string& pkt) { (void)!::write(fd, pkt.data(), pkt.size()); }
+
+  void Serve() {
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 10000) <= 0) return;
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    std::string greeting = HandshakeWithoutTls();
+    if (chunk_ == 0) {
+      Send(fd, greeting);
+    } else {
+      for (size_t i = 0; i < greeting.size(); i += chunk_) {
+        Send(fd, greeting.substr(i, chunk_));
+        ::usleep(5 * 1000);
+      }
+    }
+    std::string login = ReadPacket(fd, 3000);
+    received_ += login;
+    if (login.size() >= 4) {
+      uint8_t seq = static_cast<uint8_t>(login[3]) + 1;
+      if (!switch_.empty()) {
+        std::string sw;
+        sw.push_back(static_cast<char>(0xfe));
+        sw += switch_ + '\0';
+        // dialog asks a question: type 4 = "last question, a password", then the prompt.
+        if (switch_ == "dialog") sw += "\x04Password: ";
+        else sw += std::string("abcdefghijklmnopqrst") + '\0';
+        Send(fd, Packet(seq, sw));
+        std::string answer = ReadPacket(fd, 3000);
+        received_ += answer;
+        seq = answer.size() >= 4 ? static_cast<uint8_t>(answer[3]) + 1 : seq + 2;
+      }
+      Send(fd, Packet(seq, std::string("\x00\x00\x00\x02\x00\x00\x00", 7)));
+      // Whatever follows (queries, COM_QUIT) is recorded too.
+      received_ += ReadPacket(fd, 500);
+    }
+    ::usleep(50 * 1000);
+    ::close(fd);
+  }
+
+  std::string switch_;
+  size_t chunk_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+  std::string received_;
+};
+
+ConnectOptions FakeOptions(uint16_t port, TlsMode mode) {
+  ConnectOptions o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.user = kUser;
+  o.password = kPassword;
+  o.connect_timeout_s = 5;
+  o.read_timeout_s = 5;
+  o.write_timeout_s = 5;
+  o.tls = mode;
+  // Never read: the fake offers no TLS, so no TLS session starts.
+  if (TlsVerifiesServer(mode)) o.tls_ca = "/nonexistent/sluice-test-ca.pem";
+  return o;
+}
+
+std::string Name(TlsMode m) { return std::string(TlsModeName(m)); }
+
+TEST(TlsEnforceTest, ModesThatNeedTlsSendNoLoginToAServerWithoutTls) {
+  for (TlsMode mode : {TlsMode::kRequired, TlsMode::kVerifyCa, TlsMode::kVerifyIdentity}) {
+    for (const char* plugin : {"mysql_clear_password", "dialog", ""}) {
+      SCOPED_TRACE(Name(mode) + ", auth switch to '" + plugin + "'");
+      NoTlsServer server(plugin);
+      Result<std::unique_ptr<Connection>> c = Connection::Connect(FakeOptions(server.port(), mode));
+      ASSERT_FALSE(c.ok());
+      std::string got = server.Received();
+      EXPECT_EQ(got.find(kPassword), std::string::npos) << "the password itself went out";
+      EXPECT_EQ(got.find(kUser), std::string::npos) << "the login (user name) went out";
+      // Not even a handshake response without a user: the client closes after the greeting.
+      EXPECT_THAT(got, IsEmpty());
+      EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition) << c.status().ToString();
+      EXPECT_THAT(c.status().message(),
+                  HasSubstr("source.tls = " + Name(mode) + " needs TLS, but the server does not offer it"));
+      EXPECT_THAT(c.status().message(), Not(HasSubstr(kPassword)));
+    }
+  }
+}
+
+// The greeting's capability flags may arrive in several reads.
+TEST(TlsEnforceTest, GreetingInPiecesIsStillChecked) {
+  for (size_t chunk : {1, 7, 20}) {
+    SCOPED_TRACE(chunk);
+    NoTlsServer server("mysql_clear_password", chunk);
+    Result<std::unique_ptr<Connection>> c =
+        Connection::Connect(FakeOptions(server.port(), TlsMode::kRequired));
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(server.Received(), IsEmpty());
+    EXPECT_THAT(c.status().message(), HasSubstr("needs TLS, but the server does not offer it"));
+  }
+}
+
+// preferred keeps its documented fallback: plain text when the server offers no TLS...
+TEST(TlsEnforceTest, PreferredFallsBackToPlainText) {
+  NoTlsServer server("");
+  Result<std::unique_ptr<Connection>> c =
+      Connection::Connect(FakeOptions(server.port(), TlsMode::kPreferred));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ((*c)->tls_cipher(), "");
+  c->reset();
+  EXPECT_THAT(server.Received(), HasSubstr(kUser));
+}
+
+// ... but never hands the password itself to a clear-text plugin there.
+TEST(TlsEnforceTest, PreferredWithoutTlsRefusesClearTextPlugins) {
+  for (const char* plugin : {"mysql_clear_password", "dialog"}) {
+    SCOPED_TRACE(plugin);
+    NoTlsServer server(plugin);
+    Result<std::unique_ptr<Connection>> c =
+        Connection::Connect(FakeOptions(server.port(), TlsMode::kPreferred));
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(server.Received().find(kPassword), std::string::npos);
+    EXPECT_THAT(c.status().message(), HasSubstr("clear text"));
+  }
+}
+
+}  // namespace
+}  // namespace sluice::tls_enforce_test
