@@ -118,10 +118,14 @@ int RunCommand(int argc, char** argv) {
                     "within seconds, otherwise the next run");
   resnapshot->add_option("--config", config_path, "TOML config file")->required();
   resnapshot->add_option("tables", resnapshot_tables, "Tables to re-read, as db.table")->required();
+  resnapshot->add_flag("--allow-core-dumps", allow_core_dumps,
+                       "Keep core dumps enabled (they can contain the source and destination passwords)");
   bool follow = false;
   auto* tail = app.add_subcommand("tail", "Print what a kafka or nats sink published, as JSON lines");
   tail->add_option("--config", config_path, "TOML config file")->required();
   tail->add_flag("-f,--follow", follow, "Keep waiting for new records (until SIGINT/SIGTERM)");
+  tail->add_flag("--allow-core-dumps", allow_core_dumps,
+                 "Keep core dumps enabled (they can contain the passwords of the config)");
 
   DecodeOptions decode_opts;
   auto* decode = app.add_subcommand("decode", "Print the events of binlog files as JSON lines");
@@ -158,8 +162,13 @@ int RunCommand(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (quiet) SetLogLevel(LogLevel::kWarning);
-  if ((*run || *compare || *verify || *check) && !allow_core_dumps) {
-    // The password is in memory from here on: no core file may carry it.
+  // Every command that loads a config has the passwords it names (source, destination) in
+  // memory from here on: no core file may carry them. Told by the --config option, so that a
+  // new command cannot be forgotten here.
+  bool loads_config = false;
+  for (const CLI::App* sub : app.get_subcommands())
+    loads_config = loads_config || sub->get_option_no_throw("--config") != nullptr;
+  if (loads_config && !allow_core_dumps) {
     Status st = DisableCoreDumps();
     if (!st.ok()) return Fail(st);
   }

@@ -1,4 +1,5 @@
-// Process hardening for commands that hold the source password in memory (`run`, `compare`).
+// Process hardening for commands that hold passwords in memory (every command that loads a
+// config: run, check, compare, verify, resnapshot, tail).
 //
 // DisableCoreDumps: prctl(PR_SET_DUMPABLE, 0) (no core file, no ptrace attach by other
 // processes of the same user, /proc/<pid>/mem closed to them) and RLIMIT_CORE 0 (soft and

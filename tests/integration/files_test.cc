@@ -1,9 +1,15 @@
 // Files and the process (issue 6, item 10): everything `sluice run` creates (replica, its
 // journal/WAL, JSON lines output, checkpoint, lock) is 0600 by default or the configured
 // sink.file_mode, whatever the caller's umask; core dumps are off unless asked for.
-#include <cstdlib>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <algorithm>
 #include <filesystem>
@@ -148,6 +154,104 @@ TEST_F(FilesTest, CoreDumpsAreDisabledUnlessAskedFor) {
   const std::string saved_asan = asan ? asan : "";
   ::setenv("ASAN_OPTIONS", (saved_asan.empty() ? "" : saved_asan + ":").append("disable_coredump=0").c_str(), 1);
   ExpectCoreLimit({"--allow-core-dumps"}, false);
+  if (asan) ::setenv("ASAN_OPTIONS", saved_asan.c_str(), 1); else ::unsetenv("ASAN_OPTIONS");
+  ::setrlimit(RLIMIT_CORE, &saved);
+}
+
+// A listening socket on loopback that never accepts: a client's TCP connect to it succeeds
+// (the kernel queues it) and then hears nothing, so the client waits there.
+class BlackHole {
+ public:
+  BlackHole() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+  }
+  ~BlackHole() { ::close(fd_); }
+  int port() const { return port_; }
+  // True once a client has connected (within `timeout`).
+  bool Reached(std::chrono::milliseconds timeout) {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, static_cast<int>(timeout.count())) == 1;
+  }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// Starts `sluice args`, which must connect to `hole` (the config, with its passwords, is
+// loaded by then), and checks its core file limit while it waits there.
+void ExpectCoreLimitWhileBlocked(const TempDir& dir, std::vector<std::string> args, BlackHole& hole, bool zero) {
+  SCOPED_TRACE(args[0] + (args.back() == "--allow-core-dumps" ? " --allow-core-dumps" : ""));
+  pid_t pid = StartSluice(args, dir.File("log-" + args[0]));
+  bool reached = hole.Reached(std::chrono::seconds(20));
+  std::string line = CoreLimitLine(pid);
+  kill(pid, SIGTERM);
+  WaitChild(pid, seconds(30));
+  ASSERT_TRUE(reached) << "sluice " << args[0] << " never connected to the black hole: "
+                       << ReadFile(dir.File("log-" + args[0]));
+  std::istringstream fields(line.substr(std::string("Max core file size").size()));
+  std::string soft, hard;
+  fields >> soft >> hard;
+  if (zero) {
+    EXPECT_EQ(soft, "0") << line;
+    EXPECT_EQ(hard, "0") << line;
+  } else {
+    EXPECT_NE(soft, "0") << line;
+  }
+}
+
+// Probe7 F5: not only run/check/compare/verify hold passwords. resnapshot (source and MySQL
+// destination passwords) and tail (a NATS URL may hold one) load the same config, so a core
+// of them carries the passwords too.
+TEST_F(FilesTest, EveryCommandThatLoadsTheConfigDisablesCoreDumps) {
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_CORE, &saved), 0);
+  struct rlimit some {1 << 20, 1 << 20};
+  ASSERT_EQ(::setrlimit(RLIMIT_CORE, &some), 0);
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string saved_asan = asan ? asan : "";
+  ::setenv("ASAN_OPTIONS", (saved_asan.empty() ? "" : saved_asan + ":").append("disable_coredump=0").c_str(), 1);
+  {
+    // resnapshot of a MySQL destination connects to it; this one never answers.
+    TempDir dir;
+    BlackHole hole;
+    SluiceConfigSpec spec;
+    spec.tables = {"it_files.t"};
+    spec.sink_type = "mysql";
+    spec.sink_path = dir.File("dest");  // the lock file's base
+    std::string config = WriteConfig(dir, spec);
+    std::ofstream(config, std::ios::app) << "[sink.mysql]\nhost = \"127.0.0.1\"\nport = " << hole.port()
+                                         << "\nuser = \"sluice\"\npassword_env = \"SLUICE_TEST_MYSQL_PASSWORD\"\n"
+                                            "database = \"it_files_meta\"\nconnect_timeout_seconds = 60\n";
+    ExpectCoreLimitWhileBlocked(dir, {"resnapshot", "--config", config, "it_files.t"}, hole, true);
+    BlackHole hole2;
+    std::string text = ReadFile(config);
+    text.replace(text.find(std::to_string(hole.port())), std::to_string(hole.port()).size(),
+                 std::to_string(hole2.port()));
+    std::ofstream(config) << text;
+    ExpectCoreLimitWhileBlocked(dir, {"resnapshot", "--config", config, "it_files.t", "--allow-core-dumps"},
+                                hole2, false);
+  }
+  {
+    // tail of a NATS sink connects to the broker; this one never answers.
+    TempDir dir;
+    BlackHole hole;
+    SluiceConfigSpec spec;
+    spec.tables = {"it_files.t"};
+    spec.sink_type = "nats";
+    spec.sink_path = dir.File("published");
+    std::string config = WriteConfig(dir, spec);
+    std::ofstream(config, std::ios::app) << "[sink.nats]\nurl = \"nats://127.0.0.1:" << hole.port() << "\"\n";
+    ExpectCoreLimitWhileBlocked(dir, {"tail", "--config", config}, hole, true);
+  }
   if (asan) ::setenv("ASAN_OPTIONS", saved_asan.c_str(), 1); else ::unsetenv("ASAN_OPTIONS");
   ::setrlimit(RLIMIT_CORE, &saved);
 }
