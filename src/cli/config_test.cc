@@ -167,6 +167,19 @@ TEST(ConfigTest, TlsDefaultsToPreferredAndParsesEveryMode) {
   EXPECT_TRUE(allow->source.allow_cleartext_auth);
 }
 
+// Connection messages name the keys of the table the options came from (probe7 F8: a
+// [sink.mysql] TLS refusal said "source.tls").
+TEST(ConfigTest, ConnectOptionsKnowTheirConfigSection) {
+  setenv("SLUICE_TEST_PW", "s3cret", 1);
+  auto c = ParseConfig(std::string("[source]\nserver_id = 1\ntables=[\"a.*\"]\n[sink]\ntype = \"mysql\"\n"
+                                   "path = \"/tmp/x\"\n[sink.mysql]\nhost = \"h\"\nuser = \"u\"\n"
+                                   "database = \"d\"\n"),
+                       "sluice.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(SourceConnectOptions(c->source).config_section, "source");
+  EXPECT_EQ(c->sink.mysql.connect.config_section, "sink.mysql");
+}
+
 TEST(ConfigTest, RejectsInconsistentTlsSettings) {
   const std::string head = "[source]\nserver_id = 1\ntables=[\"a.*\"]\n";
   const std::string file = std::string(SLUICE_SOURCE_DIR) + "/README.md";

@@ -33,6 +33,7 @@ Status ParseMysqlSinkConfig(const toml::table& t, std::string_view origin, Mysql
     }
   }
   ConnectOptions& c = out->connect;
+  c.config_section = "sink.mysql";  // connection messages name sink.mysql.tls, not source.tls
   RETURN_IF_ERROR(GetString(t, "host", &c.host, origin));
   if (c.host.empty()) return KeyError(origin, "host", "must not be empty");
   if (const toml::node* n = t.get("port")) {

@@ -141,32 +141,35 @@ void SetTlsOptions(MYSQL* m, const ConnectOptions& o) {
   mysql_options(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify_identity);
 }
 
-// The fix to suggest for a failed connection, given what went wrong; "" when none.
+// The fix to suggest for a failed connection, given what went wrong; "" when none. Keys are
+// named in o.config_section ("source.tls", "sink.mysql.tls").
 std::string ConnectHint(const ConnectOptions& o, unsigned int err, std::string_view server_msg) {
+  const std::string& sec = o.config_section;
   if (err == CR_SSL_CONNECTION_ERROR) {
     std::string mode(TlsModeName(o.tls));
     if (server_msg.find("does not support") != std::string_view::npos)
-      return fmt::format("source.tls = {} needs TLS, but the server does not offer it: configure "
-                         "ssl_cert/ssl_key on the server, or lower source.tls",
-                         mode);
+      return fmt::format("{0}.tls = {1} needs TLS, but the server does not offer it: configure "
+                         "ssl_cert/ssl_key on the server, or lower {0}.tls",
+                         sec, mode);
     if (server_msg.find("Validation of SSL server certificate") != std::string_view::npos ||
         server_msg.find("hostname") != std::string_view::npos)
-      return fmt::format("source.tls = {}: the server certificate is not issued for host '{}' "
+      return fmt::format("{}.tls = {}: the server certificate is not issued for host '{}' "
                          "(connect with the name or address the certificate names, or use "
                          "tls = \"verify_ca\")",
-                         mode, o.host);
+                         sec, mode, o.host);
     if (TlsVerifiesServer(o.tls))
-      return fmt::format("source.tls = {}: the server certificate could not be verified against "
-                         "{} (check source.ca)",
-                         mode, o.tls_ca.empty() ? std::string("the system CA store") : o.tls_ca);
-    return fmt::format("TLS handshake failed (source.tls = {})", mode);
+      return fmt::format("{0}.tls = {1}: the server certificate could not be verified against "
+                         "{2} (check {0}.ca)",
+                         sec, mode, o.tls_ca.empty() ? std::string("the system CA store") : o.tls_ca);
+    return fmt::format("TLS handshake failed ({}.tls = {})", sec, mode);
   }
   if (err == CR_PLUGIN_NOT_ALLOWED || err == CR_AUTH_PLUGIN_CANNOT_LOAD) {
     if (server_msg.find("clear_password") != std::string_view::npos ||
         server_msg.find("dialog") != std::string_view::npos || err == CR_PLUGIN_NOT_ALLOWED)
-      return "the server asked for an authentication method that sends the password in clear "
-             "text; sluice refuses it unless source.tls is verify_ca or verify_identity, or "
-             "source.allow_cleartext_auth = true";
+      return fmt::format("the server asked for an authentication method that sends the password "
+                         "in clear text; sluice refuses it unless {0}.tls is verify_ca or "
+                         "verify_identity, or {0}.allow_cleartext_auth = true",
+                         sec);
   }
   std::string hint;
   // The server says only "(using password: NO)"; the variable is what the person can fix.
@@ -176,8 +179,10 @@ std::string ConnectHint(const ConnectOptions& o, unsigned int err, std::string_v
                        o.password_env, o.password_env_key);
   if (err == ER_ACCESS_DENIED_ERROR && o.tls == TlsMode::kDisabled)
     hint += std::string(hint.empty() ? "" : "; ") +
-            "source.tls = \"disabled\": a server with require_secure_transport=ON refuses every "
-            "connection without TLS with this same message; try tls = \"preferred\" or stronger";
+            fmt::format("{}.tls = \"disabled\": a server with require_secure_transport=ON refuses "
+                        "every connection without TLS with this same message; try tls = "
+                        "\"preferred\" or stronger",
+                        sec);
   return hint;
 }
 
@@ -310,9 +315,9 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const ConnectOptions& op
     // The TlsGuard refuses this before the login; kept in case a connector version reads
     // the greeting without the read callbacks.
     return Status::FailedPrecondition(fmt::format(
-        "connect to {} failed: source.tls = {} needs TLS, but the server does not offer it "
-        "(have_ssl is not YES): configure ssl_cert/ssl_key on the server, or lower source.tls",
-        options.Describe(), TlsModeName(options.tls)));
+        "connect to {0} failed: {1}.tls = {2} needs TLS, but the server does not offer it "
+        "(have_ssl is not YES): configure ssl_cert/ssl_key on the server, or lower {1}.tls",
+        options.Describe(), options.config_section, TlsModeName(options.tls)));
   }
   return conn;
 }

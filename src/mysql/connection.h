@@ -104,6 +104,9 @@ struct ConnectOptions {
   // are refused (MARIADB_OPT_RESTRICTED_AUTH) unless the server certificate is verified
   // (TlsVerifiesServer, and then the connection has TLS or is refused) or this is set.
   bool allow_cleartext_auth = false;
+  // The config table these options come from ("source", "sink.mysql"): messages name its
+  // keys (<config_section>.tls, .ca, .allow_cleartext_auth) in the fix they suggest.
+  std::string config_section = "source";
   // CLIENT_FOUND_ROWS: an UPDATE reports the rows it matched, not only those it changed
   // (a sink tells "no such row" from "row already had these values").
   bool found_rows = false;

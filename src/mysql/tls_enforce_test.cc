@@ -251,5 +251,30 @@ TEST(TlsEnforceTest, PreferredWithoutTlsRefusesClearTextPlugins) {
   }
 }
 
+// Messages name the config table the options came from (probe7 F8): a MySQL destination's
+// refusal speaks of sink.mysql.tls, never of source.tls.
+TEST(TlsEnforceTest, MessagesNameTheConfigSection) {
+  {
+    NoTlsServer server("");
+    ConnectOptions o = FakeOptions(server.port(), TlsMode::kVerifyCa);
+    o.config_section = "sink.mysql";
+    Result<std::unique_ptr<Connection>> c = Connection::Connect(o);
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(c.status().message(),
+                HasSubstr("sink.mysql.tls = verify_ca needs TLS, but the server does not offer it"));
+    EXPECT_THAT(c.status().message(), HasSubstr("lower sink.mysql.tls"));
+    EXPECT_THAT(c.status().message(), Not(HasSubstr("source.")));
+  }
+  {
+    NoTlsServer server("mysql_clear_password");
+    ConnectOptions o = FakeOptions(server.port(), TlsMode::kPreferred);
+    o.config_section = "sink.mysql";
+    Result<std::unique_ptr<Connection>> c = Connection::Connect(o);
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(c.status().message(), HasSubstr("sink.mysql.allow_cleartext_auth"));
+    EXPECT_THAT(c.status().message(), Not(HasSubstr("source.")));
+  }
+}
+
 }  // namespace
 }  // namespace sluice::tls_enforce_test
