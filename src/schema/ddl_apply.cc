@@ -63,39 +63,6 @@ std::string Describe(const ColumnDesc& c) {
   return c.column_type.empty() ? std::string(SqlTypeName(c.type)) : c.column_type;
 }
 
-// Moves column `from` to position `to` (indexes before the move), keeping the primary key
-// and source_of in step.
-void MoveColumn(Applied& a, size_t from, size_t to) {
-  if (from == to) return;
-  TableSchema& t = a.after;
-  ColumnDesc c = std::move(t.columns[from]);
-  int src = a.source_of[from];
-  t.columns.erase(t.columns.begin() + from);
-  a.source_of.erase(a.source_of.begin() + from);
-  if (to > from) --to;
-  t.columns.insert(t.columns.begin() + to, std::move(c));
-  a.source_of.insert(a.source_of.begin() + to, src);
-  for (size_t& k : t.primary_key) {
-    if (k == from) { k = to; continue; }
-    if (k > from) --k;
-    if (k >= to) ++k;
-  }
-}
-
-Status Placed(Applied& a, size_t index, const AlterOp& op, const std::string& table) {
-  if (op.placement == Placement::kFirst) {
-    MoveColumn(a, index, 0);
-  } else if (op.placement == Placement::kAfter) {
-    int after = Find(a.after, op.after);
-    if (after < 0 || static_cast<size_t>(after) == index) {
-      return Status::FailedPrecondition(fmt::format(
-          "table {}: AFTER `{}`: no such column in the recorded definition", table, op.after));
-    }
-    MoveColumn(a, index, static_cast<size_t>(after) + 1);
-  }
-  return Status::Ok();
-}
-
 void NotExact(Applied& a, std::string why) {
   if (a.exact) {
     a.exact = false;
@@ -368,6 +335,23 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
       if (a.source_of[i] < 0 && SameName(t.columns[i].name, name)) return static_cast<int>(i);
     return -1;
   };
+  // Column order, as the server builds it (MariaDB and MySQL mysql_prepare_alter_table): the
+  // clauses first change, rename and drop columns in place, leaving the table's columns in
+  // their order; then the clauses that add a column or move one (FIRST/AFTER) are taken in
+  // statement order, each AFTER naming a column of the list built so far by its new name. So
+  // `ADD n AFTER a, CHANGE a b ..., CHANGE b a ...` puts n after the column now named a (the
+  // old b), and `MODIFY d ... AFTER a, CHANGE a b ...` too (a new user's probe: sluice applied
+  // the clauses one by one against the old names, and under MINIMAL metadata wrote values into
+  // the wrong columns). `id` names each column of `t` across the clauses (the index in `before`,
+  // or before.size() + k for the k-th added); `placing` holds the clauses of the second step.
+  struct Placing {
+    const AlterOp* op;
+    int id;
+  };
+  std::vector<int> id(before.columns.size());
+  for (size_t i = 0; i < id.size(); ++i) id[i] = static_cast<int>(i);
+  int next_id = static_cast<int>(before.columns.size());
+  std::vector<Placing> placing;
   for (const AlterOp& op : stmt.ops) {
     switch (op.kind) {
       case OpKind::kAddColumn: {
@@ -398,7 +382,8 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
         }
         t.columns.push_back(std::move(c));
         a.source_of.push_back(-1);
-        RETURN_IF_ERROR(Placed(a, t.columns.size() - 1, op, table));
+        id.push_back(next_id);
+        placing.push_back({&op, next_id++});
         break;
       }
       case OpKind::kDropColumn: {
@@ -410,6 +395,7 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
         size_t k = static_cast<size_t>(idx);
         t.columns.erase(t.columns.begin() + idx);
         a.source_of.erase(a.source_of.begin() + idx);
+        id.erase(id.begin() + idx);
         std::erase(t.primary_key, k);
         for (size_t& p : t.primary_key)
           if (p > k) --p;
@@ -443,7 +429,9 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
                                     OpName(op.kind), c.name, d));
         }
         t.columns[idx] = std::move(c);
-        RETURN_IF_ERROR(Placed(a, static_cast<size_t>(idx), op, table));
+        // A changed column of the table stays where it was unless the clause moves it; one the
+        // statement adds is taken out and placed again (at the end without FIRST/AFTER).
+        if (op.placement != Placement::kDefault || a.source_of[idx] < 0) placing.push_back({&op, id[idx]});
         break;
       }
       case OpKind::kRenameColumn: {
@@ -565,6 +553,47 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
       case OpKind::kRebuild:
         break;  // the rows and their columns stay as they are
     }
+  }
+  if (!placing.empty()) {
+    auto pos_of = [&](int want) {
+      for (size_t i = 0; i < id.size(); ++i)
+        if (id[i] == want) return static_cast<int>(i);
+      return -1;
+    };
+    std::vector<int> order;  // ids, in the new order
+    for (size_t i = 0; i < t.columns.size(); ++i)
+      if (a.source_of[i] >= 0) order.push_back(id[i]);
+    for (const Placing& p : placing) {
+      if (pos_of(p.id) < 0) continue;  // dropped again by a later clause
+      std::erase(order, p.id);
+      if (p.op->placement == Placement::kFirst) {
+        order.insert(order.begin(), p.id);
+      } else if (p.op->placement == Placement::kAfter) {
+        auto at = std::find_if(order.begin(), order.end(), [&](int k) {
+          return SameName(t.columns[static_cast<size_t>(pos_of(k))].name, p.op->after);
+        });
+        if (at == order.end())
+          return Status::FailedPrecondition(fmt::format(
+              "table {}: AFTER `{}`: no such column in the definition the statement builds from the recorded one",
+              table, p.op->after));
+        order.insert(at + 1, p.id);
+      } else {
+        order.push_back(p.id);
+      }
+    }
+    if (order.size() != t.columns.size()) return Status::Internal("ALTER: column order lost a column");
+    std::vector<size_t> new_pos(t.columns.size());
+    std::vector<ColumnDesc> columns;
+    std::vector<int> source_of;
+    for (size_t k = 0; k < order.size(); ++k) {
+      const size_t from = static_cast<size_t>(pos_of(order[k]));
+      new_pos[from] = k;
+      columns.push_back(std::move(t.columns[from]));
+      source_of.push_back(a.source_of[from]);
+    }
+    t.columns = std::move(columns);
+    a.source_of = std::move(source_of);
+    for (size_t& k : t.primary_key) k = new_pos[k];
   }
   if (t.columns.empty())
     return Status::FailedPrecondition(fmt::format("table {}: the statement leaves no columns", table));
