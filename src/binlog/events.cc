@@ -117,6 +117,29 @@ Result<RotateEvent> DecodeRotate(ByteReader& r, uint8_t post_header_len) {
   return e;
 }
 
+}  // namespace
+
+std::optional<uint64_t> QuerySqlMode(const QueryEvent& q) {
+  const std::string& v = q.status_vars;
+  size_t i = 0;
+  while (i < v.size()) {
+    const uint8_t code = static_cast<uint8_t>(v[i]);
+    if (code == 0) {
+      i += 1 + 4;
+    } else if (code == 1) {
+      if (i + 9 > v.size()) return std::nullopt;
+      uint64_t mode = 0;
+      for (int b = 7; b >= 0; --b) mode = (mode << 8) | static_cast<uint8_t>(v[i + 1 + b]);
+      return mode;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 Result<QueryEvent> DecodeQuery(ByteReader& r, uint8_t post_header_len, bool compressed) {
   QueryEvent e;
   e.compressed = compressed;

@@ -67,6 +67,18 @@ struct QueryEvent {
   bool compressed = false;
 };
 
+// The session sql_mode a QUERY event ran under: its status variables start with Q_FLAGS2_CODE
+// (0, 4 bytes) and Q_SQL_MODE_CODE (1, 8 bytes) as both servers write them (MySQL/MariaDB
+// Query_log_event::write); nullopt when they do not (not known).
+std::optional<uint64_t> QuerySqlMode(const QueryEvent& q);
+// sql_mode bits (MariaDB sql_class.h MODE_*, the same in MySQL).
+inline constexpr uint64_t kModeAnsiQuotes = 1ull << 2;
+inline constexpr uint64_t kModeAnsi = 1ull << 18;  // implies ANSI_QUOTES
+inline constexpr uint64_t kModeStrictTransTables = 1ull << 21;
+inline constexpr uint64_t kModeStrictAllTables = 1ull << 22;
+// Whether "..." quotes identifiers, not strings, under `sql_mode`.
+inline bool AnsiQuotes(uint64_t sql_mode) { return (sql_mode & (kModeAnsiQuotes | kModeAnsi)) != 0; }
+
 struct XidEvent {
   uint64_t xid = 0;
 };

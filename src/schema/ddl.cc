@@ -241,10 +241,10 @@ class Parser {
       op.if_not_exists = AcceptWords({"IF", "NOT", "EXISTS"});
       op.name = Name().value_or("");
       if (AcceptWord("USING")) ++i_;
+      s.kind = Kind::kAlterTable;
       if (!AcceptWord("ON")) return NotUnderstood(s);
       auto t = Table();
       if (!t) return NotUnderstood(s);
-      s.kind = Kind::kAlterTable;
       s.tables.push_back(*t);
       op.key_columns = KeyColumns();
       SkipIndexOptions();
@@ -1187,9 +1187,9 @@ class Parser {
       AlterOp op{OpKind::kDropIndex};
       op.if_exists = AcceptWords({"IF", "EXISTS"});
       op.name = Name().value_or("");
-      if (!AcceptWord("ON")) return;
-      auto t = Table();
       s.kind = Kind::kAlterTable;
+      if (!AcceptWord("ON")) return NotUnderstood(s);
+      auto t = Table();
       if (!t) return NotUnderstood(s);
       s.tables.push_back(*t);
       if (op.name == "PRIMARY") {
@@ -1203,9 +1203,11 @@ class Parser {
 
   void Truncate(Statement& s) {
     AcceptWord("TABLE");
-    auto t = Table();
-    if (!t) return;  // "TRUNCATE" alone is not a statement we know
     s.kind = Kind::kTruncate;
+    auto t = Table();
+    // A name that is not one (`TRUNCATE "db"."t"` read without ANSI_QUOTES) is not passed as
+    // "no statement": the caller cannot tell which table it empties.
+    if (!t) return NotUnderstood(s);
     s.tables.push_back(*t);
     if (AcceptWord("WAIT")) ++i_;
     AcceptWord("NOWAIT");
@@ -1313,7 +1315,7 @@ std::string Statement::Summary() const {
 
 Result<Statement> Parse(std::string_view sql, std::string_view default_db,
                         const ParseOptions& options) {
-  ASSIGN_OR_RETURN(std::vector<sql::Token> tokens, sql::Tokenize(sql, options.server_version));
+  ASSIGN_OR_RETURN(std::vector<sql::Token> tokens, sql::Tokenize(sql, options.server_version, options.ansi_quotes));
   return Parser(tokens, default_db, options, sql).Run();
 }
 

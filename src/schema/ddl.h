@@ -15,7 +15,8 @@
 //
 // A table-shaping statement whose clauses are not all understood has `understood == false`
 // and `not_understood` naming the first such clause: the caller must not guess (re-read the
-// definition from the server, or stop). Table names without a database get `default_db`
+// definition from the server, or stop). When even the table names could not be read (e.g.
+// `TRUNCATE "db"."t"` parsed without ansi_quotes), `tables` and `renames` are empty. Table names without a database get `default_db`
 // (the QUERY event's schema).
 // Errors: kInvalidArgument only for text the tokenizer rejects (unterminated quote/comment).
 // Pure; thread-safe.
@@ -151,6 +152,8 @@ struct ParseOptions {
   // MariaDB: JSON is an alias of LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin (with a
   // JSON_VALID check), as the server itself records it.
   bool mariadb = false;
+  // The statement's sql_mode has ANSI_QUOTES: "x" is an identifier (schema/sql_tokenizer.h).
+  bool ansi_quotes = false;
 };
 
 Result<Statement> Parse(std::string_view sql, std::string_view default_db,

@@ -163,3 +163,72 @@ TEST(SqlTokenizer, Literals) {
 
 }  // namespace
 }  // namespace sluice::ddl
+
+namespace sluice::ddl {
+namespace {
+
+// Under sql_mode ANSI_QUOTES "x" is an identifier (a new user's probe: TRUNCATE, RENAME, the
+// partition clauses and ALTER of "db"."t" were read as strings and passed as no statement).
+TEST(Ddl, AnsiQuotesMakeDoubleQuotedTextNames) {
+  const ParseOptions ansi{.mariadb = true, .ansi_quotes = true};
+  auto summary = [&](std::string_view sql) {
+    auto st = Parse(sql, "app", ansi);
+    EXPECT_TRUE(st.ok()) << st.status().ToString();
+    return st.ok() ? st->Summary() : std::string();
+  };
+  EXPECT_EQ(summary(R"(TRUNCATE TABLE "raz"."t")"), "truncate raz.t");
+  EXPECT_EQ(summary(R"(RENAME TABLE "raz"."x" TO "raz"."tmp", "raz"."y" TO "raz"."x", "raz"."tmp" TO "raz"."y")"),
+            "rename raz.x->raz.tmp, raz.y->raz.x, raz.tmp->raz.y");
+  auto alter = Parse(R"(ALTER TABLE "raq"."t" MODIFY "a" INT AFTER "c", ADD COLUMN "we""ird" VARCHAR(3) DEFAULT 'x')",
+                     "app", ansi);
+  ASSERT_TRUE(alter.ok());
+  ASSERT_TRUE(alter->understood) << alter->not_understood;
+  ASSERT_EQ(alter->tables.size(), 1u);
+  EXPECT_EQ(alter->tables[0].ToString(), "raq.t");
+  ASSERT_EQ(alter->ops.size(), 2u);
+  EXPECT_EQ(alter->ops[0].name, "a");
+  EXPECT_EQ(alter->ops[0].after, "c");
+  ASSERT_TRUE(alter->ops[1].column.has_value());
+  EXPECT_EQ(alter->ops[1].column->name, "we\"ird");
+  EXPECT_EQ(alter->ops[1].column->default_value, "'x'");  // single quotes stay strings
+  auto part = Parse(R"(ALTER TABLE "raz"."p" TRUNCATE PARTITION p0)", "app", ansi);
+  ASSERT_TRUE(part.ok());
+  ASSERT_EQ(part->tables.size(), 1u);
+  EXPECT_EQ(part->tables[0].ToString(), "raz.p");
+  ASSERT_EQ(part->ops.size(), 1u);
+  EXPECT_EQ(part->ops[0].kind, OpKind::kPartition);
+  EXPECT_EQ(summary(R"(DROP TABLE IF EXISTS "raz"."gone")"), "drop raz.gone");
+  EXPECT_EQ(summary(R"(CREATE INDEX i ON "raz"."t" ("a"))"), "alter raz.t: add_index(i)");
+
+  // Without ANSI_QUOTES the same text names no table: the statement is still table-shaping,
+  // not understood, with no table, so the caller cannot pass it as touching nothing.
+  auto plain = Parse(R"(TRUNCATE TABLE "raz"."t")", "app");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->kind, Kind::kTruncate);
+  EXPECT_FALSE(plain->understood);
+  EXPECT_TRUE(plain->tables.empty());
+  // A string where a name goes is an error even under ANSI_QUOTES: only "..." changes.
+  auto single = Parse("TRUNCATE TABLE 'raz'", "app", ansi);
+  ASSERT_TRUE(single.ok());
+  EXPECT_FALSE(single->understood);
+}
+
+TEST(SqlTokenizer, AnsiQuotes) {
+  auto t = sql::Tokenize(R"("a""b" 'c"d' `e` "f\n")", sql::kAnyServerVersion, /*ansi_quotes=*/true);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->size(), 4u);
+  EXPECT_EQ((*t)[0].kind, sql::TokenKind::kQuotedIdent);
+  EXPECT_EQ((*t)[0].text, "a\"b");
+  EXPECT_EQ((*t)[1].kind, sql::TokenKind::kString);
+  EXPECT_EQ((*t)[1].text, "c\"d");
+  EXPECT_EQ((*t)[2].kind, sql::TokenKind::kQuotedIdent);
+  EXPECT_EQ((*t)[3].kind, sql::TokenKind::kQuotedIdent);
+  EXPECT_EQ((*t)[3].text, "f\\n");  // no escapes in an identifier
+  auto off = sql::Tokenize(R"("a""b")");
+  ASSERT_TRUE(off.ok());
+  ASSERT_EQ(off->size(), 1u);
+  EXPECT_EQ((*off)[0].kind, sql::TokenKind::kString);
+}
+
+}  // namespace
+}  // namespace sluice::ddl

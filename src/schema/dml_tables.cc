@@ -354,8 +354,8 @@ class Reader {
 }  // namespace
 
 DmlTables TablesChangedBy(std::string_view sql, std::string_view default_db,
-                          uint32_t server_version) {
-  auto tokens = sql::Tokenize(sql, server_version);
+                          uint32_t server_version, bool ansi_quotes) {
+  auto tokens = sql::Tokenize(sql, server_version, ansi_quotes);
   if (!tokens.ok()) {
     DmlTables out;
     // The kind from the first word, so that the caller still knows it met a data change.

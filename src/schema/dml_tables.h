@@ -46,7 +46,8 @@ struct DmlTables {
   std::vector<TableRef> calls;
 };
 
+// `ansi_quotes`: the statement's sql_mode has ANSI_QUOTES ("x" is an identifier).
 DmlTables TablesChangedBy(std::string_view sql, std::string_view default_db,
-                          uint32_t server_version = sql::kAnyServerVersion);
+                          uint32_t server_version = sql::kAnyServerVersion, bool ansi_quotes = false);
 
 }  // namespace sluice::ddl

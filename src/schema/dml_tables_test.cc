@@ -123,3 +123,25 @@ TEST(DmlTables, NotADataChange) {
 
 }  // namespace
 }  // namespace sluice::ddl
+
+namespace sluice::ddl {
+namespace {
+
+// A statement-logged change under ANSI_QUOTES names its tables with "..." (a new user's probe:
+// `UPDATE "ras"."t" SET ...` was passed with no log line and the change lost).
+TEST(DmlTables, AnsiQuotesNameTables) {
+  auto tables = [](std::string_view sql, std::string_view db) {
+    DmlTables d = TablesChangedBy(sql, db, sql::kAnyServerVersion, /*ansi_quotes=*/true);
+    std::string out = d.known ? "" : "unknown";
+    for (const TableRef& t : d.tables) out += (out.empty() ? "" : " ") + t.ToString();
+    return out;
+  };
+  EXPECT_EQ(tables(R"(UPDATE "ras"."t" SET a = 100 WHERE id = 1)", ""), "ras.t");
+  EXPECT_EQ(tables(R"(DELETE FROM "t" WHERE "id" = 5)", "ras"), "ras.t");
+  EXPECT_EQ(tables(R"(INSERT INTO "ras"."t" ("id", "a") VALUES (1, 'x'))", ""), "ras.t");
+  EXPECT_EQ(tables(R"(UPDATE "ras"."t" AS "x" JOIN "ras"."u" ON "x"."id" = "u"."id" SET "x"."a" = 1)", ""),
+            "ras.t ras.u");
+}
+
+}  // namespace
+}  // namespace sluice::ddl

@@ -26,7 +26,7 @@ char Unescape(char e) {
 
 class Lexer {
  public:
-  Lexer(std::string_view s, uint32_t version) : s_(s), version_(version) {}
+  Lexer(std::string_view s, uint32_t version, bool ansi_quotes) : s_(s), version_(version), ansi_quotes_(ansi_quotes) {}
 
   Result<std::vector<Token>> Run() {
     while (i_ < s_.size()) {
@@ -48,8 +48,8 @@ class Lexer {
         i_ += 2;
         continue;
       }
-      if (c == '`') {
-        RETURN_IF_ERROR(Quoted('`', TokenKind::kQuotedIdent));
+      if (c == '`' || (c == '"' && ansi_quotes_)) {
+        RETURN_IF_ERROR(Quoted(c, TokenKind::kQuotedIdent));
         continue;
       }
       if (c == '\'' || c == '"') {
@@ -78,7 +78,7 @@ class Lexer {
         size_t start = i_;
         while (i_ < s_.size() && IsWordByte(static_cast<unsigned char>(s_[i_]))) ++i_;
         std::string word(s_.substr(start, i_ - start));
-        if (word.size() > 1 && word[0] == '_' && i_ < s_.size() && (s_[i_] == '\'' || s_[i_] == '"')) {
+        if (word.size() > 1 && word[0] == '_' && i_ < s_.size() && (s_[i_] == '\'' || (s_[i_] == '"' && !ansi_quotes_))) {
           RETURN_IF_ERROR(Quoted(s_[i_], TokenKind::kString));  // _utf8mb4'...'
           continue;
         }
@@ -180,6 +180,7 @@ class Lexer {
 
   std::string_view s_;
   uint32_t version_;
+  bool ansi_quotes_;
   size_t i_ = 0;
   int in_version_comment_ = 0;
   std::vector<Token> out_;
@@ -203,8 +204,8 @@ bool Token::Is(std::string_view keyword) const {
   return kind == TokenKind::kWord && EqualsIgnoreAsciiCase(text, keyword);
 }
 
-Result<std::vector<Token>> Tokenize(std::string_view sql, uint32_t server_version) {
-  return Lexer(sql, server_version).Run();
+Result<std::vector<Token>> Tokenize(std::string_view sql, uint32_t server_version, bool ansi_quotes) {
+  return Lexer(sql, server_version, ansi_quotes).Run();
 }
 
 }  // namespace sluice::sql

@@ -1,9 +1,9 @@
 // SQL tokenizer for the DDL parser (schema/ddl.h): MySQL/MariaDB lexical rules.
 //
 //   identifiers   bare (letters, digits, _, $, bytes >= 0x80; may start with a digit when
-//                 not all digits) or `back quoted` with `` for a backtick; with
-//                 ANSI_QUOTES off, "double quoted" text is a string (as the server reads it
-//                 by default)
+//                 not all digits) or `back quoted` with `` for a backtick; "double quoted"
+//                 text is a string (the server's default), or, with `ansi_quotes` (the
+//                 statement's sql_mode has ANSI_QUOTES), an identifier with "" for a quote
 //   strings       '...' or "...", '' / "" and backslash escapes (\n \t \r \0 \Z \b, \x -> x);
 //                 an introducer (_utf8mb4'..', N'..') yields the string; adjacent strings
 //                 are kept as separate tokens
@@ -47,6 +47,7 @@ struct Token {
 
 inline constexpr uint32_t kAnyServerVersion = 999999;
 
-Result<std::vector<Token>> Tokenize(std::string_view sql, uint32_t server_version = kAnyServerVersion);
+Result<std::vector<Token>> Tokenize(std::string_view sql, uint32_t server_version = kAnyServerVersion,
+                                    bool ansi_quotes = false);
 
 }  // namespace sluice::sql

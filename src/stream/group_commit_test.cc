@@ -389,7 +389,7 @@ TEST(GroupCommitTest, StatementLoggedChangesBehindCommentsReachTheStatementFilte
       Flavor::kMariaDB, [&](const binlog::TableMap&) -> Result<TableSchemaPtr> { return schema; },
       StreamPoint{{"bin.000004", 4}, ""});
   std::vector<std::string> judged;
-  a.set_statement_filter([&](std::string_view, std::string_view query, const BinlogPosition&) {
+  a.set_statement_filter([&](std::string_view, std::string_view query, const BinlogPosition&, bool) {
     judged.emplace_back(query);
     return Status::FailedPrecondition("stopped");
   });

@@ -35,34 +35,17 @@ using Clock = std::chrono::steady_clock;
 
 bool Stopping(const std::atomic<bool>* stop) { return stop && stop->load(); }
 
-// The sql_mode a QUERY event ran under. Its status variables start with Q_FLAGS2_CODE (0, 4
-// bytes) and Q_SQL_MODE_CODE (1, 8 bytes) as both servers write them (MySQL/MariaDB
-// Query_log_event::write); anything else first means "not known" (nullopt).
+// The sql_mode a QUERY event ran under; nullopt when not known (binlog::QuerySqlMode).
 std::optional<uint64_t> SqlMode(const binlog::Event& ev) {
   const auto* q = std::get_if<binlog::QueryEvent>(&ev.body);
   if (!q) return std::nullopt;
-  const std::string& v = q->status_vars;
-  size_t i = 0;
-  while (i < v.size()) {
-    const uint8_t code = static_cast<uint8_t>(v[i]);
-    if (code == 0) {
-      i += 1 + 4;
-    } else if (code == 1) {
-      if (i + 9 > v.size()) return std::nullopt;
-      uint64_t mode = 0;
-      for (int b = 7; b >= 0; --b) mode = (mode << 8) | static_cast<uint8_t>(v[i + 1 + b]);
-      return mode;
-    } else {
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
+  return binlog::QuerySqlMode(*q);
 }
 
-// Whether a QUERY event ran under a strict sql_mode (STRICT_TRANS_TABLES / STRICT_ALL_TABLES).
+// Whether a QUERY event ran under a strict sql_mode (STRICT_TRANS_TABLES / STRICT_ALL_TABLES);
+// "not known" is not strict.
 bool StrictSqlMode(const std::optional<uint64_t>& mode) {
-  constexpr uint64_t kStrictTransTables = 1ull << 21, kStrictAllTables = 1ull << 22;
-  return mode && (*mode & (kStrictTransTables | kStrictAllTables)) != 0;
+  return mode && (*mode & (binlog::kModeStrictTransTables | binlog::kModeStrictAllTables)) != 0;
 }
 
 std::string Shorten(std::string_view q) {
@@ -182,7 +165,10 @@ class SchemaRegistry {
     const BinlogPosition since{ev.file, ev.end_pos};
     const std::string where = fmt::format("binlog {} offset {}{}", ev.file, ev.pos,
                                           txn.gtid.empty() ? "" : " (GTID " + txn.gtid + ")");
-    auto parsed = ddl::Parse(txn.ddl_query, txn.ddl_schema, {.mariadb = flavor_ == Flavor::kMariaDB});
+    // Under ANSI_QUOTES "db"."t" are names (a new user's probe: read as strings, TRUNCATE,
+    // RENAME and ALTER of captured tables were passed as no table-shaping statement at all).
+    auto parsed = ddl::Parse(txn.ddl_query, txn.ddl_schema,
+                             {.mariadb = flavor_ == Flavor::kMariaDB, .ansi_quotes = binlog::AnsiQuotes(SqlMode(ev).value_or(0))});
     if (!parsed.ok()) {
       if (!MentionsCaptured(txn.ddl_schema, txn.ddl_query)) return Status::Ok();
       return Status::FailedPrecondition(fmt::format(
@@ -202,7 +188,17 @@ class SchemaRegistry {
           }
     }
     const ddl::Statement& st = *parsed;
-    if (st.kind == ddl::Kind::kNone || st.temporary) return Status::Ok();
+    if (st.temporary || (st.kind == ddl::Kind::kNone && st.understood)) return Status::Ok();
+    if (!st.understood && st.tables.empty() && st.renames.empty()) {
+      // A table-shaping statement whose table names could not be read: never passed as if it
+      // touched no captured table.
+      if (!MentionsCaptured(txn.ddl_schema, txn.ddl_query)) return Status::Ok();
+      return Status::FailedPrecondition(fmt::format(
+          "{}: the statement \"{}\" may change a captured table and sluice cannot tell which (it does not "
+          "understand {}); sluice stops rather than guess: re-snapshot the affected tables into a new replica, "
+          "or exclude them from source.tables before the statement (docs/schema-changes.md)",
+          where, Shorten(txn.ddl_query), st.not_understood));
+    }
     auto selected = [&](const ddl::TableRef& t) { return TableSelected(filter_, t.db, t.table); };
     bool touches = false;
     for (const auto& t : st.tables) touches = touches || selected(t);
@@ -582,13 +578,13 @@ class SchemaRegistry {
   // Before passing one in a database of the patterns (MentionsCaptured), the server is asked
   // what the text cannot show (HiddenChanges): a table it changes that is a view or has
   // triggers, or a stored function it calls, may change selected tables; the run stops then.
-  Status OnStatementDml(std::string_view schema, std::string_view query, const BinlogPosition& at) {
+  Status OnStatementDml(std::string_view schema, std::string_view query, const BinlogPosition& at, bool ansi_quotes) {
     const std::string where = fmt::format("binlog {} at offset {}", at.file, at.pos);
     const std::string text = Shorten(query.substr(0, 120)) + (query.size() > 120 ? "..." : "");
     const char* kLogged =
         "was logged as a statement, not as rows (binlog_format=STATEMENT or MIXED in some session), and sluice "
         "reads row events only";
-    ddl::DmlTables d = ddl::TablesChangedBy(query, schema);
+    ddl::DmlTables d = ddl::TablesChangedBy(query, schema, sql::kAnyServerVersion, ansi_quotes);
     if (!d.known) {
       if (!MentionsCaptured(schema, query)) return Status::Ok();
       return Status::FailedPrecondition(fmt::format(
@@ -676,7 +672,8 @@ class SchemaRegistry {
       if (GlobMatch(db, schema)) return true;
       bool literal = db.find_first_of("*?") == std::string_view::npos;
       if (literal && (query.find(std::string(db) + ".") != std::string_view::npos ||
-                      query.find("`" + std::string(db) + "`") != std::string_view::npos))
+                      query.find("`" + std::string(db) + "`") != std::string_view::npos ||
+                      query.find("\"" + std::string(db) + "\"") != std::string_view::npos))
         return true;
     }
     return false;
@@ -1074,8 +1071,8 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       StreamPoint{checkpoint_.stream_start, checkpoint_.gtid});
 
   assembler.set_statement_filter([&schemas](std::string_view schema, std::string_view query,
-                                             const BinlogPosition& at) {
-    return schemas.OnStatementDml(schema, query, at);
+                                             const BinlogPosition& at, bool ansi_quotes) {
+    return schemas.OnStatementDml(schema, query, at, ansi_quotes);
   });
   // JSON lines: rows become their lines as they are decoded, straight from the row image (no
   // Values to build, hand over and free; issue 8), unless the snapshot hand-off must look at

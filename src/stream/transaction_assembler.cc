@@ -254,7 +254,8 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
     // tell their tables, and stops where that matters).
     for (std::string_view dml : {"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD DATA", "WITH"}) {
       if (StartsWithCi(AfterLeadingComments(q->query), dml) && statement_filter_) {
-        RETURN_IF_ERROR(statement_filter_(q->schema, q->query, BinlogPosition{current_file_, ev.pos}));
+        RETURN_IF_ERROR(statement_filter_(q->schema, q->query, BinlogPosition{current_file_, ev.pos},
+                                          binlog::AnsiQuotes(binlog::QuerySqlMode(*q).value_or(0))));
         break;
       }
     }

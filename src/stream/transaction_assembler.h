@@ -94,8 +94,9 @@ class TransactionAssembler {
   // REPLACE or LOAD DATA: binlog_format=STATEMENT or MIXED in some session) that starts at
   // `at`: OK lets the stream pass it (it changes no table whose rows the stream applies
   // there), an error is Feed's (the change cannot be read as rows).
-  using StatementFilter =
-      std::function<Status(std::string_view schema, std::string_view query, const BinlogPosition& at)>;
+  // `ansi_quotes`: the statement's sql_mode has ANSI_QUOTES ("x" names a table).
+  using StatementFilter = std::function<Status(std::string_view schema, std::string_view query,
+                                               const BinlogPosition& at, bool ansi_quotes)>;
   void set_statement_filter(StatementFilter f) { statement_filter_ = std::move(f); }
 
   // The resume point as of the last transaction boundary (see XA above).
