@@ -138,7 +138,8 @@ class SchemaRegistry {
             "it was re-created without a statement sluice read; {} (docs/schema-changes.md)",
             key, where, v->since.file, v->since.pos, Shorten(v->ddl), ResnapshotHint(key)));
       }
-      RETURN_IF_ERROR(CheckTableMap(map, *v->schema, where));
+      RETURN_IF_ERROR(CheckTableMap(map, *v->schema, where, v->ddl,
+                                    fmt::format("binlog {} (the event ending at offset {})", v->since.file, v->since.pos)));
       return v->schema;
     }
     auto it = legacy_.find(key);
@@ -252,7 +253,36 @@ class SchemaRegistry {
           "(docs/schema-changes.md)",
           where, Shorten(txn.ddl_query), table, why, ResnapshotTargets(st, table)));
     };
-    if (!st.understood) return stop(first, "sluice does not understand " + st.not_understood);
+    // Already recorded: a restart that reads this statement again (its checkpoint holds it).
+    auto recorded = [&](const ddl::TableRef& t) {
+      const TableVersion* latest = history_.Latest(t.db, t.table);
+      return latest && ComparePositions(latest->since, since) >= 0;
+    };
+    if (!st.understood) {
+      // The remedy the stop gives, `sluice resnapshot` of the table, copies it at a point after
+      // this statement: its copy holds whatever the statement did, so the stream needs nothing
+      // of it (a new user's probe: the run re-read the table, then stopped here again, every
+      // time). Passed only when every captured table it names was copied after it.
+      const BinlogPosition at{ev.file, ev.pos};
+      bool copied_after = false;
+      std::string names;
+      auto judge = [&](const ddl::TableRef& t) {
+        if (!selected(t)) return true;
+        names += (names.empty() ? "" : " ") + t.ToString();
+        copied_after = true;
+        return recorded(t) || RowsDropped(t.ToString(), at);
+      };
+      bool all = true;
+      for (const auto& t : st.tables) all = judge(t) && all;
+      for (const auto& [from, to] : st.renames) all = judge(from) && judge(to) && all;
+      for (const auto& t : partition_others) all = judge(t) && all;
+      if (all && copied_after) {
+        LogInfo("{}: \"{}\": sluice does not understand {}, but {} {} copied after it: skipped", where,
+                Shorten(txn.ddl_query), st.not_understood, names, names.find(' ') == std::string::npos ? "was" : "were");
+        return Status::Ok();
+      }
+      return stop(first, "sluice does not understand " + st.not_understood);
+    }
 
     SourceInfo src;
     src.flavor = flavor_;
@@ -270,11 +300,6 @@ class SchemaRegistry {
       c.source = src;
       changes->push_back(std::move(c));
       return &changes->back();
-    };
-    // Already recorded: a restart that reads this statement again (its checkpoint holds it).
-    auto recorded = [&](const ddl::TableRef& t) {
-      const TableVersion* latest = history_.Latest(t.db, t.table);
-      return latest && ComparePositions(latest->since, since) >= 0;
     };
     // The definition in effect just before the statement, or a stop.
     auto current = [&](const ddl::TableRef& t) -> Result<TableSchemaPtr> {
