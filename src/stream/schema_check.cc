@@ -160,9 +160,23 @@ std::optional<ColumnType> IntegerBinlogType(SqlType t) {
 
 }  // namespace
 
-Status CheckTableMap(const binlog::TableMap& map, const TableSchema& schema, std::string_view where) {
+Status CheckTableMap(const binlog::TableMap& map, const TableSchema& schema, std::string_view where,
+                     std::string_view ddl, std::string_view ddl_at) {
   const std::string name = schema.db + "." + schema.table;
   auto mismatch = [&](std::string what) {
+    if (!ddl.empty()) {
+      // Blaming an unlogged change here sent the operator looking for one that never happened
+      // (a new user's probe: the statement was in the binlog, and sluice had misapplied it).
+      std::string text(ddl.substr(0, 200));
+      for (char& c : text)
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+      return Status::FailedPrecondition(fmt::format(
+          "table {} at {}: {}; the recorded definition is what sluice made of the statement \"{}{}\" it read "
+          "at {}, and the row disagrees with it: sluice misread that statement (please report it), or the "
+          "table changed again after it without a statement in the binlog (e.g. under SET sql_log_bin=0); "
+          "its rows cannot be mapped onto columns safely; {} (docs/schema-changes.md)",
+          name, where, what, text, ddl.size() > 200 ? "..." : "", ddl_at, ResnapshotHint(name)));
+    }
     return Status::FailedPrecondition(fmt::format(
         "table {} at {}: {}; the table's definition changed without a DDL statement sluice "
         "read from the binlog (e.g. under SET sql_log_bin=0), so its rows cannot be mapped "

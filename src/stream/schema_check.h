@@ -34,9 +34,13 @@ Status CheckRowLayout(const binlog::TableMap& map, const TableSchema& schema,
 // precision and scale, fractional seconds, family otherwise); with metadata
 // (binlog_row_metadata=FULL) also the names, signedness, character sets and ENUM/SET
 // members. kFailedPrecondition naming the table, the column and `where` (the event's
-// binlog position) and what to do: a definition changed without a DDL in the binlog
-// (e.g. under SET sql_log_bin=0) cannot be followed.
-Status CheckTableMap(const binlog::TableMap& map, const TableSchema& schema, std::string_view where);
+// binlog position) and what to do. The cause it names: with `ddl` (the statement sluice read
+// that made this version, and `ddl_at`, where it is in the binlog), that statement's result as
+// sluice understood it disagrees with the row (misread, or the table changed again without a
+// logged statement); without, a definition changed with no DDL in the binlog (e.g. under SET
+// sql_log_bin=0).
+Status CheckTableMap(const binlog::TableMap& map, const TableSchema& schema, std::string_view where,
+                     std::string_view ddl = {}, std::string_view ddl_at = {});
 
 // For "TRUNCATE [TABLE] [db.]name" (read by ddl::Parse, schema/ddl.h), the (db, table) it
 // empties, with `default_db` (the QUERY event's schema) when the

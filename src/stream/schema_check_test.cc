@@ -117,6 +117,18 @@ TEST(CheckTableMapTest, NamesTableColumnAndPosition) {
   auto renamed = map;
   renamed.column_names = {"id", "b", "p", "t"};
   EXPECT_NE(CheckTableMap(renamed, s, "x").message().find("`b`"), std::string::npos);
+  EXPECT_NE(CheckTableMap(renamed, s, "x").message().find("sql_log_bin"), std::string::npos);
+
+  // A version made from a statement sluice read: the stop names that statement and where it
+  // is, not only an unlogged change (a new user's probe: a misapplied ALTER was blamed on one).
+  Status from_ddl = CheckTableMap(renamed, s, "binlog b.000001 offset 900", "ALTER TABLE shop.t CHANGE a b INT",
+                                  "binlog b.000001 (the event ending at offset 700)");
+  EXPECT_NE(from_ddl.message().find("what sluice made of the statement \"ALTER TABLE shop.t CHANGE a b INT\" it read "
+                                    "at binlog b.000001 (the event ending at offset 700)"),
+            std::string::npos)
+      << from_ddl.message();
+  EXPECT_EQ(from_ddl.message().find("changed without a DDL statement sluice read"), std::string::npos)
+      << from_ddl.message();
 }
 
 }  // namespace
