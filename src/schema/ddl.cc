@@ -399,6 +399,15 @@ class Parser {
         if (def) def->system_versioned = true;
         continue;
       }
+      if (AcceptWord("SEQUENCE")) {
+        AcceptPunct('=');
+        const Token* v = Peek();
+        if (v != nullptr) {
+          s.sequence = v->text == "1" || v->Is("YES");
+          ++i_;
+        }
+        continue;
+      }
       if (AcceptWords({"DATA", "DIRECTORY"}) || AcceptWords({"INDEX", "DIRECTORY"})) {
         SkipOptionValue();
         continue;

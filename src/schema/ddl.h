@@ -135,6 +135,7 @@ struct Statement {
   std::string default_collation;
   std::optional<TableRef> like;   // CREATE TABLE t LIKE u
   bool as_select = false;         // CREATE TABLE ... SELECT (rows come with the statement)
+  bool sequence = false;          // CREATE TABLE ... SEQUENCE=1 (MariaDB: makes a SEQUENCE)
 
   std::vector<AlterOp> ops;       // ALTER TABLE clauses in order (CREATE/DROP INDEX too)
 

@@ -213,6 +213,19 @@ TEST(Ddl, AnsiQuotesMakeDoubleQuotedTextNames) {
   EXPECT_FALSE(single->understood);
 }
 
+// CREATE TABLE ... SEQUENCE=1 makes a MariaDB SEQUENCE, which sluice leaves out of capture.
+TEST(Ddl, CreateTableSequenceOptionIsSeen) {
+  auto seq = Parse("CREATE TABLE s (next_not_cached_value BIGINT NOT NULL, minimum_value BIGINT NOT NULL) "
+                   "ENGINE=InnoDB SEQUENCE=1",
+                   "app");
+  ASSERT_TRUE(seq.ok());
+  EXPECT_TRUE(seq->understood) << seq->not_understood;
+  EXPECT_TRUE(seq->sequence);
+  auto plain = Parse("CREATE TABLE s (id INT) SEQUENCE=0", "app");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->sequence);
+}
+
 TEST(SqlTokenizer, AnsiQuotes) {
   auto t = sql::Tokenize(R"("a""b" 'c"d' `e` "f\n")", sql::kAnyServerVersion, /*ansi_quotes=*/true);
   ASSERT_TRUE(t.ok());

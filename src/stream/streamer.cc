@@ -144,6 +144,8 @@ class SchemaRegistry {
     }
     auto it = legacy_.find(key);
     if (it != legacy_.end() && CheckRowLayout(map, *it->second, true).ok()) return it->second;
+    ASSIGN_OR_RETURN(bool sequence, IsSequence(map.db, map.table));
+    if (sequence) return TableSchemaPtr();
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, map.db, map.table));
     RETURN_IF_ERROR(CheckRowLayout(map, loaded, /*allow_appended_columns=*/true)
                         .WithContext(fmt::format("binlog {} offset {}", event.file, event.pos)));
@@ -164,6 +166,7 @@ class SchemaRegistry {
     if (ev.file.empty() || ev.end_pos == 0)
       return Status::Internal(fmt::format("DDL \"{}\" read at an unknown binlog position", Shorten(txn.ddl_query)));
     const BinlogPosition since{ev.file, ev.end_pos};
+    is_sequence_.clear();  // DROP SEQUENCE s, CREATE TABLE s: asked again
     const std::string where = fmt::format("binlog {} offset {}{}", ev.file, ev.pos,
                                           txn.gtid.empty() ? "" : " (GTID " + txn.gtid + ")");
     // Under ANSI_QUOTES "db"."t" are names (a new user's probe: read as strings, TRUNCATE,
@@ -333,6 +336,12 @@ class SchemaRegistry {
       case ddl::Kind::kCreateTable: {
         const ddl::TableRef& t = st.tables.at(0);
         if (!selected(t) || recorded(t)) return Status::Ok();
+        if (st.sequence) {
+          // CREATE TABLE ... SEQUENCE=1 makes a SEQUENCE: left out, as CREATE SEQUENCE (its rows
+          // are passed by Resolve).
+          LogInfo("{}: \"{}\" creates a SEQUENCE: sequences are left out of capture", where, Shorten(txn.ddl_query));
+          return Status::Ok();
+        }
         if (const TableVersion* v = history_.At(t.db, t.table, BinlogPosition{ev.file, ev.pos});
             v && v->schema) {
           if (st.if_not_exists) return Status::Ok();  // logged although the table exists
@@ -705,6 +714,25 @@ class SchemaRegistry {
   }
 
  private:
+  // Whether db.table is a MariaDB SEQUENCE, which sluice leaves out (as the snapshot's
+  // ListTables and compare/verify do: TABLE_TYPE 'SEQUENCE'). Its rows are the sequence's
+  // state (NEXTVAL, SETVAL, ALTER SEQUENCE), not data: captured as a keyless table it grew a
+  // row per change (a new user's probe). Logged once per sequence; asked once per table.
+  Result<bool> IsSequence(const std::string& db, const std::string& table) {
+    if (flavor_ != Flavor::kMariaDB) return false;
+    const std::string key = db + "." + table;
+    auto it = is_sequence_.find(key);
+    if (it != is_sequence_.end()) return it->second;
+    ASSIGN_OR_RETURN(QueryResult r, conn_.Query("SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = " +
+                                                conn_.Quote(db) + " AND TABLE_NAME = " + conn_.Quote(table)));
+    const bool sequence = !r.rows.empty() && !r.rows[0].empty() && r.rows[0][0] && *r.rows[0][0] == "SEQUENCE";
+    if (sequence)
+      LogInfo("{} is a SEQUENCE: sequences are left out of capture (their rows are the sequence's state, not data; "
+              "docs/schema-changes.md)", key);
+    is_sequence_[key] = sequence;
+    return sequence;
+  }
+
   // The database's default collation, for columns a CREATE TABLE gives no character set.
   Result<std::string> DatabaseCollation(const std::string& db) {
     auto it = db_collation_.find(db);
@@ -740,6 +768,7 @@ class SchemaRegistry {
   std::map<std::string, TableSchemaPtr> legacy_;
   std::map<std::string, BinlogPosition> copied_at_;
   std::map<std::string, std::string> db_collation_;
+  std::map<std::string, bool> is_sequence_;
   bool Skipped(const std::string& key, const BinlogPosition& event) const {
     if (pending_.count(key)) return true;
     return !others_at_.empty() && !rereading_.count(key) && ComparePositions(event, others_at_) < 0;
