@@ -758,7 +758,9 @@ TEST(SchemaChange, ResnapshotGetsPastAStatementSluiceDoesNotUnderstand) {
     SCOPED_TRACE(run);
     r = RunSluice({"run", "--config", config, "--until-caught-up"});
     EXPECT_EQ(r.exit_code, 0) << r.output;
-    if (run == 0) EXPECT_NE(r.output.find("it_rs.t was copied after it: skipped"), std::string::npos) << r.output;
+    if (run == 0) {
+      EXPECT_NE(r.output.find("it_rs.t was copied after it: skipped"), std::string::npos) << r.output;
+    }
     ExpectReplicaEqualsSource({"it_rs.*"}, spec.sink_path);
   }
   ASSERT_EQ(RunSqlText("ALTER TABLE it_rs.t ADD COLUMN d INT DEFAULT 4; INSERT INTO it_rs.t (id, c, d) VALUES (4, 7, 8);"),
