@@ -172,17 +172,8 @@ Status NatsSink::Impl::Open() {
   if (!o.now_ms) o.now_ms = publish::SystemNowMs;
   o.stream = publish::NatsStreamName(o);
   if (o.kv_bucket.empty()) o.kv_bucket = o.stream + "_state";
-  std::vector<std::string> urls;
-  for (size_t at = 0; at <= o.url.size();) {
-    size_t comma = o.url.find(',', at);
-    if (comma == std::string::npos) comma = o.url.size();
-    if (comma > at) urls.push_back(o.url.substr(at, comma - at));
-    at = comma + 1;
-  }
-  std::vector<const char*> servers;
-  for (const auto& u : urls) servers.push_back(u.c_str());
   natsStatus s = natsOptions_Create(&opts);
-  if (s == NATS_OK) s = natsOptions_SetServers(opts, servers.data(), static_cast<int>(servers.size()));
+  if (s == NATS_OK) s = publish::SetNatsServers(opts, o);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
   if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, false, nullptr, nullptr);

@@ -76,6 +76,20 @@ natsStatus SetNatsCredentials(natsOptions* opts, const NatsSinkOptions& o) {
   return NATS_OK;
 }
 
+natsStatus SetNatsServers(natsOptions* opts, const NatsSinkOptions& o) {
+  std::vector<std::string> urls;
+  for (size_t at = 0; at <= o.url.size();) {
+    size_t comma = o.url.find(',', at);
+    if (comma == std::string::npos) comma = o.url.size();
+    if (comma > at) urls.push_back(o.url.substr(at, comma - at));
+    at = comma + 1;
+  }
+  std::vector<const char*> servers;
+  for (const auto& u : urls) servers.push_back(u.c_str());
+  // libnats copies the strings.
+  return natsOptions_SetServers(opts, servers.data(), static_cast<int>(servers.size()));
+}
+
 DestinationOwners DestinationOwners::ForNats(const NatsSinkOptions& o) {
   return DestinationOwners(
       "NATS subject", "characters outside [A-Za-z0-9_-] become '_'",

@@ -42,6 +42,9 @@ Status KafkaPropertyError(std::string_view prefix, const std::string& name, cons
                           std::string err);
 // Sets o.user/o.password or o.token on `opts` (nothing when neither is set).
 natsStatus SetNatsCredentials(natsOptions* opts, const NatsSinkOptions& o);
+// Sets the servers of o.url, a comma-separated list of URLs (natsOptions_SetURL takes one), on
+// `opts`; empty items are skipped.
+natsStatus SetNatsServers(natsOptions* opts, const NatsSinkOptions& o);
 
 // Which source table publishes to each topic/subject of a Kafka or NATS sink. Both name a
 // table's destination after it with the characters a name cannot hold as '_', so two tables

@@ -105,17 +105,7 @@ Status TailNats(const NatsSinkOptions& o, bool follow, const std::atomic<bool>* 
   };
   natsOptions* opts = nullptr;
   natsStatus s = natsOptions_Create(&opts);
-  // A server list, as natsConnection_ConnectTo takes it (natsOptions_SetURL takes one URL).
-  std::vector<std::string> urls;
-  for (size_t at = 0; at <= o.url.size();) {
-    size_t comma = o.url.find(',', at);
-    if (comma == std::string::npos) comma = o.url.size();
-    if (comma > at) urls.push_back(o.url.substr(at, comma - at));
-    at = comma + 1;
-  }
-  std::vector<const char*> servers;
-  for (const auto& u : urls) servers.push_back(u.c_str());
-  if (s == NATS_OK) s = natsOptions_SetServers(opts, servers.data(), static_cast<int>(servers.size()));
+  if (s == NATS_OK) s = publish::SetNatsServers(opts, o);
   if (s == NATS_OK) s = publish::SetNatsCredentials(opts, o);
   if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
   natsOptions_Destroy(opts);
