@@ -6,41 +6,27 @@
 // The fake speaks just enough of the protocol: Handshake v10 (seq 0), reads the client's
 // handshake response (seq 1), answers with an AuthSwitchRequest (seq 2) naming the plugin,
 // reads what follows (seq 3) and ends with an ERR packet. No server installation needed.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
-#include <thread>
 
 #include "mysql/connection.h"
+#include "mysql/fake_server_test_util.h"
 
 namespace sluice {
 namespace {
 
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
+using fake_server::Packet;
+using fake_server::PutLe;
+using fake_server::ReadPacket;
+using fake_server::Send;
 
 constexpr const char* kPassword = "Sup3r-secret-pw!";
-
-std::string Packet(uint8_t seq, const std::string& body) {
-  std::string p;
-  p.push_back(static_cast<char>(body.size() & 0xff));
-  p.push_back(static_cast<char>((body.size() >> 8) & 0xff));
-  p.push_back(static_cast<char>((body.size() >> 16) & 0xff));
-  p.push_back(static_cast<char>(seq));
-  return p + body;
-}
-
-void PutLe(std::string* s, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
 
 std::string Handshake(const std::string& plugin) {
   // CLIENT_LONG_PASSWORD|FOUND_ROWS|LONG_FLAG|CONNECT_WITH_DB|PROTOCOL_41|TRANSACTIONS|
@@ -65,96 +51,41 @@ std::string Handshake(const std::string& plugin) {
   return Packet(0, b);
 }
 
-// Reads whatever arrives within `ms` (stops early when the peer closes).
-std::string ReadSome(int fd, int ms) {
-  std::string out;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (true) {
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    deadline - std::chrono::steady_clock::now())
-                                    .count());
-    if (left <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, left) <= 0) break;
-    char buf[4096];
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    // One packet is enough for a step once its header says it is complete.
-    if (out.size() >= 4) {
-      size_t len = static_cast<uint8_t>(out[0]) | (static_cast<uint8_t>(out[1]) << 8) |
-                   (static_cast<uint8_t>(out[2]) << 16);
-      if (out.size() >= len + 4) break;
-    }
-  }
-  return out;
-}
-
 // A one-connection fake server on 127.0.0.1 that asks for `plugin` and records what the
 // client sends.
 class FakeServer {
  public:
   FakeServer(std::string initial_plugin, std::string switch_plugin)
-      : initial_(std::move(initial_plugin)), switch_(std::move(switch_plugin)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(::listen(listen_fd_, 1), 0);
-    socklen_t len = sizeof a;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~FakeServer() {
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    if (thread_.joinable()) thread_.join();
-    ::close(listen_fd_);
-  }
-  uint16_t port() const { return port_; }
+      : server_([initial = std::move(initial_plugin), sw = std::move(switch_plugin)](int fd, std::string* received) {
+          Serve(fd, initial, sw, received);
+        }) {}
+  uint16_t port() const { return server_.port(); }
   // Everything the client sent; valid after the client is done.
-  std::string Received() {
-    if (thread_.joinable()) thread_.join();
-    return received_;
-  }
+  std::string Received() { return server_.Received(); }
 
  private:
-  void Serve() {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 10000) <= 0) return;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;
-    std::string hs = Handshake(initial_);
-    (void)!::write(fd, hs.data(), hs.size());
-    received_ += ReadSome(fd, 3000);  // handshake response
-    if (!switch_.empty()) {
+  static void Serve(int fd, const std::string& initial, const std::string& switch_plugin, std::string* received) {
+    Send(fd, Handshake(initial));
+    *received += ReadPacket(fd, 3000);  // handshake response
+    if (!switch_plugin.empty()) {
       std::string sw;
       sw.push_back(static_cast<char>(0xfe));
-      sw += switch_ + '\0';
+      sw += switch_plugin + '\0';
       // dialog asks a question: type 4 = "last question, a password", then the prompt.
-      if (switch_ == "dialog") sw += "\x04Password: ";
+      if (switch_plugin == "dialog") sw += "\x04Password: ";
       else sw += std::string("abcdefghijklmnopqrst") + '\0';
-      std::string pkt = Packet(2, sw);
-      (void)!::write(fd, pkt.data(), pkt.size());
-      received_ += ReadSome(fd, 3000);
+      Send(fd, Packet(2, sw));
+      *received += ReadPacket(fd, 3000);
     }
     std::string err;
     err.push_back(static_cast<char>(0xff));
     PutLe(&err, 1045, 2);
     err += "#28000Access denied (fake server)";
-    std::string pkt = Packet(switch_.empty() ? 2 : 4, err);
-    (void)!::write(fd, pkt.data(), pkt.size());
+    Send(fd, Packet(switch_plugin.empty() ? 2 : 4, err));
     ::usleep(100 * 1000);
-    ::close(fd);
   }
 
-  std::string initial_, switch_;
-  int listen_fd_ = -1;
-  uint16_t port_ = 0;
-  std::thread thread_;
-  std::string received_;
+  fake_server::LoopbackServer server_;
 };
 
 ConnectOptions FakeOptions(uint16_t port) {

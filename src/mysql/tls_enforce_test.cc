@@ -8,20 +8,15 @@
 // without CLIENT_SSL, then, if the client answers with a handshake response (seq 1), either an
 // OK (seq 2) or an AuthSwitchRequest (seq 2) to a clear-text plugin whose answer (seq 3) it
 // reads before sending OK (seq 4). It records every byte the client sends.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
-#include <thread>
 
 #include "mysql/connection.h"
+#include "mysql/fake_server_test_util.h"
 
 // Its own namespace: the unity build puts this file next to cleartext_auth_test.cc.
 namespace sluice::tls_enforce_test {
@@ -30,22 +25,13 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using fake_server::Packet;
+using fake_server::PutLe;
+using fake_server::ReadPacket;
+using fake_server::Send;
 
 constexpr const char* kUser = "tls-enforce-user";
 constexpr const char* kPassword = "Pl41n-t3xt-secret!";
-
-std::string Packet(uint8_t seq, const std::string& body) {
-  std::string p;
-  p.push_back(static_cast<char>(body.size() & 0xff));
-  p.push_back(static_cast<char>((body.size() >> 8) & 0xff));
-  p.push_back(static_cast<char>((body.size() >> 16) & 0xff));
-  p.push_back(static_cast<char>(seq));
-  return p + body;
-}
-
-void PutLe(std::string* s, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
 
 // A MariaDB 10.11 greeting with every usual capability except CLIENT_SSL (0x800).
 std::string HandshakeWithoutTls() {
@@ -73,108 +59,52 @@ std::string HandshakeWithoutTls() {
   return Packet(0, b);
 }
 
-// Reads one packet (or whatever arrives) within `ms`; "" when the client closes or sends
-// nothing.
-std::string ReadPacket(int fd, int ms) {
-  std::string out;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
-    if (left <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
-    char buf[4096];
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() >= 4) {
-      size_t len = static_cast<uint8_t>(out[0]) | (static_cast<uint8_t>(out[1]) << 8) |
-                   (static_cast<uint8_t>(out[2]) << 16);
-      if (out.size() >= len + 4) break;
-    }
-  }
-  return out;
-}
-
 // One connection on 127.0.0.1: greets without TLS and accepts whatever login it gets, after
 // an auth switch to `switch_plugin` unless that is empty. With `chunk` > 0 the greeting goes
 // out in pieces of that many bytes, a few milliseconds apart.
 class NoTlsServer {
  public:
   explicit NoTlsServer(std::string switch_plugin, size_t chunk = 0)
-      : switch_(std::move(switch_plugin)), chunk_(chunk) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(::listen(listen_fd_, 1), 0);
-    socklen_t len = sizeof a;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~NoTlsServer() {
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    if (thread_.joinable()) thread_.join();
-    ::close(listen_fd_);
-  }
-  uint16_t port() const { return port_; }
+      : server_([sw = std::move(switch_plugin), chunk](int fd, std::string* received) { Serve(fd, sw, chunk, received); }) {}
+  uint16_t port() const { return server_.port(); }
   // Every byte the client sent; waits until the fake is done.
-  std::string Received() {
-    if (thread_.joinable()) thread_.join();
-    return received_;
-  }
+  std::string Received() { return server_.Received(); }
 
  private:
-  void Send(int fd, const std::string& pkt) { (void)!::write(fd, pkt.data(), pkt.size()); }
-
-  void Serve() {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 10000) <= 0) return;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;
+  static void Serve(int fd, const std::string& switch_plugin, size_t chunk, std::string* received) {
     std::string greeting = HandshakeWithoutTls();
-    if (chunk_ == 0) {
+    if (chunk == 0) {
       Send(fd, greeting);
     } else {
-      for (size_t i = 0; i < greeting.size(); i += chunk_) {
-        Send(fd, greeting.substr(i, chunk_));
+      for (size_t i = 0; i < greeting.size(); i += chunk) {
+        Send(fd, greeting.substr(i, chunk));
         ::usleep(5 * 1000);
       }
     }
     std::string login = ReadPacket(fd, 3000);
-    received_ += login;
+    *received += login;
     if (login.size() >= 4) {
       uint8_t seq = static_cast<uint8_t>(login[3]) + 1;
-      if (!switch_.empty()) {
+      if (!switch_plugin.empty()) {
         std::string sw;
         sw.push_back(static_cast<char>(0xfe));
-        sw += switch_ + '\0';
+        sw += switch_plugin + '\0';
         // dialog asks a question: type 4 = "last question, a password", then the prompt.
-        if (switch_ == "dialog") sw += "\x04Password: ";
+        if (switch_plugin == "dialog") sw += "\x04Password: ";
         else sw += std::string("abcdefghijklmnopqrst") + '\0';
         Send(fd, Packet(seq, sw));
         std::string answer = ReadPacket(fd, 3000);
-        received_ += answer;
+        *received += answer;
         seq = answer.size() >= 4 ? static_cast<uint8_t>(answer[3]) + 1 : seq + 2;
       }
       Send(fd, Packet(seq, std::string("\x00\x00\x00\x02\x00\x00\x00", 7)));
       // Whatever follows (queries, COM_QUIT) is recorded too.
-      received_ += ReadPacket(fd, 500);
+      *received += ReadPacket(fd, 500);
     }
     ::usleep(50 * 1000);
-    ::close(fd);
   }
 
-  std::string switch_;
-  size_t chunk_;
-  int listen_fd_ = -1;
-  uint16_t port_ = 0;
-  std::thread thread_;
-  std::string received_;
+  fake_server::LoopbackServer server_;
 };
 
 ConnectOptions FakeOptions(uint16_t port, TlsMode mode) {
