@@ -482,6 +482,27 @@ TEST(SchemaChange, DefaultsStoredAsWrittenAreFollowedInPlace) {
   ExpectReplicaEqualsSource({"it_sdp.*"}, spec.sink_path);
 }
 
+// Runs `sql` at the source while a run streams into `sink_path` (the replica must come to match
+// the source's `pattern` tables, `expected_tables` of them, and the run stop cleanly on SIGTERM),
+// or, with `streaming` false, while sluice is stopped (the next --until-caught-up run must exit 0).
+void ApplyWhileStreamingOrStopped(bool streaming, const std::string& sql, const std::string& config,
+                                  const TempDir& dir, const std::string& pattern, const std::string& sink_path,
+                                  int expected_tables, int settle_ms) {
+  if (streaming) {
+    pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
+    ASSERT_EQ(RunSqlText(sql), 0);
+    const bool equal = WaitForReplicaToMatch({pattern}, sink_path, expected_tables);
+    kill(pid, SIGTERM);
+    EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << ReadFile(dir.File("log"));
+    EXPECT_TRUE(equal) << ReadFile(dir.File("log"));
+  } else {
+    ASSERT_EQ(RunSqlText(sql), 0);
+    auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  }
+}
+
 // Partition clauses that remove or move rows without row events (a new user's probe: the
 // replica kept every row of a dropped or truncated partition, and the exchanged rows of both
 // tables): the tables are copied again, the other table of EXCHANGE/CONVERT included, while
@@ -511,20 +532,12 @@ TEST(SchemaChange, PartitionsDroppedTruncatedExchangedOrConvertedAreCopiedAgain)
         "USE it_part; ALTER TABLE p DROP PARTITION p0; ALTER TABLE p TRUNCATE PARTITION p2;"
         "ALTER TABLE p EXCHANGE PARTITION p1 WITH TABLE stage; UPDATE p SET v = 'after' WHERE id = 105;"
         "ALTER TABLE q CONVERT PARTITION q0 TO TABLE q_arch; UPDATE q_arch SET v = 'moved' WHERE id = 5;";
-    if (streaming) {
-      pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      ASSERT_EQ(RunSqlText(ddl), 0);
-      const bool equal = WaitForReplicaToMatch({"it_part.*"}, spec.sink_path, /*expected_tables=*/4);
-      kill(pid, SIGTERM);
-      EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << ReadFile(dir.File("log"));
-      EXPECT_TRUE(equal) << ReadFile(dir.File("log"));
+    ApplyWhileStreamingOrStopped(streaming, ddl, config, dir, "it_part.*", spec.sink_path, /*expected_tables=*/4,
+                                 /*settle_ms=*/500);
+    if (streaming) {  // and the run after the stop catches up cleanly
       r = RunSluice({"run", "--config", config, "--until-caught-up"});
-    } else {
-      ASSERT_EQ(RunSqlText(ddl), 0);
-      r = RunSluice({"run", "--config", config, "--until-caught-up"});
+      ASSERT_EQ(r.exit_code, 0) << r.output;
     }
-    ASSERT_EQ(r.exit_code, 0) << r.output;
     ExpectReplicaEqualsSource({"it_part.*"}, spec.sink_path);
   }
   (void)RunSqlText("DROP DATABASE IF EXISTS it_part;");
@@ -657,19 +670,8 @@ TEST(SchemaChange, PositionsInOneStatementNameTheColumnsItBuilds) {
       const std::string config = WriteConfig(dir, spec);
       auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
       ASSERT_EQ(r.exit_code, 0) << r.output;
-      if (streaming) {
-        pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        ASSERT_EQ(RunSqlText(kAlters), 0);
-        bool equal = WaitForReplicaToMatch({"it_pos.*"}, spec.sink_path, /*expected_tables=*/4);
-        kill(pid, SIGTERM);
-        EXPECT_EQ(WaitChild(pid, std::chrono::seconds(20)), 0) << ReadFile(dir.File("log"));
-        EXPECT_TRUE(equal) << ReadFile(dir.File("log"));
-      } else {
-        ASSERT_EQ(RunSqlText(kAlters), 0);
-        r = RunSluice({"run", "--config", config, "--until-caught-up"});
-        EXPECT_EQ(r.exit_code, 0) << r.output;
-      }
+      ApplyWhileStreamingOrStopped(streaming, kAlters, config, dir, "it_pos.*", spec.sink_path,
+                                   /*expected_tables=*/4, /*settle_ms=*/300);
       ExpectReplicaEqualsSource({"it_pos.*"}, spec.sink_path);
     }
   }
