@@ -90,7 +90,8 @@ class KafkaSink::Impl {
   explicit Impl(KafkaSinkOptions options)
       : o(std::move(options)), serializer(o.records), owners(publish::DestinationOwners::ForKafka(o)) {}
   ~Impl() {
-    for (auto& [name, rkt] : topics) rd_kafka_topic_destroy(rkt);
+    for (auto& [name, rkt] : topics)
+      if (rkt != nullptr) rd_kafka_topic_destroy(rkt);
     if (rk != nullptr) {
       rd_kafka_flush(rk, 2000);
       rd_kafka_destroy(rk);
@@ -99,6 +100,12 @@ class KafkaSink::Impl {
 
   Status Open();
   Result<std::optional<std::string>> Load();
+  // Exactly-once: runs `body` (one public call: its records and checkpoints) as a whole
+  // inside the open Kafka transaction, committing afterwards when the group is full. A
+  // failure takes the call's records back out of the group and leaves the producer to be
+  // started again (Rebuild) by the next call, which the caller makes with the same data.
+  template <class Body>
+  Status Atomically(const std::string& last_checkpoint, Body&& body);
   Status Prepare(const TableSchema& table);
   Status Publish(const std::string& checkpoint);  // batch's records, then the checkpoint
   Status Save(const std::string& checkpoint);
@@ -113,7 +120,8 @@ class KafkaSink::Impl {
   publish::DestinationOwners owners;  // which table publishes to each table topic
   rd_kafka_t* rk = nullptr;
   bool transactional = false;
-  std::map<std::string, rd_kafka_topic_t*> topics;
+  using Topics = std::map<std::string, rd_kafka_topic_t*>;  // null: the handle of an old producer
+  Topics topics;
   std::map<std::string, bool> created;
   Status broken;
 
@@ -134,7 +142,7 @@ class KafkaSink::Impl {
 
   // Exactly-once: the open Kafka transaction's records, kept for a retry.
   struct Kept {
-    rd_kafka_topic_t* rkt;
+    Topics::iterator topic;
     int32_t partition;
     bool has_key, has_value;
     size_t key_begin, key_size, value_begin, value_size;
@@ -144,6 +152,30 @@ class KafkaSink::Impl {
   std::string group_buf;
   std::vector<Kept> group;
   std::string group_checkpoint;
+  bool group_checkpointed = false;  // group_checkpoint came with a record of the group
+
+  // A new producer after a failure the open transaction cannot survive: a fatal error of the
+  // producer (librdkafka: "sequence desynchronization", a rewound sequence number; not a
+  // fencing, which is definite) or transient failures that retries in place did not fix.
+  // The next call starts it (init_transactions fences the old one, so its open transaction
+  // is aborted, or finished if its commit had been written), reads the checkpoint back,
+  // and produces the kept group again unless that checkpoint shows it committed.
+  bool rebuild = false;
+  std::string attempted;                 // the last checkpoint of the call that failed
+  std::optional<std::string> replayed;   // ... found committed by Rebuild: its retry is a no-op
+  int depth = 0;                         // Atomically calls in progress
+  struct Mark {
+    size_t records, bytes;
+    std::string checkpoint;
+    bool checkpointed;
+  };
+  Status Rebuild();
+  Status RebuildIfNeeded();
+  Status Abandon(const Mark& mark, const std::string& last_checkpoint, Status st);
+  bool ProducerFatal() const {
+    char why[8];
+    return rk != nullptr && rd_kafka_fatal_error(rk, why, sizeof why) != RD_KAFKA_RESP_ERR_NO_ERROR;
+  }
 
   // Exactly-once without transaction markers (docs/sinks.md, "Exactly-once"): per
   // partition, the offset of the last record of the committed prefix (stored with each
@@ -165,7 +197,8 @@ class KafkaSink::Impl {
   bool SkipVisible(const std::string& topic, const Kept& k);
 
  private:
-  Result<rd_kafka_topic_t*> Topic(const std::string& name);
+  Status CreateProducer();
+  Result<Topics::iterator> Topic(const std::string& name);
   Status CreateTopic(const std::string& name, int partitions, bool compacted);
   Status Produce(rd_kafka_topic_t* rkt, int32_t partition, const char* key, size_t key_size,
                  const char* value, size_t value_size, bool has_value,
@@ -179,10 +212,20 @@ class KafkaSink::Impl {
   Status CommitTxn();
   Status WaitDeliveries();
   Status TxnError(rd_kafka_error_t* e, std::string_view what);
+  // The definite error that stopped the sink. Exactly-once: a transient delivery error is
+  // the commit's to retry (CommitTxn), not sticky. At-least-once: any delivery error stops
+  // the run (records already handed to the producer cannot be sent again from here; the next
+  // run resumes from the stored checkpoint).
   Status Check() {
     if (!broken.ok()) return broken;
-    if (!delivery_error.ok()) broken = delivery_error;
+    if (delivery_error.ok() || (transactional && delivery_error.code() == StatusCode::kUnavailable)) return broken;
+    broken = Definite(delivery_error);
     return broken;
+  }
+  Status Definite(const Status& st) const {
+    if (transactional || st.code() != StatusCode::kUnavailable) return st;
+    return Status::FailedPrecondition(fmt::format(
+        "{}; the run stops, and the next one resumes from the last stored checkpoint (at-least-once)", st.message()));
   }
   std::string TopicOf(const Record& r) const;
 };
@@ -231,6 +274,14 @@ Status KafkaSink::Impl::Open() {
   o.state_topic = KafkaStateTopic(o);
   if (o.state_key.empty()) o.state_key = o.transactional_id.empty() ? o.topic_prefix : o.transactional_id;
   transactional = !o.transactional_id.empty();
+  RETURN_IF_ERROR(CreateProducer());
+  if (o.create_topics) RETURN_IF_ERROR(CreateTopic(o.state_topic, 1, true));
+  return Status::Ok();
+}
+
+// The producer, and with transactional_id its transactions initialised (fencing an older
+// producer of the same id).
+Status KafkaSink::Impl::CreateProducer() {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   std::vector<std::pair<std::string, std::string>> props = {
@@ -272,7 +323,6 @@ Status KafkaSink::Impl::Open() {
       std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
     }
   }
-  if (o.create_topics) RETURN_IF_ERROR(CreateTopic(o.state_topic, 1, true));
   return Status::Ok();
 }
 
@@ -316,16 +366,15 @@ Status KafkaSink::Impl::CreateTopic(const std::string& name, int partitions, boo
   return st;
 }
 
-Result<rd_kafka_topic_t*> KafkaSink::Impl::Topic(const std::string& name) {
-  auto it = topics.find(name);
-  if (it != topics.end()) return it->second;
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, name.c_str(), nullptr);
-  if (rkt == nullptr) {
+Result<KafkaSink::Impl::Topics::iterator> KafkaSink::Impl::Topic(const std::string& name) {
+  auto it = topics.try_emplace(name, nullptr).first;
+  if (it->second != nullptr) return it;
+  it->second = rd_kafka_topic_new(rk, name.c_str(), nullptr);
+  if (it->second == nullptr) {
     return Status::InvalidArgument(
         fmt::format("kafka sink: topic {}: {}", name, rd_kafka_err2str(rd_kafka_last_error())));
   }
-  topics[name] = rkt;
-  return rkt;
+  return it;
 }
 
 std::string KafkaSink::Impl::TopicOf(const Record& r) const {
@@ -390,7 +439,7 @@ Status KafkaSink::Impl::Produce(rd_kafka_topic_t* rkt, int32_t partition, const 
     std::string msg = fmt::format("kafka: record to topic {} ({}) refused: {}", rd_kafka_topic_name(rkt),
                                   what, rd_kafka_err2str(e));
     if (transactional && !IsDefinite(e)) return Status::Unavailable(msg);  // the group is retried
-    broken = IsDefinite(e) ? Status::FailedPrecondition(msg) : Status::Unavailable(msg);
+    broken = IsDefinite(e) ? Status::FailedPrecondition(msg) : Definite(Status::Unavailable(msg));
     return broken;
   }
 }
@@ -399,10 +448,10 @@ Status KafkaSink::Impl::ProduceBatch() {
   const size_t first = group.size();
   for (const Record& r : batch.records) {
     const std::string name = TopicOf(r);
-    ASSIGN_OR_RETURN(rd_kafka_topic_t * rkt, Topic(name));
+    ASSIGN_OR_RETURN(Topics::iterator topic, Topic(name));
     const int32_t partition = r.has_key ? RD_KAFKA_PARTITION_UA : 0;
     if (transactional) {
-      Kept k{rkt, partition, r.has_key, r.has_value, 0, 0, 0, 0};
+      Kept k{topic, partition, r.has_key, r.has_value, 0, 0, 0, 0};
       k.key_begin = group_buf.size();
       k.key_size = r.key_size;
       group_buf.append(batch.key(r));
@@ -412,7 +461,7 @@ Status KafkaSink::Impl::ProduceBatch() {
       group.push_back(k);
       continue;
     }
-    RETURN_IF_ERROR(Produce(rkt, partition, r.has_key ? batch.buffer.data() + r.key_begin : nullptr,
+    RETURN_IF_ERROR(Produce(topic->second, partition, r.has_key ? batch.buffer.data() + r.key_begin : nullptr,
                             r.key_size, batch.buffer.data() + r.value_begin, r.value_size,
                             r.has_value));
   }
@@ -423,8 +472,9 @@ Status KafkaSink::Impl::ProduceBatch() {
 Status KafkaSink::Impl::ProduceKept(size_t first) {
   for (size_t i = first; i < group.size(); ++i) {
     const Kept& k = group[i];
-    if (!visible.empty() && SkipVisible(rd_kafka_topic_name(k.rkt), k)) continue;
-    RETURN_IF_ERROR(Produce(k.rkt, k.partition, k.has_key ? group_buf.data() + k.key_begin : nullptr,
+    if (!visible.empty() && SkipVisible(k.topic->first, k)) continue;
+    if (k.topic->second == nullptr) RETURN_IF_ERROR(Topic(k.topic->first).status());
+    RETURN_IF_ERROR(Produce(k.topic->second, k.partition, k.has_key ? group_buf.data() + k.key_begin : nullptr,
                             k.key_size, group_buf.data() + k.value_begin, k.value_size, k.has_value));
   }
   return Status::Ok();
@@ -448,8 +498,92 @@ Status KafkaSink::Impl::RetryGroup() {
   return ProduceKept(0);
 }
 
+template <class Body>
+Status KafkaSink::Impl::Atomically(const std::string& last_checkpoint, Body&& body) {
+  if (!transactional || depth > 0) return body();
+  RETURN_IF_ERROR(Check());
+  RETURN_IF_ERROR(RebuildIfNeeded());
+  if (replayed) {
+    const bool same = !last_checkpoint.empty() && *replayed == last_checkpoint;
+    replayed.reset();
+    if (same) return Status::Ok();  // the retry of a call whose commit went through
+  }
+  const Mark mark{group.size(), group_buf.size(), group_checkpoint, group_checkpointed};
+  ++depth;
+  Status st = body();
+  --depth;
+  if (st.ok() && txn_open &&
+      (group.size() >= o.group_max_records || SteadyMs() - txn_started_ms >= o.group_max_ms)) {
+    st = CommitTxn();
+  }
+  return st.ok() ? st : Abandon(mark, last_checkpoint, std::move(st));
+}
+
+// The failed call's records leave the group (the caller makes the call again); the open
+// Kafka transaction, which may hold some of them, must never commit: the next call starts a
+// new producer, which aborts it. A definite error stops the sink as it is.
+Status KafkaSink::Impl::Abandon(const Mark& mark, const std::string& last_checkpoint, Status st) {
+  if (!broken.ok()) return broken;
+  group.resize(mark.records);
+  group_buf.resize(mark.bytes);
+  group_checkpoint = mark.checkpoint;
+  group_checkpointed = mark.checkpointed;
+  attempted = last_checkpoint;
+  rebuild = true;
+  return st;
+}
+
+Status KafkaSink::Impl::RebuildIfNeeded() {
+  if (!rebuild) return Status::Ok();
+  Status st = Rebuild();
+  if (st.ok() || !broken.ok()) return broken;
+  if (st.code() != StatusCode::kUnavailable) return st;
+  return Status::Unavailable(fmt::format("kafka sink ({}): starting a new producer: {}", o.transactional_id,
+                                         st.message()));
+}
+
+Status KafkaSink::Impl::Rebuild() {
+  if (rk != nullptr) {
+    rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(rk, 0);  // the purge reports: not errors (OnDelivery)
+    for (auto& [name, rkt] : topics) {
+      if (rkt != nullptr) rd_kafka_topic_destroy(rkt);
+      rkt = nullptr;  // the group's records keep their topic by name; a new handle when produced
+    }
+    rd_kafka_destroy(rk);
+    rk = nullptr;
+  }
+  txn_open = false;
+  delivery_error = Status::Ok();
+  done.clear();
+  base_seq = next_seq;
+  txn_offsets.clear();
+  RETURN_IF_ERROR(CreateProducer());  // init_transactions: the old transaction ends
+  stored.reset();
+  RETURN_IF_ERROR(Load().status());  // the checkpoint that committed, and what follows it
+  const bool attempt_committed = !attempted.empty() && stored && *stored == attempted;
+  const bool group_committed = attempt_committed || (group_checkpointed && stored && *stored == group_checkpoint);
+  if (group_committed) {
+    if (attempt_committed) replayed = attempted;
+    group_checkpoint = *stored;
+    group.clear();
+    group_buf.clear();
+    group_checkpointed = false;
+  } else if (!group.empty() || group_checkpointed) {
+    RETURN_IF_ERROR(BeginTxn());
+    RETURN_IF_ERROR(ProduceKept(0));
+  }
+  LogWarning("kafka sink ({}): a new producer took over; the open transaction {}", o.transactional_id,
+             group_committed ? "had committed"
+                             : fmt::format("was aborted and its {} record(s) are produced again", group.size()));
+  attempted.clear();
+  rebuild = false;
+  return Status::Ok();
+}
+
 Status KafkaSink::Impl::ProduceState(const std::string& checkpoint) {
-  ASSIGN_OR_RETURN(rd_kafka_topic_t * rkt, Topic(o.state_topic));
+  ASSIGN_OR_RETURN(Topics::iterator topic, Topic(o.state_topic));
+  rd_kafka_topic_t* rkt = topic->second;
   if (!transactional) {
     return Produce(rkt, 0, o.state_key.data(), o.state_key.size(), checkpoint.data(), checkpoint.size(), true);
   }
@@ -460,12 +594,22 @@ Status KafkaSink::Impl::ProduceState(const std::string& checkpoint) {
                  &header);
 }
 
+// A fencing (another producer with our transactional_id) or a refusal is definite: the run
+// stops. Any other error, fatal to this producer or not, is transient: the group is produced
+// again, by a new producer when this one is unusable (Rebuild).
 Status KafkaSink::Impl::TxnError(rd_kafka_error_t* e, std::string_view what) {
   std::string msg = fmt::format("kafka sink ({}): {}: {}", o.transactional_id, what, rd_kafka_error_string(e));
+  const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
   const bool fatal = rd_kafka_error_is_fatal(e);
   rd_kafka_error_destroy(e);
-  broken = fatal ? Status::FailedPrecondition(msg) : Status::Unavailable(msg);
-  return broken;
+  char why[8];
+  const rd_kafka_resp_err_t cause = fatal ? rd_kafka_fatal_error(rk, why, sizeof why) : code;
+  if (IsDefinite(code) || IsDefinite(cause)) {
+    broken = Status::FailedPrecondition(msg);
+    return broken;
+  }
+  if (fatal) msg += " (fatal to this producer: a new one is started)";
+  return Status::Unavailable(msg);
 }
 
 Status KafkaSink::Impl::BeginTxn() {
@@ -498,15 +642,17 @@ Status KafkaSink::Impl::CommitTxn() {
       txn_open = false;
       group.clear();
       group_buf.clear();
+      group_checkpointed = false;
       delivery_error = Status::Ok();
       return Status::Ok();
     }
     if (!st.ok()) {
-      if (!broken.ok() || attempt >= 5) return broken.ok() ? (broken = st) : broken;
+      if (!broken.ok()) return broken;
+      if (attempt >= 5 || ProducerFatal()) return st;
       std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
       backoff_ms *= 2;
       st = RetryGroup();
-      if (!st.ok() && !broken.ok()) return st;
+      if (!st.ok() && (!broken.ok() || ProducerFatal())) return broken.ok() ? st : broken;
       continue;
     }
     if (rd_kafka_error_is_fatal(e) || (!rd_kafka_error_txn_requires_abort(e) && !rd_kafka_error_is_retriable(e))) {
@@ -526,7 +672,8 @@ Status KafkaSink::Impl::CommitTxn() {
     backoff_ms *= 2;
     if (!abort) continue;  // retriable: commit again
     st = RetryGroup();
-    if (!st.ok() && !broken.ok()) return st;  // a transient produce failure: next attempt
+    // A transient produce failure: next attempt.
+    if (!st.ok() && (!broken.ok() || ProducerFatal())) return broken.ok() ? st : broken;
   }
 }
 
@@ -555,23 +702,22 @@ Status KafkaSink::Impl::AdvanceState(bool force) {
 }
 
 Status KafkaSink::Impl::Publish(const std::string& checkpoint) {
-  if (transactional) {
+  if (transactional) {  // inside Atomically, which commits
     RETURN_IF_ERROR(Check());
     RETURN_IF_ERROR(BeginTxn());
     Status st = ProduceBatch();
-    for (int attempt = 1; !st.ok() && broken.ok() && attempt <= 5; ++attempt) {
+    for (int attempt = 1; !st.ok() && broken.ok() && !ProducerFatal() && attempt <= 5; ++attempt) {
       LogWarning("{}; producing the transaction again", st.message());
       std::this_thread::sleep_for(std::chrono::milliseconds(250 << attempt));
       st = RetryGroup();
     }
-    if (!st.ok()) return broken.ok() ? (broken = st) : broken;
-    if (!checkpoint.empty()) group_checkpoint = checkpoint;
-    rd_kafka_poll(rk, 0);
-    if (delivery_error.code() == StatusCode::kFailedPrecondition) return Check();
-    if (group.size() >= o.group_max_records || SteadyMs() - txn_started_ms >= o.group_max_ms) {
-      return CommitTxn();
+    if (!st.ok()) return broken.ok() ? st : broken;
+    if (!checkpoint.empty()) {
+      group_checkpoint = checkpoint;
+      group_checkpointed = true;
     }
-    return Status::Ok();
+    rd_kafka_poll(rk, 0);
+    return Check();
   }
   RETURN_IF_ERROR(Check());
   RETURN_IF_ERROR(ProduceBatch());
@@ -587,13 +733,19 @@ Status KafkaSink::Impl::Save(const std::string& checkpoint) {
 
 Status KafkaSink::Impl::FlushAll() {
   RETURN_IF_ERROR(Check());
-  if (transactional) return CommitTxn();
+  if (transactional) {
+    RETURN_IF_ERROR(RebuildIfNeeded());
+    replayed.reset();
+    const Mark now{group.size(), group_buf.size(), group_checkpoint, group_checkpointed};
+    Status st = CommitTxn();
+    return st.ok() ? st : Abandon(now, "", std::move(st));
+  }
   for (int round = 0; round < 2; ++round) {
     rd_kafka_resp_err_t e = rd_kafka_flush(rk, o.delivery_timeout_ms);
     RETURN_IF_ERROR(Check());
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      broken = Status::Unavailable(fmt::format("kafka sink: records not delivered within {} ms ({})",
-                                               o.delivery_timeout_ms, o.bootstrap_servers));
+      broken = Definite(Status::Unavailable(fmt::format("kafka sink: records not delivered within {} ms ({})",
+                                                        o.delivery_timeout_ms, o.bootstrap_servers)));
       return broken;
     }
     RETURN_IF_ERROR(AdvanceState(true));
@@ -834,13 +986,31 @@ Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(KafkaSinkOptions options) {
 
 Result<std::optional<std::string>> KafkaSink::LoadCheckpoint() { return impl_->Load(); }
 
-Status KafkaSink::PrepareTable(const TableSchema& table) { return impl_->Prepare(table); }
+Status KafkaSink::PrepareTable(const TableSchema& table) {
+  return impl_->Atomically("", [&] { return impl_->Prepare(table); });
+}
 
-Status KafkaSink::Apply(const Transaction& txn) { return publish::PublishTransaction(*impl_, txn); }
+Status KafkaSink::Apply(const Transaction& txn) {
+  return impl_->Atomically(WholeCheckpoint(txn), [&] { return publish::PublishTransaction(*impl_, txn); });
+}
+
+Status KafkaSink::ApplyGroup(const std::vector<Transaction>& group) {
+  std::string last;
+  for (const Transaction& t : group) {
+    std::string c = WholeCheckpoint(t);
+    if (!c.empty()) last = std::move(c);
+  }
+  return impl_->Atomically(last, [&]() -> Status {
+    for (const Transaction& t : group) RETURN_IF_ERROR(publish::PublishTransaction(*impl_, t));
+    return Status::Ok();
+  });
+}
 
 Status KafkaSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
-  RETURN_IF_ERROR(impl_->owners.Claim(table.db, table.table));
-  return publish::PublishTruncate(*impl_, table, checkpoint);
+  return impl_->Atomically(checkpoint, [&]() -> Status {
+    RETURN_IF_ERROR(impl_->owners.Claim(table.db, table.table));
+    return publish::PublishTruncate(*impl_, table, checkpoint);
+  });
 }
 
 void KafkaSink::KnowTables(const std::vector<std::pair<std::string, std::string>>& tables) {
@@ -848,15 +1018,23 @@ void KafkaSink::KnowTables(const std::vector<std::pair<std::string, std::string>
 }
 
 Status KafkaSink::ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
-  for (const SchemaChange& c : changes) {
-    impl_->owners.Leave(c);
-    if (c.after) RETURN_IF_ERROR(PrepareTable(*c.after));
-  }
-  return SaveCheckpoint(checkpoint);
+  return impl_->Atomically(checkpoint, [&]() -> Status {
+    for (const SchemaChange& c : changes) {
+      impl_->owners.Leave(c);
+      if (c.after) RETURN_IF_ERROR(PrepareTable(*c.after));
+    }
+    return SaveCheckpoint(checkpoint);
+  });
 }
 
-Status KafkaSink::SaveCheckpoint(const std::string& checkpoint) { return impl_->Save(checkpoint); }
+Status KafkaSink::SaveCheckpoint(const std::string& checkpoint) {
+  return impl_->Atomically(checkpoint, [&] { return impl_->Save(checkpoint); });
+}
 
 Status KafkaSink::Flush() { return impl_->FlushAll(); }
+
+void KafkaSink::FailProducerForTest(int error) {
+  (void)rd_kafka_test_fatal_error(impl_->rk, static_cast<rd_kafka_resp_err_t>(error), "injected by a test");
+}
 
 }  // namespace sluice

@@ -30,11 +30,18 @@
 //    regenerated after the checkpoint that are already there (same key, same value but for
 //    ts_ms, first in line for their key) are not produced again (docs/sinks.md).
 // Back-pressure: the producer queue is bounded (queue_max_kbytes); when it is full, Apply
-// waits for deliveries. Errors: kUnavailable when records are not delivered in
-// delivery_timeout_ms or a transaction cannot be committed; kFailedPrecondition for definite
-// errors (authorisation, unknown or misconfigured topic, record too large), naming the topic
-// and the record's key (or the start of its value); after any error the sink refuses
-// further calls with it and the run stops (the next run resumes from the stored checkpoint).
+// waits for deliveries. Errors: kFailedPrecondition for definite errors (authorisation,
+// unknown or misconfigured topic, record too large, a fenced producer), naming the topic and
+// the record's key (or the start of its value); after one the sink refuses further calls
+// with it and the run stops (the next run resumes from the stored checkpoint).
+//  - With transactional_id, kUnavailable when a call's records or its commit failed after
+//    the retries in place (records not delivered in delivery_timeout_ms, a broker error, a
+//    fatal error of the producer other than fencing): none of the call is kept, and the next
+//    call first starts a new producer (its init_transactions ends the old transaction), reads
+//    the checkpoint back and produces the kept group again, or learns that it committed. So
+//    the caller makes the same call again (sink_retry.h), and nothing is lost or repeated.
+//  - Without it, a record not delivered is kFailedPrecondition: the run stops, and the next
+//    one sends again what followed the stored checkpoint (at-least-once).
 // Ownership/thread safety: one thread at a time; librdkafka's own threads only run
 // callbacks that this class serves from its calls (rd_kafka_poll).
 #pragma once
@@ -102,12 +109,19 @@ class KafkaSink : public Sink {
   // table's topic (a table created or renamed while streaming; publish_util.h).
   Status PrepareTable(const TableSchema& table) override;
   Status Apply(const Transaction& txn) override;
+  // The group's records and last checkpoint inside one Kafka transaction (never committed
+  // in the middle of the group): a failure leaves none of it, and the retry sends it whole.
+  Status ApplyGroup(const std::vector<Transaction>& group) override;
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
   // Prepares each new definition (a table dropped or renamed away leaves its topic to the
   // next), then saves the checkpoint; what was delivered stays as it is.
   Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
   Status Flush() override;  // waits for every delivery / commits the open transaction
+
+  // Tests only: makes the current producer fail as librdkafka fails one for good (a fatal
+  // error with code `error`, an rd_kafka_resp_err_t; rd_kafka_test_fatal_error).
+  void FailProducerForTest(int error);
 
   class Impl;
 

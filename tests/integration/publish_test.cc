@@ -532,7 +532,15 @@ TEST(Publish, KafkaSigkillAndBrokerFaultsExactlyOnceInKeyOrder) {
   MixedLoad(db, 60, 201);
   mock.Send("errors 26 7 1");  // EndTxn: REQUEST_TIMED_OUT
   std::this_thread::sleep_for(milliseconds(1500));
+  // librdkafka often makes the timed-out produces above a fatal error of the producer ("rewound
+  // sequence number"; CI met "sequence desynchronization" after the leader change): the run
+  // goes on with a new producer (kafka_sink_test.cc tests that deterministically).
   EXPECT_EQ(run.Stop(SIGTERM), 0) << ReadFile(log).substr(0, 4000);
+  {
+    const std::string text = ReadFile(log);
+    std::cout << "[ publish ] fatal producer errors: " << CountOccurrences(text, "Fatal error:")
+              << ", new producers: " << CountOccurrences(text, "a new producer took over") << "\n";
+  }
   {
     const std::string text = ReadFile(log);
     size_t retries = 0;

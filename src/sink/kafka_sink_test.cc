@@ -1,0 +1,171 @@
+// KafkaSink against librdkafka's mock cluster, in process: what a fatal error of the
+// producer does to the open transaction. The end-to-end runs with broker faults and kills are
+// in tests/integration/publish_test.cc.
+#include "sink/kafka_sink.h"
+
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include <map>
+#include <string>
+
+#include "checkpoint/checkpoint.h"
+
+namespace sluice {
+namespace {
+
+TableSchemaPtr ShopItems() {
+  auto t = std::make_shared<TableSchema>();
+  t->db = "shop";
+  t->table = "items";
+  t->columns = {ColumnDesc{"id"}, ColumnDesc{"name"}};
+  t->primary_key = {0};
+  return t;
+}
+
+Transaction InsertTxn(int64_t id, std::string checkpoint) {
+  RowChange c;
+  c.op = Op::kCreate;
+  c.table = ShopItems();
+  c.after = {Value::Int(id), Value::Text("item " + std::to_string(id))};
+  c.source.flavor = Flavor::kMariaDB;
+  c.source.file = "mariadb-bin.000001";
+  c.source.pos = 100 + static_cast<uint64_t>(id);
+  Transaction t;
+  t.changes = {c};
+  t.checkpoint = std::move(checkpoint);
+  return t;
+}
+
+class KafkaSinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    ASSERT_EQ(rd_kafka_conf_set(conf, "log_level", "0", err, sizeof err), RD_KAFKA_CONF_OK);
+    cluster_rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    ASSERT_NE(cluster_rk_, nullptr) << err;
+    cluster_ = rd_kafka_mock_cluster_new(cluster_rk_, 1);
+    ASSERT_NE(cluster_, nullptr);
+    bootstrap_ = rd_kafka_mock_cluster_bootstraps(cluster_);
+  }
+  void TearDown() override {
+    if (cluster_ != nullptr) rd_kafka_mock_cluster_destroy(cluster_);
+    if (cluster_rk_ != nullptr) rd_kafka_destroy(cluster_rk_);
+  }
+
+  std::unique_ptr<KafkaSink> Open() {
+    KafkaSinkOptions o;
+    o.bootstrap_servers = bootstrap_;
+    o.transactional_id = "sluice-unit";
+    o.create_topics = false;  // the mock creates topics when first written (no CreateTopics in 2.0.2)
+    o.group_max_records = 1000000;  // commits on Flush only
+    o.group_max_ms = 3600000;
+    o.delivery_timeout_ms = 10000;
+    o.properties = {{"log_level", "0"}};
+    auto sink = KafkaSink::Open(o);
+    EXPECT_TRUE(sink.ok()) << sink.status().ToString();
+    return sink.ok() ? std::move(*sink) : nullptr;
+  }
+
+  // Record count per key of the items topic (the mock keeps no transaction markers, so
+  // this is what any reader sees, aborted transactions included).
+  std::map<std::string, int> Keys() {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap_.c_str(), err, sizeof err);
+    rd_kafka_conf_set(conf, "group.id", "unit-reader", err, sizeof err);
+    rd_kafka_conf_set(conf, "enable.partition.eof", "true", err, sizeof err);
+    rd_kafka_conf_set(conf, "log_level", "0", err, sizeof err);
+    rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    rd_kafka_topic_t* topic = rd_kafka_topic_new(c, "sluice.shop.items", nullptr);
+    const rd_kafka_metadata_t* md = nullptr;
+    EXPECT_EQ(rd_kafka_metadata(c, 0, topic, &md, 5000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    const int partitions = md != nullptr && md->topic_cnt == 1 ? md->topics[0].partition_cnt : 0;
+    if (md != nullptr) rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(topic);
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+    for (int p = 0; p < partitions; ++p) {
+      rd_kafka_topic_partition_list_add(list, "sluice.shop.items", p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    rd_kafka_assign(c, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    std::map<std::string, int> keys;
+    for (int polls = 0, open = partitions; polls < 200 && open > 0; ++polls) {
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 100);
+      if (m == nullptr) continue;
+      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) --open;
+      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) ++keys[std::string(static_cast<const char*>(m->key), m->key_len)];
+      rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(c);
+    rd_kafka_destroy(c);
+    return keys;
+  }
+
+  rd_kafka_t* cluster_rk_ = nullptr;
+  rd_kafka_mock_cluster_t* cluster_ = nullptr;
+  std::string bootstrap_;
+};
+
+// CI met librdkafka's fatal "sequence desynchronization" / "rewound sequence number" errors
+// after injected broker faults, and the run stopped (exit 1). A fatal error other than a
+// fencing fails the call (kUnavailable, nothing of it kept); the same call made again starts
+// a new producer and publishes the open group and the call once each.
+TEST_F(KafkaSinkTest, AFatalProducerErrorIsRetriedWithANewProducerExactlyOnce) {
+  auto sink = Open();
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->LoadCheckpoint().ok());
+  ASSERT_TRUE(sink->PrepareTable(*ShopItems()).ok());
+  ASSERT_TRUE(sink->Apply(InsertTxn(1, "cp1")).ok());
+  sink->FailProducerForTest(RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+  Status failed = sink->Apply(InsertTxn(2, "cp2"));
+  EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
+  Status again = sink->Apply(InsertTxn(2, "cp2"));
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  ASSERT_TRUE(sink->Apply(InsertTxn(3, "cp3")).ok());
+  ASSERT_TRUE(sink->Flush().ok());
+  EXPECT_EQ(Keys(), (std::map<std::string, int>{{"{\"id\":1}", 1}, {"{\"id\":2}", 1}, {"{\"id\":3}", 1}}));
+  sink.reset();
+  auto next = Open();
+  ASSERT_NE(next, nullptr);
+  auto stored = next->LoadCheckpoint();
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->value_or(""), "cp3");
+}
+
+// The same at commit time: Flush fails, and Flush again commits the whole group once.
+TEST_F(KafkaSinkTest, AFatalProducerErrorAtCommitIsRetriedWithANewProducer) {
+  auto sink = Open();
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->LoadCheckpoint().ok());
+  ASSERT_TRUE(sink->PrepareTable(*ShopItems()).ok());
+  ASSERT_TRUE(sink->ApplyGroup({InsertTxn(1, "cp1"), InsertTxn(2, "cp2")}).ok());
+  sink->FailProducerForTest(RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+  EXPECT_EQ(sink->Flush().code(), StatusCode::kUnavailable);
+  Status again = sink->Flush();
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  EXPECT_EQ(Keys(), (std::map<std::string, int>{{"{\"id\":1}", 1}, {"{\"id\":2}", 1}}));
+  sink.reset();
+  auto next = Open();
+  ASSERT_NE(next, nullptr);
+  auto stored = next->LoadCheckpoint();
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->value_or(""), "cp2");
+}
+
+// A fencing (another producer took the transactional_id) stops the sink for good.
+TEST_F(KafkaSinkTest, AFencedProducerStops) {
+  auto sink = Open();
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->LoadCheckpoint().ok());
+  ASSERT_TRUE(sink->PrepareTable(*ShopItems()).ok());
+  ASSERT_TRUE(sink->Apply(InsertTxn(1, "cp1")).ok());
+  sink->FailProducerForTest(RD_KAFKA_RESP_ERR__FENCED);
+  EXPECT_EQ(sink->Flush().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(sink->Apply(InsertTxn(2, "cp2")).code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace sluice
