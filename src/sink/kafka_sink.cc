@@ -110,6 +110,7 @@ class KafkaSink::Impl {
   Status Publish(const std::string& checkpoint);  // batch's records, then the checkpoint
   Status Save(const std::string& checkpoint);
   Status FlushAll();
+  Status AdvanceState(bool force);
 
   // Delivery report (librdkafka thread-free: called from rd_kafka_poll/flush).
   void OnDelivery(const rd_kafka_message_t* m);
@@ -207,7 +208,6 @@ class KafkaSink::Impl {
   Status ProduceKept(size_t first);
   Status RetryGroup();
   Status ProduceState(const std::string& checkpoint);
-  Status AdvanceState(bool force);
   Status BeginTxn();
   Status CommitTxn();
   Status WaitDeliveries();
@@ -1032,6 +1032,12 @@ Status KafkaSink::SaveCheckpoint(const std::string& checkpoint) {
 }
 
 Status KafkaSink::Flush() { return impl_->FlushAll(); }
+
+Status KafkaSink::Idle() {
+  if (!impl_->transactional) return impl_->AdvanceState(true);
+  if (!impl_->txn_open && !impl_->rebuild) return Status::Ok();
+  return impl_->FlushAll();
+}
 
 void KafkaSink::FailProducerForTest(int error) {
   (void)rd_kafka_test_fatal_error(impl_->rk, static_cast<rd_kafka_resp_err_t>(error), "injected by a test");

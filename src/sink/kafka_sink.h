@@ -118,6 +118,9 @@ class KafkaSink : public Sink {
   Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
   Status Flush() override;  // waits for every delivery / commits the open transaction
+  // Exactly-once: commits the open transaction. At-least-once: stores the newest checkpoint
+  // whose records are confirmed (without waiting for the others).
+  Status Idle() override;
 
   // Tests only: makes the current producer fail as librdkafka fails one for good (a fatal
   // error with code `error`, an rd_kafka_resp_err_t; rd_kafka_test_fatal_error).

@@ -69,6 +69,20 @@ class KafkaSinkTest : public ::testing::Test {
     return sink.ok() ? std::move(*sink) : nullptr;
   }
 
+  // The checkpoint the state topic holds now, read by a reader that fences nobody.
+  std::string StoredCheckpoint() {
+    KafkaSinkOptions o;
+    o.bootstrap_servers = bootstrap_;
+    o.state_key = "sluice-unit";
+    o.properties = {{"log_level", "0"}};
+    auto reader = KafkaSink::Open(o);
+    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    if (!reader.ok()) return "?";
+    auto stored = (*reader)->LoadCheckpoint();
+    EXPECT_TRUE(stored.ok()) << stored.status().ToString();
+    return stored.ok() ? stored->value_or("") : "?";
+  }
+
   // Record count per key of the items topic (the mock keeps no transaction markers, so
   // this is what any reader sees, aborted transactions included).
   std::map<std::string, int> Keys() {
@@ -153,6 +167,21 @@ TEST_F(KafkaSinkTest, AFatalProducerErrorAtCommitIsRetriedWithANewProducer) {
   auto stored = next->LoadCheckpoint();
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
   EXPECT_EQ(stored->value_or(""), "cp2");
+}
+
+// An idle stream (Sink::Idle) commits the open transaction at once: before, it stayed open
+// (invisible to read_committed consumers, its checkpoint not stored) until the next
+// transaction arrived, however long that took.
+TEST_F(KafkaSinkTest, IdleCommitsTheOpenTransaction) {
+  auto sink = Open();
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->LoadCheckpoint().ok());
+  ASSERT_TRUE(sink->PrepareTable(*ShopItems()).ok());
+  ASSERT_TRUE(sink->Apply(InsertTxn(1, "cp1")).ok());
+  EXPECT_EQ(StoredCheckpoint(), "");
+  ASSERT_TRUE(sink->Idle().ok());
+  EXPECT_EQ(StoredCheckpoint(), "cp1");
+  ASSERT_TRUE(sink->Idle().ok());  // nothing open: nothing to do
 }
 
 // A fencing (another producer took the transactional_id) stops the sink for good.

@@ -140,10 +140,21 @@ class NatsSink::Impl {
     return broken;
   }
   Status Err(natsStatus s, std::string_view what) {
-    broken = Status::Unavailable(
-        fmt::format("nats sink ({}): {}: {}", RedactUrlCredentials(o.url), what, natsStatus_GetText(s)));
+    broken = Stop(Status::Unavailable(
+        fmt::format("nats sink ({}): {}: {}", RedactUrlCredentials(o.url), what, natsStatus_GetText(s))));
     return broken;
   }
+  // Once the sink is open, a transient failure that outlived the re-sends stops the run: the
+  // records of the open group that failed are not kept for another call, so a retry of the
+  // caller's transaction alone could not deliver them (it used to wait forever). The next run
+  // resumes from the stored checkpoint; JetStream drops what it already has (same ids).
+  Status Stop(const Status& st) const {
+    if (!opened || st.code() != StatusCode::kUnavailable) return st;
+    return Status::FailedPrecondition(fmt::format(
+        "{}; the run stops, and the next one resumes from the last stored checkpoint (JetStream drops the "
+        "records it already has, by Nats-Msg-Id, within the stream's duplicate window)", st.message()));
+  }
+  bool opened = false;  // Open succeeded
 };
 
 namespace {
@@ -276,6 +287,7 @@ Status NatsSink::Impl::Open() {
     s = js_CreateKeyValue(&kv, js, &kc);
   }
   if (s != NATS_OK) return Err(s, fmt::format("key-value bucket {}", o.kv_bucket));
+  opened = true;
   return Status::Ok();
 }
 
@@ -366,7 +378,7 @@ Status NatsSink::Impl::Publish(const std::string& checkpoint) {
       st = PublishOne(subject, id, r.has_key ? batch.key(r) : std::string_view(),
                       r.has_value ? batch.value(r) : std::string_view(), !r.has_value, false);
     }
-    if (!st.ok()) return broken.ok() ? (broken = st) : broken;
+    if (!st.ok()) return broken.ok() ? (broken = Stop(st)) : broken;
     ++group_records;
   }
   if (!checkpoint.empty()) group_checkpoint = checkpoint;
@@ -417,9 +429,9 @@ Status NatsSink::Impl::WaitAcks() {
             "misconfigured or without a leader)", f.subject, f.key.empty() ? "no key" : Printable(f.key, 200), o.stream));
         return broken;
       }
-      broken = Status::Unavailable(fmt::format(
+      broken = Stop(Status::Unavailable(fmt::format(
           "nats sink: record to subject {} ({}) not acknowledged after {} attempts: {} (stream {})", f.subject,
-          f.key.empty() ? "no key" : Printable(f.key, 200), round + 1, f.text, o.stream));
+          f.key.empty() ? "no key" : Printable(f.key, 200), round + 1, f.text, o.stream)));
       return broken;
     }
     LogWarning("nats sink: {} record(s) not acknowledged ({}); sending them again", retry.size(), retry.front().text);
@@ -484,7 +496,11 @@ Result<std::optional<std::string>> NatsSink::LoadCheckpoint() {
   kvEntry* e = nullptr;
   natsStatus s = kvStore_Get(&e, impl_->kv, impl_->o.state_key.c_str());
   if (s == NATS_NOT_FOUND) return std::optional<std::string>();
-  if (s != NATS_OK) return impl_->Err(s, fmt::format("reading the checkpoint from bucket {}", impl_->o.kv_bucket));
+  if (s != NATS_OK) {
+    return Status::Unavailable(fmt::format("nats sink ({}): reading the checkpoint from bucket {}: {}",
+                                           RedactUrlCredentials(impl_->o.url), impl_->o.kv_bucket,
+                                           natsStatus_GetText(s)));
+  }
   std::string v(static_cast<const char*>(kvEntry_Value(e)), static_cast<size_t>(kvEntry_ValueLen(e)));
   kvEntry_Destroy(e);
   impl_->stored = v;
@@ -523,5 +539,7 @@ Status NatsSink::SaveCheckpoint(const std::string& checkpoint) {
 }
 
 Status NatsSink::Flush() { return impl_->Commit(); }
+
+Status NatsSink::Idle() { return impl_->Commit(); }
 
 }  // namespace sluice

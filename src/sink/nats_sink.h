@@ -82,6 +82,7 @@ class NatsSink : public Sink {
   Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;
   Status SaveCheckpoint(const std::string& checkpoint) override;
   Status Flush() override;
+  Status Idle() override;  // commits the open group: waits for its acknowledgements, stores the checkpoint
 
   class Impl;
 

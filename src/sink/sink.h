@@ -202,6 +202,12 @@ class Sink {
   virtual Status SaveCheckpoint(const std::string& checkpoint) = 0;
   // Flushes buffered output to durable storage.
   virtual Status Flush() = 0;
+  // The stream has had nothing to apply for a moment (200 ms). A sink that keeps a group open
+  // across calls until it is full or old (Kafka, NATS: group_max_records/group_max_ms, checked
+  // when the next call comes) commits it now, so that an idle source's last changes become
+  // visible and checkpointed at once instead of when the next transaction arrives. Same
+  // errors as Flush. The default does nothing (the other sinks commit every call).
+  virtual Status Idle() { return Status::Ok(); }
 };
 
 }  // namespace sluice

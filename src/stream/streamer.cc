@@ -1768,6 +1768,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
           return save_pending(true);
         }
         RETURN_IF_ERROR(save_pending(false));
+        if (!parts_open) RETURN_IF_ERROR(CallSink("commit the open group", [&] { return sink.Idle(); }));
         if (options_.on_applied) options_.on_applied(checkpoint_, 0);  // idle: the progress line still comes
         continue;
       }

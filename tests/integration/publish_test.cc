@@ -643,6 +643,45 @@ TEST(Publish, NatsSingleNodeKilledBeforeCheckpointPublishesNoDuplicate) {
   for (auto& n : nodes) n.proc.Kill(SIGTERM);
 }
 
+// NATS gone for longer than the re-sends (8 rounds with backoff) while streaming: the run used
+// to retry its transaction forever against a sink that refused every call, and never went on
+// once NATS was back. Now it stops (exit 1) saying so, and the next run publishes what was
+// missing, once.
+TEST(Publish, NatsDownLongerThanTheResendsStopsTheRunAndTheNextRunPublishesOnce) {
+  const std::string db = "it_pub_nats_down";
+  CreateLoadTable(db, 200);
+  TempDir dir;
+  auto nodes = StartNatsNodes(dir, 1);
+  std::this_thread::sleep_for(milliseconds(700));
+  SluiceConfigSpec spec;
+  spec.tables = {db + ".*"};
+  spec.sink_type = "nats";
+  spec.sink_path = dir.File("unused");
+  std::string config = AppendSinkTable(WriteConfig(dir, spec),
+                                       "[sink.nats]\nurl = \"" + NatsUrls(nodes) +
+                                           "\"\nsubject_prefix = \"down\"\ngroup_max_records = 20\nack_timeout_ms = 200\n");
+  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  Reference reference(dir, spec, db);
+  const std::string log = dir.File("sluice.log");
+  BackgroundRun run(config, log);
+  WaitStreaming(log, 1);
+  nodes[0].proc.Kill(SIGKILL);
+  MixedLoad(db, 6, 5);  // few records to re-send: each waits ack_timeout_ms
+  const int rc = WaitChild(run.pid, seconds(120));
+  run.pid = -1;
+  const std::string text = ReadFile(log);
+  EXPECT_EQ(rc, 1) << text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
+  EXPECT_NE(text.find("the run stops, and the next one resumes from the last stored checkpoint"), std::string::npos)
+      << text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
+  StartNats(&nodes[0], nodes, "");
+  std::this_thread::sleep_for(milliseconds(1000));
+  auto again = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(120));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  ExpectSame(reference.Finish(), ReadTail(Tail(config)), /*exactly=*/true);
+  for (auto& n : nodes) n.proc.Kill(SIGTERM);
+}
+
 TEST(Publish, NatsClusterNodeKilledAndSluiceKilledExactlyOnce) {
   const std::string db = "it_pub_nats3";
   CreateLoadTable(db, 400);
