@@ -17,29 +17,13 @@
 #include "checkpoint/checkpoint_file.h"
 #include "sink/envelope.h"
 #include "sink/record.h"
+#include "sink/sink_test_util.h"
 
 namespace sluice {
 namespace {
 
-TableSchemaPtr Items() {
-  auto t = std::make_shared<TableSchema>();
-  t->db = "shop";
-  t->table = "items";
-  t->columns = {ColumnDesc{"id"}, ColumnDesc{"name"}};
-  t->primary_key = {0};
-  return t;
-}
-
-RowChange Insert(int64_t id, std::string name) {
-  RowChange c;
-  c.op = Op::kCreate;
-  c.table = Items();
-  c.after = {Value::Int(id), Value::Text(std::move(name))};
-  c.source.flavor = Flavor::kMariaDB;
-  c.source.file = "mariadb-bin.000001";
-  c.source.pos = 100 + static_cast<uint64_t>(id);
-  return c;
-}
+using sink_test::ShopInsert;
+using sink_test::ShopItems;
 
 Transaction Txn(std::vector<RowChange> changes, std::string cp) {
   Transaction t;
@@ -101,20 +85,20 @@ TEST_F(JsonlSinkTest, WritesOneLinePerChangeAndCheckpoints) {
   ASSERT_TRUE(s);
   EXPECT_EQ(s->checkpoint_path(), path_ + ".checkpoint");
   EXPECT_EQ(Checkpoint(*s), std::nullopt);
-  ASSERT_TRUE(s->PrepareTable(*Items()).ok());
-  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a"), Insert(2, "b")}, "cp1")).ok());
-  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")) + Line(Insert(2, "b")));
-  ASSERT_TRUE(s->Apply(Txn({Insert(3, "c\nd")}, "cp2")).ok());
+  ASSERT_TRUE(s->PrepareTable(*ShopItems()).ok());
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(1, "a"), ShopInsert(2, "b")}, "cp1")).ok());
+  EXPECT_EQ(ReadAll(path_), Line(ShopInsert(1, "a")) + Line(ShopInsert(2, "b")));
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(3, "c\nd")}, "cp2")).ok());
   EXPECT_EQ(Checkpoint(*s), "cp2");
-  const std::string want = Line(Insert(1, "a")) + Line(Insert(2, "b")) + Line(Insert(3, "c\nd"));
+  const std::string want = Line(ShopInsert(1, "a")) + Line(ShopInsert(2, "b")) + Line(ShopInsert(3, "c\nd"));
   EXPECT_EQ(ReadAll(path_), want);
   ASSERT_TRUE(s->Close().ok());
 
   s = OpenSink();
   ASSERT_TRUE(s);
   EXPECT_EQ(Checkpoint(*s), "cp2");
-  ASSERT_TRUE(s->Apply(Txn({Insert(4, "e")}, "cp3")).ok());
-  EXPECT_EQ(ReadAll(path_), want + Line(Insert(4, "e")));
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(4, "e")}, "cp3")).ok());
+  EXPECT_EQ(ReadAll(path_), want + Line(ShopInsert(4, "e")));
 }
 
 // The snapshot's workers format chunks ahead (NewPreformatter) and the sink writes those
@@ -125,17 +109,17 @@ TEST_F(JsonlSinkTest, PreformattedTransactionsWriteTheSameLines) {
   ASSERT_TRUE(s);
   std::unique_ptr<Preformatter> f = s->NewPreformatter();
   ASSERT_NE(f, nullptr);
-  Transaction t = Txn({Insert(1, "a"), Insert(2, "b\"q\"")}, "cp1");
+  Transaction t = Txn({ShopInsert(1, "a"), ShopInsert(2, "b\"q\"")}, "cp1");
   ASSERT_TRUE(f->Format(t).ok());
   ASSERT_TRUE(t.preformatted.has_value());
-  EXPECT_EQ(*t.preformatted, Line(Insert(1, "a")) + Line(Insert(2, "b\"q\"")));
+  EXPECT_EQ(*t.preformatted, Line(ShopInsert(1, "a")) + Line(ShopInsert(2, "b\"q\"")));
   t.changes.clear();
   ASSERT_TRUE(s->Apply(t).ok());
-  ASSERT_TRUE(s->Apply(Txn({Insert(3, "c")}, "cp2")).ok());
-  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")) + Line(Insert(2, "b\"q\"")) + Line(Insert(3, "c")));
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(3, "c")}, "cp2")).ok());
+  EXPECT_EQ(ReadAll(path_), Line(ShopInsert(1, "a")) + Line(ShopInsert(2, "b\"q\"")) + Line(ShopInsert(3, "c")));
   EXPECT_EQ(Checkpoint(*s), "cp2");
   // A value the sink would refuse is refused by the preformatter too, naming the column.
-  Transaction bad = Txn({Insert(4, std::string("\xff", 1))}, "cp3");
+  Transaction bad = Txn({ShopInsert(4, std::string("\xff", 1))}, "cp3");
   Status st = f->Format(bad);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.ToString().find("name"), std::string::npos) << st.ToString();
@@ -158,7 +142,7 @@ TEST_F(JsonlSinkTest, SnapshotChunksFormattedFromRowsWriteTheSameLines) {
   const auto read = [&](int64_t id, std::string name) {
     RowChange c;
     c.op = Op::kRead;
-    c.table = Items();
+    c.table = ShopItems();
     c.after = {Value::Int(id), Value::Text(std::move(name))};
     c.source = src;
     return c;
@@ -167,7 +151,7 @@ TEST_F(JsonlSinkTest, SnapshotChunksFormattedFromRowsWriteTheSameLines) {
     Transaction t;
     t.is_snapshot = true;
     t.checkpoint = std::move(cp);
-    Status st = f->FormatReads(Items(), rows, src, t);
+    Status st = f->FormatReads(ShopItems(), rows, src, t);
     EXPECT_TRUE(st.ok()) << st.ToString();
     EXPECT_TRUE(t.changes.empty());
     return t;
@@ -180,26 +164,26 @@ TEST_F(JsonlSinkTest, SnapshotChunksFormattedFromRowsWriteTheSameLines) {
   group.push_back(chunk({{Value::Int(3), Value::Text("c")}}, ""));
   group.push_back(chunk({{Value::Int(4), Value::Text("d")}}, "cp2"));
   ASSERT_TRUE(s->ApplyGroup(group).ok());
-  ASSERT_TRUE(s->Apply(Txn({Insert(5, "e")}, "cp3")).ok());
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(5, "e")}, "cp3")).ok());
   EXPECT_EQ(ReadAll(path_), Line(read(1, "a")) + Line(read(2, "b\"q\"")) + Line(read(3, "c")) +
-                                Line(read(4, "d")) + Line(Insert(5, "e")));
+                                Line(read(4, "d")) + Line(ShopInsert(5, "e")));
   EXPECT_EQ(Checkpoint(*s), "cp3");
 }
 
 TEST_F(JsonlSinkTest, TruncatesUnconfirmedOutputOnReopen) {
   auto s = OpenSink();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(1, "a")}, "cp1")).ok());
   s.reset();
   const std::string good = ReadAll(path_);
   // A crash after writing the next transaction but before its checkpoint.
-  Append(path_, Line(Insert(2, "b")) + "{\"partial");
+  Append(path_, Line(ShopInsert(2, "b")) + "{\"partial");
   s = OpenSink();
   ASSERT_TRUE(s);
   EXPECT_EQ(ReadAll(path_), good);
   EXPECT_EQ(Checkpoint(*s), "cp1");
-  ASSERT_TRUE(s->Apply(Txn({Insert(2, "b")}, "cp2")).ok());
-  EXPECT_EQ(ReadAll(path_), good + Line(Insert(2, "b")));
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(2, "b")}, "cp2")).ok());
+  EXPECT_EQ(ReadAll(path_), good + Line(ShopInsert(2, "b")));
 }
 
 TEST_F(JsonlSinkTest, KeepsExistingContentAndCutsBackBeforeFirstCheckpoint) {
@@ -207,7 +191,7 @@ TEST_F(JsonlSinkTest, KeepsExistingContentAndCutsBackBeforeFirstCheckpoint) {
   auto s = OpenSink();
   ASSERT_TRUE(s);
   s.reset();
-  Append(path_, Line(Insert(1, "a")));  // written, then killed before any checkpoint
+  Append(path_, Line(ShopInsert(1, "a")));  // written, then killed before any checkpoint
   s = OpenSink();
   ASSERT_TRUE(s);
   EXPECT_EQ(ReadAll(path_), "earlier run\n");
@@ -217,7 +201,7 @@ TEST_F(JsonlSinkTest, KeepsExistingContentAndCutsBackBeforeFirstCheckpoint) {
 TEST_F(JsonlSinkTest, ShorterOutputIsDataLoss) {
   auto s = OpenSink();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(1, "a")}, "cp1")).ok());
   s.reset();
   EXPECT_TRUE(CheckJsonlOutput(path_, path_ + ".checkpoint").ok()) << "as sluice wrote it";
   // The last line cut short (the new-user test: `sluice check` passed, `run` refused).
@@ -245,7 +229,7 @@ TEST_F(JsonlSinkTest, ShorterOutputIsDataLoss) {
 TEST_F(JsonlSinkTest, RefusedOpenCreatesAndRemovesNothing) {
   auto s = OpenSink();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(1, "a")}, "cp1")).ok());
   ASSERT_TRUE(s->Close().ok());
   s.reset();
   ASSERT_EQ(::unlink(path_.c_str()), 0);
@@ -294,40 +278,40 @@ TEST_F(JsonlSinkTest, CorruptStateFile) {
 TEST_F(JsonlSinkTest, FailedApplyWritesNothing) {
   auto s = OpenSink();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
-  RowChange bad = Insert(2, "b");
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(1, "a")}, "cp1")).ok());
+  RowChange bad = ShopInsert(2, "b");
   bad.after.pop_back();  // value count does not match the table
-  Status st = s->Apply(Txn({Insert(3, "c"), bad}, "cp2"));
+  Status st = s->Apply(Txn({ShopInsert(3, "c"), bad}, "cp2"));
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
-  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")));
+  EXPECT_EQ(ReadAll(path_), Line(ShopInsert(1, "a")));
   EXPECT_EQ(Checkpoint(*s), "cp1");
-  ASSERT_TRUE(s->Apply(Txn({Insert(4, "d")}, "cp3")).ok());  // the sink still works
-  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")) + Line(Insert(4, "d")));
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(4, "d")}, "cp3")).ok());  // the sink still works
+  EXPECT_EQ(ReadAll(path_), Line(ShopInsert(1, "a")) + Line(ShopInsert(4, "d")));
 }
 
 TEST_F(JsonlSinkTest, EmptyCheckpointLeavesStoredOne) {
   auto s = OpenSink();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
-  ASSERT_TRUE(s->Apply(Txn({Insert(2, "b")}, "")).ok());
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(1, "a")}, "cp1")).ok());
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(2, "b")}, "")).ok());
   EXPECT_EQ(Checkpoint(*s), "cp1");
   s.reset();
   // The unconfirmed line goes on reopen: a restart from cp1 emits it again.
   s = OpenSink();
-  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")));
+  EXPECT_EQ(ReadAll(path_), Line(ShopInsert(1, "a")));
 }
 
 TEST_F(JsonlSinkTest, BatchedModeSavesCheckpointOnFlush) {
   auto s = OpenSink(/*sync=*/false);
   ASSERT_TRUE(s);
-  ASSERT_TRUE(s->Apply(Txn({Insert(1, "a")}, "cp1")).ok());
-  ASSERT_TRUE(s->Apply(Txn({Insert(2, "b")}, "cp2")).ok());
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(1, "a")}, "cp1")).ok());
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(2, "b")}, "cp2")).ok());
   EXPECT_EQ(ReadAll(path_), "");  // still buffered
   Result<std::optional<std::string>> stored = ReadSmallFile(path_ + ".checkpoint");
   ASSERT_TRUE(stored.ok() && stored->has_value());
   EXPECT_EQ((*stored)->find("cp"), std::string::npos) << **stored;
   ASSERT_TRUE(s->Flush().ok());
-  EXPECT_EQ(ReadAll(path_), Line(Insert(1, "a")) + Line(Insert(2, "b")));
+  EXPECT_EQ(ReadAll(path_), Line(ShopInsert(1, "a")) + Line(ShopInsert(2, "b")));
   stored = ReadSmallFile(path_ + ".checkpoint");
   EXPECT_NE((*stored)->find("\"cp2\""), std::string::npos) << **stored;
   ASSERT_TRUE(s->SaveCheckpoint("cp3").ok());
@@ -351,10 +335,10 @@ TEST_F(JsonlSinkTest, Stdout) {
   auto s = OpenSink(true, "-");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->checkpoint_path(), dir_ + "/stdout.checkpoint");
-  Status st = s->Apply(Txn({Insert(1, "a"), Insert(2, "b")}, "cp1"));
+  Status st = s->Apply(Txn({ShopInsert(1, "a"), ShopInsert(2, "b")}, "cp1"));
   std::string out = testing::internal::GetCapturedStdout();
   ASSERT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(out, Line(Insert(1, "a")) + Line(Insert(2, "b")));
+  EXPECT_EQ(out, Line(ShopInsert(1, "a")) + Line(ShopInsert(2, "b")));
   s.reset();
   s = OpenSink(true, "-");
   ASSERT_TRUE(s);
@@ -369,7 +353,7 @@ namespace {
 
 std::shared_ptr<const SchemaHistory> HistoryWith(const std::string& column) {
   auto h = std::make_shared<SchemaHistory>();
-  auto t = std::make_shared<TableSchema>(*Items());
+  auto t = std::make_shared<TableSchema>(*ShopItems());
   t->columns[1].name = column;
   t->columns[1].SetType("int");
   t->columns[0].SetType("int");
@@ -389,7 +373,7 @@ TEST_F(JsonlSinkTest, SchemaHistoryIsAFileWrittenOncePerChange) {
   auto h1 = SchemaHistoryTextOf(*cp.schemas);
   auto txn = [&](int id, uint64_t pos, const std::shared_ptr<const SchemaHistoryText>& h) {
     cp.stream_start.pos = pos;
-    Transaction t = Txn({Insert(id, "x")}, cp.ToJsonWithRef(h.get()));
+    Transaction t = Txn({ShopInsert(id, "x")}, cp.ToJsonWithRef(h.get()));
     t.schemas = h;
     return t;
   };
@@ -469,7 +453,7 @@ TEST_F(JsonlSinkTest, GroupsAreWrittenWhileTheDurabilityThreadSyncs) {
   auto opened = JsonlSink::Open(std::move(o));
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   std::unique_ptr<JsonlSink> s = std::move(opened).value();
-  std::vector<Transaction> g1{Txn({Insert(1, "a")}, "cp1")};
+  std::vector<Transaction> g1{Txn({ShopInsert(1, "a")}, "cp1")};
   ASSERT_TRUE(s->ApplyGroup(g1).ok());
   {
     std::unique_lock<std::mutex> lock(mu);
@@ -478,14 +462,14 @@ TEST_F(JsonlSinkTest, GroupsAreWrittenWhileTheDurabilityThreadSyncs) {
   }
   // The thread is held inside its fdatasync: the writer goes on.
   auto more = std::async(std::launch::async, [&] {
-    std::vector<Transaction> g2{Txn({Insert(2, "b")}, "cp2")};
-    std::vector<Transaction> g3{Txn({Insert(3, "c")}, "cp3")};
+    std::vector<Transaction> g2{Txn({ShopInsert(2, "b")}, "cp2")};
+    std::vector<Transaction> g3{Txn({ShopInsert(3, "c")}, "cp3")};
     return s->ApplyGroup(g2).ok() && s->ApplyGroup(g3).ok();
   });
   ASSERT_EQ(more.wait_for(std::chrono::seconds(10)), std::future_status::ready)
       << "ApplyGroup waited for the durability thread's fdatasync";
   EXPECT_TRUE(more.get());
-  const std::string all = Line(Insert(1, "a")) + Line(Insert(2, "b")) + Line(Insert(3, "c"));
+  const std::string all = Line(ShopInsert(1, "a")) + Line(ShopInsert(2, "b")) + Line(ShopInsert(3, "c"));
   EXPECT_EQ(ReadAll(path_), all) << "lines are in the file as soon as ApplyGroup returns";
   EXPECT_EQ(Checkpoint(*s), "cp3");
   const std::string state_now = ReadAll(path_ + ".checkpoint");
@@ -523,19 +507,19 @@ TEST_F(JsonlSinkTest, GroupsAreWrittenWhileTheDurabilityThreadSyncs) {
 // lines must be byte for byte the values the record serializer gives, and the other option
 // sets (which take the serializer) must still give theirs.
 TEST_F(JsonlSinkTest, PreformatterLinesAreTheSerializerValues) {
-  RowChange upd = Insert(5, "x\ty\"\\");
+  RowChange upd = ShopInsert(5, "x\ty\"\\");
   upd.op = Op::kUpdate;
   upd.before = {Value::Int(5), Value::Null()};
   upd.after = {Value::Int(6), Value::Absent()};
   upd.source.gtid = "0-1-7";
   upd.source.row = 1;
-  RowChange del = Insert(7, std::string("\xc3\xa9\x01", 3));
+  RowChange del = ShopInsert(7, std::string("\xc3\xa9\x01", 3));
   del.op = Op::kDelete;
   del.before = del.after;
   del.after.clear();
-  RowChange bytes = Insert(8, "");
+  RowChange bytes = ShopInsert(8, "");
   bytes.after[1] = Value::Bytes(std::string("\0\xff", 2));
-  const std::vector<RowChange> changes = {Insert(1, "a"), upd, del, bytes};
+  const std::vector<RowChange> changes = {ShopInsert(1, "a"), upd, del, bytes};
   RecordOptions tomb;
   tomb.tombstones = true;
   RecordOptions meta;
@@ -576,7 +560,7 @@ TEST_F(JsonlSinkTest, GroupWrittenInPlaceInManyPiecesKeepsOrder) {
   std::vector<Transaction> group;
   std::string want;
   for (int64_t i = 0; i < 1300; ++i) {
-    Transaction t = Txn({Insert(i, std::string(static_cast<size_t>(i % 97), static_cast<char>('a' + i % 26)))},
+    Transaction t = Txn({ShopInsert(i, std::string(static_cast<size_t>(i % 97), static_cast<char>('a' + i % 26)))},
                         i == 1299 ? "cp-last" : "");
     want += Line(t.changes[0]);
     ASSERT_TRUE(f->Format(t).ok());
@@ -603,23 +587,23 @@ TEST_F(JsonlSinkTest, StdoutPipeCheckpointsOnlyWhatTheReaderRead) {
   std::string got;
   std::thread reader([&] {
     char buf[4096];
-    const size_t want = Line(Insert(1, "a")).size();
+    const size_t want = Line(ShopInsert(1, "a")).size();
     while (got.size() < want) {
       ssize_t n = ::read(p[0], buf, sizeof buf);
       if (n <= 0) break;
       got.append(buf, static_cast<size_t>(n));
     }
   });
-  Status st = s->Apply(Txn({Insert(1, "a")}, "cp1"));
+  Status st = s->Apply(Txn({ShopInsert(1, "a")}, "cp1"));
   reader.join();
   EXPECT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(got, Line(Insert(1, "a")));
+  EXPECT_EQ(got, Line(ShopInsert(1, "a")));
   // A reader that dies with lines unread: the run stops and the checkpoint stays at cp1.
   std::thread dying([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ::close(p[0]);
   });
-  st = s->Apply(Txn({Insert(2, "b")}, "cp2"));
+  st = s->Apply(Txn({ShopInsert(2, "b")}, "cp2"));
   dying.join();
   ASSERT_GE(::dup2(saved, STDOUT_FILENO), 0);
   ::close(saved);

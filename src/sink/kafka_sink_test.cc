@@ -11,29 +11,16 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "sink/sink_test_util.h"
 
 namespace sluice {
 namespace {
 
-TableSchemaPtr ShopItems() {
-  auto t = std::make_shared<TableSchema>();
-  t->db = "shop";
-  t->table = "items";
-  t->columns = {ColumnDesc{"id"}, ColumnDesc{"name"}};
-  t->primary_key = {0};
-  return t;
-}
+using sink_test::ShopItems;
 
 Transaction InsertTxn(int64_t id, std::string checkpoint) {
-  RowChange c;
-  c.op = Op::kCreate;
-  c.table = ShopItems();
-  c.after = {Value::Int(id), Value::Text("item " + std::to_string(id))};
-  c.source.flavor = Flavor::kMariaDB;
-  c.source.file = "mariadb-bin.000001";
-  c.source.pos = 100 + static_cast<uint64_t>(id);
   Transaction t;
-  t.changes = {c};
+  t.changes = {sink_test::ShopInsert(id, "item " + std::to_string(id))};
   t.checkpoint = std::move(checkpoint);
   return t;
 }
