@@ -8,6 +8,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -23,6 +24,10 @@ using publish::SteadyMs;
 // Header of each checkpoint record: "<topic>:<partition>:<offset>,..." for every partition
 // written so far, the offset of its last record up to this checkpoint.
 constexpr char kOffsetsHeader[] = "sluice-offsets";
+// Header of each checkpoint record written in a transaction: "<producer nonce>:<commit
+// number>", unique per commit attempt, so that after a failed commit a new producer can tell
+// whether that commit went through (the checkpoint text alone may repeat).
+constexpr char kCommitHeader[] = "sluice-commit";
 constexpr size_t kMaxVisibleBytes = size_t{256} << 20;
 
 // Errors a retry cannot fix: the run must stop and a person act.
@@ -162,8 +167,12 @@ class KafkaSink::Impl {
   // is aborted, or finished if its commit had been written), reads the checkpoint back,
   // and produces the kept group again unless that checkpoint shows it committed.
   bool rebuild = false;
-  std::string attempted;                 // the last checkpoint of the call that failed
+  std::string attempted;                 // the last checkpoint of the call that failed at its commit
   std::optional<std::string> replayed;   // ... found committed by Rebuild: its retry is a no-op
+  std::string nonce;                     // this sink's, for kCommitHeader
+  uint64_t commits = 0;
+  std::string pending_commit;            // kCommitHeader of a commit not known to have gone through
+  std::string loaded_commit;             // kCommitHeader of the checkpoint Load read
   int depth = 0;                         // Atomically calls in progress
   struct Mark {
     size_t records, bytes;
@@ -172,7 +181,7 @@ class KafkaSink::Impl {
   };
   Status Rebuild();
   Status RebuildIfNeeded();
-  Status Abandon(const Mark& mark, const std::string& last_checkpoint, Status st);
+  Status Abandon(const Mark& mark, const std::string& last_checkpoint, bool at_commit, Status st);
   bool ProducerFatal() const {
     char why[8];
     return rk != nullptr && rd_kafka_fatal_error(rk, why, sizeof why) != RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -203,7 +212,7 @@ class KafkaSink::Impl {
   Status CreateTopic(const std::string& name, int partitions, bool compacted);
   Status Produce(rd_kafka_topic_t* rkt, int32_t partition, const char* key, size_t key_size,
                  const char* value, size_t value_size, bool has_value,
-                 const std::string* offsets_header = nullptr);
+                 const std::string* offsets_header = nullptr, const std::string* commit_header = nullptr);
   Status ProduceBatch();
   Status ProduceKept(size_t first);
   Status RetryGroup();
@@ -391,14 +400,19 @@ std::string KafkaSink::Impl::TopicOf(const Record& r) const {
 
 Status KafkaSink::Impl::Produce(rd_kafka_topic_t* rkt, int32_t partition, const char* key,
                                 size_t key_size, const char* value, size_t value_size,
-                                bool has_value, const std::string* offsets_header) {
+                                bool has_value, const std::string* offsets_header,
+                                const std::string* commit_header) {
   for (;;) {
     void* opaque = reinterpret_cast<void*>(static_cast<uintptr_t>(next_seq));
     rd_kafka_headers_t* headers = nullptr;
+    if (offsets_header != nullptr || commit_header != nullptr) headers = rd_kafka_headers_new(2);
     if (offsets_header != nullptr) {
-      headers = rd_kafka_headers_new(1);
       rd_kafka_header_add(headers, kOffsetsHeader, -1, offsets_header->data(),
                           static_cast<ssize_t>(offsets_header->size()));
+    }
+    if (commit_header != nullptr) {
+      rd_kafka_header_add(headers, kCommitHeader, -1, commit_header->data(),
+                          static_cast<ssize_t>(commit_header->size()));
     }
     // rd_kafka_produceva, not producev: producev's RD_KAFKA_V_* macros are GNU statement
     // expressions, which clang's -Wpedantic reports at every use.
@@ -512,23 +526,25 @@ Status KafkaSink::Impl::Atomically(const std::string& last_checkpoint, Body&& bo
   ++depth;
   Status st = body();
   --depth;
+  bool at_commit = false;
   if (st.ok() && txn_open &&
       (group.size() >= o.group_max_records || SteadyMs() - txn_started_ms >= o.group_max_ms)) {
     st = CommitTxn();
+    at_commit = true;
   }
-  return st.ok() ? st : Abandon(mark, last_checkpoint, std::move(st));
+  return st.ok() ? st : Abandon(mark, last_checkpoint, at_commit, std::move(st));
 }
 
 // The failed call's records leave the group (the caller makes the call again); the open
 // Kafka transaction, which may hold some of them, must never commit: the next call starts a
 // new producer, which aborts it. A definite error stops the sink as it is.
-Status KafkaSink::Impl::Abandon(const Mark& mark, const std::string& last_checkpoint, Status st) {
+Status KafkaSink::Impl::Abandon(const Mark& mark, const std::string& last_checkpoint, bool at_commit, Status st) {
   if (!broken.ok()) return broken;
   group.resize(mark.records);
   group_buf.resize(mark.bytes);
   group_checkpoint = mark.checkpoint;
   group_checkpointed = mark.checkpointed;
-  attempted = last_checkpoint;
+  attempted = at_commit ? last_checkpoint : std::string();
   rebuild = true;
   return st;
 }
@@ -561,11 +577,14 @@ Status KafkaSink::Impl::Rebuild() {
   RETURN_IF_ERROR(CreateProducer());  // init_transactions: the old transaction ends
   stored.reset();
   RETURN_IF_ERROR(Load().status());  // the checkpoint that committed, and what follows it
-  const bool attempt_committed = !attempted.empty() && stored && *stored == attempted;
-  const bool group_committed = attempt_committed || (group_checkpointed && stored && *stored == group_checkpoint);
+  // A commit whose answer was lost may have gone through (its checkpoint record, and so the
+  // whole transaction, is visible): then the kept group, and the failed call if the commit
+  // was its own, are done.
+  const bool group_committed = !pending_commit.empty() && loaded_commit == pending_commit;
+  pending_commit.clear();
   if (group_committed) {
-    if (attempt_committed) replayed = attempted;
-    group_checkpoint = *stored;
+    if (!attempted.empty()) replayed = attempted;
+    group_checkpoint = stored.value_or("");
     group.clear();
     group_buf.clear();
     group_checkpointed = false;
@@ -590,8 +609,13 @@ Status KafkaSink::Impl::ProduceState(const std::string& checkpoint) {
   std::map<Partition, int64_t> offsets = committed_offsets;
   for (const auto& [p, off] : txn_offsets) offsets[p] = std::max(offsets.count(p) ? offsets[p] : -1, off);
   const std::string header = publish::FormatKafkaOffsets(offsets);
+  if (nonce.empty()) {
+    std::random_device rd;
+    nonce = fmt::format("{:08x}{:08x}", rd(), rd());
+  }
+  pending_commit = fmt::format("{}:{}", nonce, ++commits);
   return Produce(rkt, 0, o.state_key.data(), o.state_key.size(), checkpoint.data(), checkpoint.size(), true,
-                 &header);
+                 &header, &pending_commit);
 }
 
 // A fencing (another producer with our transactional_id) or a refusal is definite: the run
@@ -633,6 +657,7 @@ Status KafkaSink::Impl::CommitTxn() {
     if (st.ok() && !group_checkpoint.empty()) st = ProduceState(group_checkpoint);
     rd_kafka_error_t* e = st.ok() ? rd_kafka_commit_transaction(rk, o.delivery_timeout_ms) : nullptr;
     if (st.ok() && e == nullptr) {
+      pending_commit.clear();
       if (!group_checkpoint.empty()) stored = group_checkpoint;
       for (const auto& [p, off] : txn_offsets) {
         int64_t& last = committed_offsets.try_emplace(p, -1).first->second;
@@ -738,7 +763,7 @@ Status KafkaSink::Impl::FlushAll() {
     replayed.reset();
     const Mark now{group.size(), group_buf.size(), group_checkpoint, group_checkpointed};
     Status st = CommitTxn();
-    return st.ok() ? st : Abandon(now, "", std::move(st));
+    return st.ok() ? st : Abandon(now, "", /*at_commit=*/true, std::move(st));
   }
   for (int round = 0; round < 2; ++round) {
     rd_kafka_resp_err_t e = rd_kafka_flush(rk, o.delivery_timeout_ms);
@@ -899,6 +924,7 @@ Result<std::optional<std::string>> KafkaSink::Impl::Load() {
   rd_kafka_topic_partition_list_destroy(list);
   std::optional<std::string> last;
   std::optional<std::string> last_offsets;  // the kOffsetsHeader of `last`
+  loaded_commit.clear();
   Status st;
   const int64_t deadline = SteadyMs() + 30000;
   for (;;) {
@@ -933,12 +959,15 @@ Result<std::optional<std::string>> KafkaSink::Impl::Load() {
         last.reset();
       }
       last_offsets.reset();
+      loaded_commit.clear();
       rd_kafka_headers_t* headers = nullptr;
       const void* text = nullptr;
       size_t size = 0;
-      if (rd_kafka_message_headers(m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-          rd_kafka_header_get_last(headers, kOffsetsHeader, &text, &size) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        last_offsets = std::string(static_cast<const char*>(text), size);
+      if (rd_kafka_message_headers(m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (rd_kafka_header_get_last(headers, kOffsetsHeader, &text, &size) == RD_KAFKA_RESP_ERR_NO_ERROR)
+          last_offsets = std::string(static_cast<const char*>(text), size);
+        if (rd_kafka_header_get_last(headers, kCommitHeader, &text, &size) == RD_KAFKA_RESP_ERR_NO_ERROR)
+          loaded_commit = std::string(static_cast<const char*>(text), size);
       }
     }
     st = Status::Ok();

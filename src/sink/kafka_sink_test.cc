@@ -42,12 +42,12 @@ class KafkaSinkTest : public ::testing::Test {
     if (cluster_rk_ != nullptr) rd_kafka_destroy(cluster_rk_);
   }
 
-  std::unique_ptr<KafkaSink> Open() {
+  std::unique_ptr<KafkaSink> Open(uint32_t group_max_records = 1000000) {
     KafkaSinkOptions o;
     o.bootstrap_servers = bootstrap_;
     o.transactional_id = "sluice-unit";
     o.create_topics = false;  // the mock creates topics when first written (no CreateTopics in 2.0.2)
-    o.group_max_records = 1000000;  // commits on Flush only
+    o.group_max_records = group_max_records;  // default: commits on Flush only
     o.group_max_ms = 3600000;
     o.delivery_timeout_ms = 10000;
     o.properties = {{"log_level", "0"}};
@@ -154,6 +154,29 @@ TEST_F(KafkaSinkTest, AFatalProducerErrorAtCommitIsRetriedWithANewProducer) {
   auto stored = next->LoadCheckpoint();
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
   EXPECT_EQ(stored->value_or(""), "cp2");
+}
+
+// A commit whose answer is a fatal error (EndTxn: INVALID_TXN_STATE) after its checkpoint
+// record is visible (the mock writes no abort markers, so it shows it): the new producer
+// finds that commit's kCommitHeader in the state topic and produces nothing again, and the
+// failed call made again is a no-op. (On a real cluster the new producer's init_transactions
+// aborts such a transaction, its checkpoint record is not visible, and the group is produced
+// again: the path of the tests above.)
+TEST_F(KafkaSinkTest, ACommitThatWentThroughIsNotProducedAgain) {
+  auto sink = Open(/*group_max_records=*/3);  // the second Apply commits
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->LoadCheckpoint().ok());
+  ASSERT_TRUE(sink->PrepareTable(*ShopItems()).ok());
+  ASSERT_TRUE(sink->Apply(InsertTxn(1, "cp1")).ok());
+  rd_kafka_mock_push_request_errors(cluster_, 26 /* EndTxn */, 1, RD_KAFKA_RESP_ERR_INVALID_TXN_STATE);
+  Status failed = sink->Apply(InsertTxn(2, "cp2"));
+  EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
+  Status again = sink->Apply(InsertTxn(2, "cp2"));
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  ASSERT_TRUE(sink->Apply(InsertTxn(3, "cp3")).ok());
+  ASSERT_TRUE(sink->Flush().ok());
+  EXPECT_EQ(Keys(), (std::map<std::string, int>{{"{\"id\":1}", 1}, {"{\"id\":2}", 1}, {"{\"id\":3}", 1}}));
+  EXPECT_EQ(StoredCheckpoint(), "cp3");
 }
 
 // An idle stream (Sink::Idle) commits the open transaction at once: before, it stayed open
