@@ -25,10 +25,12 @@
 //    backoff 0.5 s doubling); the group's records are kept in memory for that.
 //    This does not depend on the broker's abort markers: a group's records are delivered
 //    before its checkpoint record is produced; the checkpoint record's header
-//    "sluice-offsets" lists each partition's last offset up to it; LoadCheckpoint (and a
-//    retry after an abort) reads, read_committed, what follows those offsets, and records
-//    regenerated after the checkpoint that are already there (same key, same value but for
-//    ts_ms, first in line for their key) are not produced again (docs/sinks.md).
+//    "sluice-offsets" lists each partition's last offset up to it, and "sluice-commit" names
+//    the commit attempt (so that a new producer can tell whether a commit whose answer was
+//    lost went through); LoadCheckpoint (and a retry after an abort) reads, read_committed,
+//    what follows those offsets, and records regenerated after the checkpoint that are
+//    already there (same key, same value but for ts_ms, first in line for their key) are not
+//    produced again (docs/sinks.md).
 // Back-pressure: the producer queue is bounded (queue_max_kbytes); when it is full, Apply
 // waits for deliveries. Errors: kFailedPrecondition for definite errors (authorisation,
 // unknown or misconfigured topic, record too large, a fenced producer), naming the topic and
