@@ -24,9 +24,8 @@ shards=${SLUICE_TEST_SHARDS:-2}
 # took 115, 60 and 42 s under ASan at load 9-12) or timing-sensitive tests, and five of the
 # six DDL matrix runs (15-35 s; Streaming_FULL runs under ASan): run once, against the
 # optimised binary. BigTransaction.SqliteAppliesItInPartsUnderTheCap too: its peak RSS is
-# checked only there (ASan's quarantine keeps freed memory). Publish.NatsDown...: 47 s, most
-# of it waiting out the sink's re-sends.
-long=${SLUICE_LONG_TESTS:-Observe.ProgressDisplayInATerminal:SnapshotParallel.EveryKeyTypeUnderWriteLoadMatchesAndEachKeyMovesForward:Publish.NatsClusterNodeKilledAndSluiceKilledExactlyOnce:Publish.NatsDownLongerThanTheResendsStopsTheRunAndTheNextRunPublishesOnce:OnlineReread.CatchingUpOverTransactionsAndDdlEqualsTheSource:Verify.MillionRowsEqualAndOneChangedValueNamedIdleAndUnderLoad:Incremental.UpsertRunsUnderConcurrentWriterAndLateCommit:Incremental.SigkillDuringBackfillAndPagingResumes:ModesAndMetadata/DdlMatrix.*/Stopped_*:ModesAndMetadata/DdlMatrix.*/Streaming_MINIMAL:ModesAndMetadata/DdlMatrix.*/Streaming_NO_LOG:BigTransaction.SqliteAppliesItInPartsUnderTheCap}
+# checked only there (ASan's quarantine keeps freed memory).
+long=${SLUICE_LONG_TESTS:-Observe.ProgressDisplayInATerminal:SnapshotParallel.EveryKeyTypeUnderWriteLoadMatchesAndEachKeyMovesForward:Publish.NatsClusterNodeKilledAndSluiceKilledExactlyOnce:OnlineReread.CatchingUpOverTransactionsAndDdlEqualsTheSource:Verify.MillionRowsEqualAndOneChangedValueNamedIdleAndUnderLoad:Incremental.UpsertRunsUnderConcurrentWriterAndLateCommit:Incremental.SigkillDuringBackfillAndPagingResumes:ModesAndMetadata/DdlMatrix.*/Stopped_*:ModesAndMetadata/DdlMatrix.*/Streaming_MINIMAL:ModesAndMetadata/DdlMatrix.*/Streaming_NO_LOG:BigTransaction.SqliteAppliesItInPartsUnderTheCap}
 asan_filter=${SLUICE_ASAN_GTEST_FILTER:--$long}
 release_filter=${SLUICE_RELEASE_TESTS:-$long}
 

@@ -435,14 +435,20 @@ Status NatsSink::Impl::WaitAcks() {
       return broken;
     }
     LogWarning("nats sink: {} record(s) not acknowledged ({}); sending them again", retry.size(), retry.front().text);
-    std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(round, 4)));
+    // Backoff 250 ms doubling to 4 s (shorter with an ack_timeout_ms under 1 s).
+    const int64_t base_ms = std::min<int64_t>(250, o.ack_timeout_ms / 4);
+    std::this_thread::sleep_for(std::chrono::milliseconds(base_ms << std::min(round, 4)));
+    bool unavailable = false;  // a re-send failed: the rest of this round waits for the next
     for (const Failed& f : retry) {
       if (IsDefinite(f.status, f.code)) {
         return Refused(f.subject, f.key, f.text);
       }
-      Status st = PublishOne(f.subject, f.id, f.key, f.data, f.tombstone, true);
+      Status st = unavailable ? Status::Unavailable("") : PublishOne(f.subject, f.id, f.key, f.data, f.tombstone, true);
       if (!st.ok() && !broken.ok()) return broken;
       if (!st.ok()) {
+        // Each synchronous re-send waits up to ack_timeout_ms: with the server gone, one per
+        // round, not one per record (a round of 1,000 records took 1,000 x 10 s).
+        unavailable = true;
         std::lock_guard<std::mutex> lock(mu);
         failed.push_back(f);
       }

@@ -659,7 +659,7 @@ TEST(Publish, NatsDownLongerThanTheResendsStopsTheRunAndTheNextRunPublishesOnce)
   spec.sink_path = dir.File("unused");
   std::string config = AppendSinkTable(WriteConfig(dir, spec),
                                        "[sink.nats]\nurl = \"" + NatsUrls(nodes) +
-                                           "\"\nsubject_prefix = \"down\"\ngroup_max_records = 20\nack_timeout_ms = 200\n");
+                                           "\"\nsubject_prefix = \"down\"\ngroup_max_records = 20\nack_timeout_ms = 100\n");
   auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(first.exit_code, 0) << first.output;
   Reference reference(dir, spec, db);
