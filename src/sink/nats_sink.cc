@@ -3,6 +3,7 @@
 
 #include <nats/nats.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -85,12 +86,23 @@ class NatsSink::Impl {
     }
     if (kv != nullptr) kvStore_Destroy(kv);
     if (js != nullptr) jsCtx_Destroy(js);
+    if (watch != nullptr) watch->closing = true;
     if (nc != nullptr) natsConnection_Destroy(nc);
     if (opts != nullptr) natsOptions_Destroy(opts);
   }
 
   Status Open();
   Status Publish(const std::string& checkpoint);
+  // What the connection's callbacks use. The client calls them on its own thread, possibly
+  // after the sink is gone: the closed callback (the connection's last) frees it.
+  struct Watch {
+    std::string url;  // credentials masked
+    std::atomic<bool> closing{false};
+  };
+  static void OnDisconnected(natsConnection* nc, void* closure);
+  static void OnReconnected(natsConnection* nc, void* closure);
+  static void OnClosed(natsConnection* nc, void* closure);
+  Watch* watch = nullptr;  // owned by the connection's callbacks once connected
   Status Commit();  // waits for acks, resends failures, stores the checkpoint
   Status WaitAcks();
   // (subject, key) of the keyed records published since the last WaitAcks. A record whose
@@ -161,7 +173,24 @@ namespace {
 void ErrHandler(jsCtx*, jsPubAckErr* pae, void* closure) {
   static_cast<NatsSink::Impl*>(closure)->OnError(pae);
 }
+
 }  // namespace
+
+// The connection's state, said when it changes: a server gone is otherwise silent until the
+// records of a group wait for their acknowledgements (a new user's probe saw 40 s of nothing).
+void NatsSink::Impl::OnDisconnected(natsConnection*, void* closure) {
+  const auto* w = static_cast<const Watch*>(closure);
+  if (!w->closing) LogWarning("nats sink ({}): disconnected; reconnecting, and publishing waits meanwhile", w->url);
+}
+
+void NatsSink::Impl::OnReconnected(natsConnection* nc, void* closure) {
+  const auto* w = static_cast<const Watch*>(closure);
+  char url[256] = "";
+  (void)natsConnection_GetConnectedUrl(nc, url, sizeof url);
+  LogInfo("nats sink ({}): reconnected to {}", w->url, RedactUrlCredentials(url));
+}
+
+void NatsSink::Impl::OnClosed(natsConnection*, void* closure) { delete static_cast<Watch*>(closure); }
 
 void NatsSink::Impl::OnError(jsPubAckErr* pae) {
   Failed f;
@@ -188,10 +217,19 @@ Status NatsSink::Impl::Open() {
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
   if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, false, nullptr, nullptr);
+  auto* w = new Watch;
+  w->url = RedactUrlCredentials(o.url);
+  if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, OnDisconnected, w);
+  if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, OnReconnected, w);
+  if (s == NATS_OK) s = natsOptions_SetClosedCB(opts, OnClosed, w);
   if (s == NATS_OK) s = publish::SetNatsCredentials(opts, o);
   if (s != NATS_OK) return Err(s, "options");
   s = natsConnection_Connect(&nc, opts);
-  if (s != NATS_OK) return Err(s, "connect");
+  if (s != NATS_OK) {
+    delete w;  // no connection, so no callbacks
+    return Err(s, "connect");
+  }
+  watch = w;
   jsOptions jo;
   jsOptions_Init(&jo);
   jo.Wait = o.ack_timeout_ms;

@@ -662,6 +662,7 @@ TEST(Publish, NatsDownLongerThanTheResendsStopsTheRunAndTheNextRunPublishesOnce)
                                            "\"\nsubject_prefix = \"down\"\ngroup_max_records = 20\nack_timeout_ms = 100\n");
   auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.output.find("disconnected"), std::string::npos) << first.output;  // not at a normal close
   Reference reference(dir, spec, db);
   const std::string log = dir.File("sluice.log");
   BackgroundRun run(config, log);
@@ -674,6 +675,7 @@ TEST(Publish, NatsDownLongerThanTheResendsStopsTheRunAndTheNextRunPublishesOnce)
   EXPECT_EQ(rc, 1) << text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
   EXPECT_NE(text.find("the run stops, and the next one resumes from the last stored checkpoint"), std::string::npos)
       << text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
+  EXPECT_NE(text.find("disconnected; reconnecting"), std::string::npos) << text.substr(0, 4000);
   StartNats(&nodes[0], nodes, "");
   std::this_thread::sleep_for(milliseconds(1000));
   auto again = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(120));
