@@ -317,6 +317,7 @@ Status KafkaSink::Impl::CreateProducer() {
     }
   }
   rd_kafka_conf_set_dr_msg_cb(conf, DeliveryCallback);
+  publish::SetKafkaLog(conf);
   rd_kafka_conf_set_opaque(conf, this);
   rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
   if (rk == nullptr) return Status::InvalidArgument(fmt::format("kafka sink: {}", err));

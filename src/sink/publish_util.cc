@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "util/log.h"
@@ -118,6 +119,32 @@ void DestinationOwners::Leave(const SchemaChange& change) {
   if (it != owners_.end() && it->second.first == b->db && it->second.second == b->table) owners_.erase(it);
 }
 
+namespace {
+
+void KafkaLogLine(const rd_kafka_t*, int level, const char* fac, const char* buf) {
+  if (level > 4) return;  // LOG_NOTICE and below: librdkafka's chatter
+  static std::mutex mu;
+  static std::string last;
+  static int64_t last_ms = 0;
+  static int repeated = 0;
+  std::string line = fmt::format("kafka: {}: {}", fac, buf);
+  const int64_t now = SteadyMs();
+  std::lock_guard<std::mutex> lock(mu);
+  if (line == last && now - last_ms < 10000) {
+    ++repeated;
+    return;
+  }
+  if (repeated > 0) LogWarning("{} (and {} more time(s))", last, repeated);
+  repeated = 0;
+  last = line;
+  last_ms = now;
+  LogWarning("{}", line);
+}
+
+}  // namespace
+
+void SetKafkaLog(rd_kafka_conf_t* conf) { rd_kafka_conf_set_log_cb(conf, KafkaLogLine); }
+
 Result<rd_kafka_t*> NewKafkaReader(const KafkaSinkOptions& o, const char* group_id) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -139,6 +166,7 @@ Result<rd_kafka_t*> NewKafkaReader(const KafkaSinkOptions& o, const char* group_
       return KafkaPropertyError("kafka: ", k, v, err);
     }
   }
+  SetKafkaLog(conf);
   rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   if (c == nullptr) return Status::InvalidArgument(fmt::format("kafka: {}", err));
   return c;

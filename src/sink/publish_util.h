@@ -74,6 +74,12 @@ class DestinationOwners {
   std::map<std::string, std::pair<std::string, std::string>> owners_;  // destination -> (db, table)
 };
 
+// Sends librdkafka's own log lines of `conf` to sluice's log (its default prints
+// "%3|<time>|..." to stderr, outside the log's format): errors and warnings as warnings, the
+// rest left out, and the same line again within 10 s counted instead of repeated (a broker
+// outage repeats each line per broker and second).
+void SetKafkaLog(rd_kafka_conf_t* conf);
+
 // A consumer with isolation.level=read_committed, partition EOF events on, no offset
 // commits, and the security.*/sasl.*/ssl.* properties of `o`. kInvalidArgument on a bad
 // property.
