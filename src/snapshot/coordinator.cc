@@ -230,9 +230,21 @@ class Worker {
 
   Status RunJobs() {
     std::map<size_t, bool> checked;  // tables whose columns this worker has verified
+    std::optional<size_t> last_table;
     for (const Job& job : jobs_) {
       if (replan_.Has(job.table)) continue;  // copied again after this pass
       const TableState& t = tables_[job.table];
+      // A read transaction holds a metadata lock on every table it has read until it ends, so
+      // a DDL on a table copied long before (and every write queued behind that DDL) waited
+      // for the whole snapshot (a new user's probe: an INSERT blocked 8 s behind an ALTER).
+      // Where a new transaction gets its own point without a lock (MariaDB), a worker moving
+      // on to another table ends its transaction and reads that table in a new one.
+      if (snap_ && last_table && *last_table != job.table && snap_->RenewableWithoutLock()) {
+        auto renewed = Snapshot::Renew(std::move(snap_));
+        if (renewed.ok()) snap_ = std::move(renewed).value();  // else a new connection below
+        checked.clear();
+      }
+      last_table = job.table;
       KeyTexts after;
       if (job.range >= 0) after = t.progress->ranges[job.range].last_key;
       auto last_progress = Clock::now();

@@ -177,42 +177,7 @@ Result<std::unique_ptr<Snapshot>> Snapshot::BeginKnowing(const ConnectOptions& c
     return snap;
   }
   if (method == SnapshotMethod::kSnapshotStatus) {
-    RETURN_IF_ERROR(c.Execute(kStart));
-    ASSIGN_OR_RETURN(QueryResult st, c.Query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'"));
-    std::string file, pos_text;
-    for (const TextRow& row : st.rows) {
-      if (row.size() < 2 || !row[0]) continue;
-      if (*row[0] == "Binlog_snapshot_file") file = row[1].value_or("");
-      if (*row[0] == "Binlog_snapshot_position") pos_text = row[1].value_or("");
-    }
-    uint64_t pos = 0;
-    auto [p, ec] = std::from_chars(pos_text.data(), pos_text.data() + pos_text.size(), pos);
-    if (file.empty() || ec != std::errc() || p != pos_text.data() + pos_text.size())
-      return Status::FailedPrecondition(
-          "the server reports no Binlog_snapshot_file/position: is binary logging on "
-          "(log_bin)?");
-    snap->point_.position = {file, pos};
-    // The GTID position is a function of the binlog offset, and BINLOG_GTID_POS reads the
-    // binlog file from its start up to it (14-15 % of the server's CPU for a 2 M-row snapshot
-    // whose binlog file was 773 MB, once per read transaction: BENCHMARKS.md): a point
-    // another transaction of this snapshot already mapped is not mapped again, and a point
-    // at the binlog's end is read from @@global.gtid_binlog_pos.
-    if (known != nullptr && !known->gtid.empty() && known->position == snap->point_.position) {
-      snap->point_.gtid = known->gtid;
-      return snap;
-    }
-    ASSIGN_OR_RETURN(std::optional<std::string> quiet, GtidIfBinlogEndsAt(c, snap->point_.position));
-    if (quiet) {
-      snap->point_.gtid = std::move(*quiet);
-      return snap;
-    }
-    ASSIGN_OR_RETURN(QueryResult g, c.Query(fmt::format("SELECT BINLOG_GTID_POS({}, {})",
-                                                        c.Quote(file), pos)));
-    if (g.rows.empty() || !g.rows[0][0])
-      return Status::FailedPrecondition(fmt::format(
-          "BINLOG_GTID_POS({}, {}) returned NULL: the snapshot point is not a GTID position",
-          file, pos));
-    snap->point_.gtid = *g.rows[0][0];
+    RETURN_IF_ERROR(snap->StartWithStatus(known));
     return snap;
   }
 
@@ -233,6 +198,58 @@ Result<std::unique_ptr<Snapshot>> Snapshot::BeginKnowing(const ConnectOptions& c
   RETURN_IF_ERROR(c.Execute(kStart));
   RETURN_IF_ERROR(lock.Release());
   return snap;
+}
+
+Status Snapshot::StartWithStatus(const SnapshotPoint* known) {
+  Connection& c = *conn_;
+  renewable_ = true;
+  RETURN_IF_ERROR(c.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"));
+  ASSIGN_OR_RETURN(QueryResult st, c.Query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'"));
+  std::string file, pos_text;
+  for (const TextRow& row : st.rows) {
+    if (row.size() < 2 || !row[0]) continue;
+    if (*row[0] == "Binlog_snapshot_file") file = row[1].value_or("");
+    if (*row[0] == "Binlog_snapshot_position") pos_text = row[1].value_or("");
+  }
+  uint64_t pos = 0;
+  auto [p, ec] = std::from_chars(pos_text.data(), pos_text.data() + pos_text.size(), pos);
+  if (file.empty() || ec != std::errc() || p != pos_text.data() + pos_text.size())
+    return Status::FailedPrecondition(
+        "the server reports no Binlog_snapshot_file/position: is binary logging on "
+        "(log_bin)?");
+  point_.position = {file, pos};
+  // The GTID position is a function of the binlog offset, and BINLOG_GTID_POS reads the
+  // binlog file from its start up to it (14-15 % of the server's CPU for a 2 M-row snapshot
+  // whose binlog file was 773 MB, once per read transaction: BENCHMARKS.md): a point
+  // another transaction of this snapshot already mapped is not mapped again, and a point
+  // at the binlog's end is read from @@global.gtid_binlog_pos.
+  if (known != nullptr && !known->gtid.empty() && known->position == point_.position) {
+    point_.gtid = known->gtid;
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> quiet, GtidIfBinlogEndsAt(c, point_.position));
+  if (quiet) {
+    point_.gtid = std::move(*quiet);
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(QueryResult g, c.Query(fmt::format("SELECT BINLOG_GTID_POS({}, {})",
+                                                      c.Quote(file), pos)));
+  if (g.rows.empty() || !g.rows[0][0])
+    return Status::FailedPrecondition(fmt::format(
+        "BINLOG_GTID_POS({}, {}) returned NULL: the snapshot point is not a GTID position",
+        file, pos));
+  point_.gtid = *g.rows[0][0];
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Snapshot>> Snapshot::Renew(std::unique_ptr<Snapshot> done) {
+  if (!done->renewable_)
+    return Status::InvalidArgument("only a MariaDB snapshot-status read transaction can be renewed");
+  RETURN_IF_ERROR(done->Finish());
+  std::unique_ptr<Snapshot> next(new Snapshot(std::move(done->conn_)));
+  next->point_.flavor = done->point_.flavor;
+  RETURN_IF_ERROR(next->StartWithStatus(&done->point_));
+  return next;
 }
 
 Result<std::vector<std::unique_ptr<Snapshot>>> Snapshot::BeginMany(

@@ -134,6 +134,15 @@ class Snapshot {
   // Ends the transaction (COMMIT). Further ReadTable calls fail.
   Status Finish();
 
+  // Whether a new read transaction of this one's kind has a point of its own without a lock
+  // (MariaDB, kSnapshotStatus): then Renew may replace it at any time.
+  bool RenewableWithoutLock() const { return renewable_; }
+  // Ends `done`'s transaction (COMMIT, which releases the metadata locks it holds on every
+  // table it read) and opens a new one on the same connection, with its own point (its GTID
+  // taken from `done`'s when the position is the same). Only for RenewableWithoutLock()
+  // snapshots (kInvalidArgument otherwise); errors are the connection's.
+  static Result<std::unique_ptr<Snapshot>> Renew(std::unique_ptr<Snapshot> done);
+
   uint64_t connection_id() const { return conn_->connection_id(); }
   // The read transaction's session (for checks inside the transaction).
   Connection& connection() { return *conn_; }
@@ -145,6 +154,10 @@ class Snapshot {
   static Result<std::unique_ptr<Snapshot>> BeginKnowing(const ConnectOptions& conn_options,
                                                         const SnapshotOptions& options,
                                                         const SnapshotPoint* known);
+  // kSnapshotStatus on this snapshot's connection: START TRANSACTION WITH CONSISTENT
+  // SNAPSHOT, then its point.
+  Status StartWithStatus(const SnapshotPoint* known);
+  bool renewable_ = false;
 
   std::unique_ptr<Connection> conn_;
   SnapshotPoint point_;
