@@ -42,6 +42,15 @@ class KafkaSinkTest : public ::testing::Test {
     if (cluster_rk_ != nullptr) rd_kafka_destroy(cluster_rk_);
   }
 
+  // Open, the checkpoint loaded and shop.items prepared, as a run starts.
+  std::unique_ptr<KafkaSink> Started(uint32_t group_max_records = 1000000) {
+    auto sink = Open(group_max_records);
+    if (sink == nullptr) return nullptr;
+    EXPECT_TRUE(sink->LoadCheckpoint().ok());
+    EXPECT_TRUE(sink->PrepareTable(*ShopItems()).ok());
+    return sink;
+  }
+
   std::unique_ptr<KafkaSink> Open(uint32_t group_max_records = 1000000) {
     KafkaSinkOptions o;
     o.bootstrap_servers = bootstrap_;
@@ -115,10 +124,8 @@ class KafkaSinkTest : public ::testing::Test {
 // fencing fails the call (kUnavailable, nothing of it kept); the same call made again starts
 // a new producer and publishes the open group and the call once each.
 TEST_F(KafkaSinkTest, AFatalProducerErrorIsRetriedWithANewProducerExactlyOnce) {
-  auto sink = Open();
+  auto sink = Started();
   ASSERT_NE(sink, nullptr);
-  ASSERT_TRUE(sink->LoadCheckpoint().ok());
-  ASSERT_TRUE(sink->PrepareTable(*ShopItems()).ok());
   ASSERT_TRUE(sink->Apply(InsertTxn(1, "cp1")).ok());
   sink->FailProducerForTest(RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
   Status failed = sink->Apply(InsertTxn(2, "cp2"));
@@ -128,32 +135,20 @@ TEST_F(KafkaSinkTest, AFatalProducerErrorIsRetriedWithANewProducerExactlyOnce) {
   ASSERT_TRUE(sink->Apply(InsertTxn(3, "cp3")).ok());
   ASSERT_TRUE(sink->Flush().ok());
   EXPECT_EQ(Keys(), (std::map<std::string, int>{{"{\"id\":1}", 1}, {"{\"id\":2}", 1}, {"{\"id\":3}", 1}}));
-  sink.reset();
-  auto next = Open();
-  ASSERT_NE(next, nullptr);
-  auto stored = next->LoadCheckpoint();
-  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
-  EXPECT_EQ(stored->value_or(""), "cp3");
+  EXPECT_EQ(StoredCheckpoint(), "cp3");
 }
 
 // The same at commit time: Flush fails, and Flush again commits the whole group once.
 TEST_F(KafkaSinkTest, AFatalProducerErrorAtCommitIsRetriedWithANewProducer) {
-  auto sink = Open();
+  auto sink = Started();
   ASSERT_NE(sink, nullptr);
-  ASSERT_TRUE(sink->LoadCheckpoint().ok());
-  ASSERT_TRUE(sink->PrepareTable(*ShopItems()).ok());
   ASSERT_TRUE(sink->ApplyGroup({InsertTxn(1, "cp1"), InsertTxn(2, "cp2")}).ok());
   sink->FailProducerForTest(RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
   EXPECT_EQ(sink->Flush().code(), StatusCode::kUnavailable);
   Status again = sink->Flush();
   ASSERT_TRUE(again.ok()) << again.ToString();
   EXPECT_EQ(Keys(), (std::map<std::string, int>{{"{\"id\":1}", 1}, {"{\"id\":2}", 1}}));
-  sink.reset();
-  auto next = Open();
-  ASSERT_NE(next, nullptr);
-  auto stored = next->LoadCheckpoint();
-  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
-  EXPECT_EQ(stored->value_or(""), "cp2");
+  EXPECT_EQ(StoredCheckpoint(), "cp2");
 }
 
 // A commit whose answer is a fatal error (EndTxn: INVALID_TXN_STATE) after its checkpoint
@@ -163,10 +158,8 @@ TEST_F(KafkaSinkTest, AFatalProducerErrorAtCommitIsRetriedWithANewProducer) {
 // aborts such a transaction, its checkpoint record is not visible, and the group is produced
 // again: the path of the tests above.)
 TEST_F(KafkaSinkTest, ACommitThatWentThroughIsNotProducedAgain) {
-  auto sink = Open(/*group_max_records=*/3);  // the second Apply commits
+  auto sink = Started(/*group_max_records=*/3);  // the second Apply commits
   ASSERT_NE(sink, nullptr);
-  ASSERT_TRUE(sink->LoadCheckpoint().ok());
-  ASSERT_TRUE(sink->PrepareTable(*ShopItems()).ok());
   ASSERT_TRUE(sink->Apply(InsertTxn(1, "cp1")).ok());
   rd_kafka_mock_push_request_errors(cluster_, 26 /* EndTxn */, 1, RD_KAFKA_RESP_ERR_INVALID_TXN_STATE);
   Status failed = sink->Apply(InsertTxn(2, "cp2"));
@@ -183,10 +176,8 @@ TEST_F(KafkaSinkTest, ACommitThatWentThroughIsNotProducedAgain) {
 // (invisible to read_committed consumers, its checkpoint not stored) until the next
 // transaction arrived, however long that took.
 TEST_F(KafkaSinkTest, IdleCommitsTheOpenTransaction) {
-  auto sink = Open();
+  auto sink = Started();
   ASSERT_NE(sink, nullptr);
-  ASSERT_TRUE(sink->LoadCheckpoint().ok());
-  ASSERT_TRUE(sink->PrepareTable(*ShopItems()).ok());
   ASSERT_TRUE(sink->Apply(InsertTxn(1, "cp1")).ok());
   EXPECT_EQ(StoredCheckpoint(), "");
   ASSERT_TRUE(sink->Idle().ok());
@@ -196,10 +187,8 @@ TEST_F(KafkaSinkTest, IdleCommitsTheOpenTransaction) {
 
 // A fencing (another producer took the transactional_id) stops the sink for good.
 TEST_F(KafkaSinkTest, AFencedProducerStops) {
-  auto sink = Open();
+  auto sink = Started();
   ASSERT_NE(sink, nullptr);
-  ASSERT_TRUE(sink->LoadCheckpoint().ok());
-  ASSERT_TRUE(sink->PrepareTable(*ShopItems()).ok());
   ASSERT_TRUE(sink->Apply(InsertTxn(1, "cp1")).ok());
   sink->FailProducerForTest(RD_KAFKA_RESP_ERR__FENCED);
   EXPECT_EQ(sink->Flush().code(), StatusCode::kFailedPrecondition);

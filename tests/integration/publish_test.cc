@@ -186,6 +186,21 @@ std::string AppendSinkTable(const std::string& config, const std::string& table)
   return config;
 }
 
+// The spec of a run publishing db.* to NATS, and its config: url = `nodes`, then `lines` (more
+// [sink.nats] keys).
+SluiceConfigSpec NatsSpec(const TempDir& dir, const std::string& db) {
+  SluiceConfigSpec spec;
+  spec.tables = {db + ".*"};
+  spec.sink_type = "nats";
+  spec.sink_path = dir.File("unused");
+  spec.chunk_rows = 100;
+  return spec;
+}
+std::string NatsConfig(const TempDir& dir, const SluiceConfigSpec& spec, const std::vector<NatsNode>& nodes,
+                       const std::string& lines) {
+  return AppendSinkTable(WriteConfig(dir, spec), "[sink.nats]\nurl = \"" + NatsUrls(nodes) + "\"\n" + lines);
+}
+
 // One change as both destinations can name it.
 struct Change {
   std::string table, op, key;  // key: canonical JSON of the primary key
@@ -621,13 +636,8 @@ TEST(Publish, NatsSingleNodeKilledBeforeCheckpointPublishesNoDuplicate) {
   TempDir dir;
   auto nodes = StartNatsNodes(dir, 1);
   std::this_thread::sleep_for(milliseconds(700));
-  SluiceConfigSpec spec;
-  spec.tables = {db + ".*"};
-  spec.sink_type = "nats";
-  spec.sink_path = dir.File("unused");
-  spec.chunk_rows = 100;
-  std::string config = AppendSinkTable(WriteConfig(dir, spec), "[sink.nats]\nurl = \"" + NatsUrls(nodes) +
-                                                                   "\"\nsubject_prefix = \"pub1\"\ngroup_max_records = 20\n");
+  const SluiceConfigSpec spec = NatsSpec(dir, db);
+  const std::string config = NatsConfig(dir, spec, nodes, "subject_prefix = \"pub1\"\ngroup_max_records = 20\n");
   auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(first.exit_code, 0) << first.output;
   Reference reference(dir, spec, db);
@@ -653,13 +663,9 @@ TEST(Publish, NatsDownLongerThanTheResendsStopsTheRunAndTheNextRunPublishesOnce)
   TempDir dir;
   auto nodes = StartNatsNodes(dir, 1);
   std::this_thread::sleep_for(milliseconds(700));
-  SluiceConfigSpec spec;
-  spec.tables = {db + ".*"};
-  spec.sink_type = "nats";
-  spec.sink_path = dir.File("unused");
-  std::string config = AppendSinkTable(WriteConfig(dir, spec),
-                                       "[sink.nats]\nurl = \"" + NatsUrls(nodes) +
-                                           "\"\nsubject_prefix = \"down\"\ngroup_max_records = 20\nack_timeout_ms = 100\n");
+  const SluiceConfigSpec spec = NatsSpec(dir, db);
+  const std::string config =
+      NatsConfig(dir, spec, nodes, "subject_prefix = \"down\"\ngroup_max_records = 20\nack_timeout_ms = 100\n");
   auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_EQ(first.output.find("disconnected"), std::string::npos) << first.output;  // not at a normal close
@@ -690,13 +696,8 @@ TEST(Publish, NatsClusterNodeKilledAndSluiceKilledExactlyOnce) {
   TempDir dir;
   auto nodes = StartNatsNodes(dir, 3);
   std::this_thread::sleep_for(seconds(3));  // routes and the JetStream meta leader
-  SluiceConfigSpec spec;
-  spec.tables = {db + ".*"};
-  spec.sink_type = "nats";
-  spec.sink_path = dir.File("unused");
-  spec.chunk_rows = 100;
-  std::string config = AppendSinkTable(WriteConfig(dir, spec), "[sink.nats]\nurl = \"" + NatsUrls(nodes) +
-                                                                   "\"\nsubject_prefix = \"pub3\"\nreplicas = 3\n");
+  const SluiceConfigSpec spec = NatsSpec(dir, db);
+  const std::string config = NatsConfig(dir, spec, nodes, "subject_prefix = \"pub3\"\nreplicas = 3\n");
   const std::string log = dir.File("sluice.log");
   std::mt19937 rng(11);
   // sluice must first create the stream (retried while the cluster settles).
