@@ -79,6 +79,20 @@ class KafkaSinkTest : public ::testing::Test {
     return stored.ok() ? stored->value_or("") : "?";
   }
 
+  // After a fault injected once transaction 1 is applied: applying transaction 2 fails
+  // (kUnavailable), the same call made again succeeds, and after transaction 3 and a flush the
+  // topic holds each key once and the state topic the last checkpoint.
+  void ExpectSecondApplyFailsThenEachKeyOnce(KafkaSink& sink) {
+    Status failed = sink.Apply(InsertTxn(2, "cp2"));
+    EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
+    Status again = sink.Apply(InsertTxn(2, "cp2"));
+    ASSERT_TRUE(again.ok()) << again.ToString();
+    ASSERT_TRUE(sink.Apply(InsertTxn(3, "cp3")).ok());
+    ASSERT_TRUE(sink.Flush().ok());
+    EXPECT_EQ(Keys(), (std::map<std::string, int>{{"{\"id\":1}", 1}, {"{\"id\":2}", 1}, {"{\"id\":3}", 1}}));
+    EXPECT_EQ(StoredCheckpoint(), "cp3");
+  }
+
   // Record count per key of the items topic (the mock keeps no transaction markers, so
   // this is what any reader sees, aborted transactions included).
   std::map<std::string, int> Keys() {
@@ -128,14 +142,7 @@ TEST_F(KafkaSinkTest, AFatalProducerErrorIsRetriedWithANewProducerExactlyOnce) {
   ASSERT_NE(sink, nullptr);
   ASSERT_TRUE(sink->Apply(InsertTxn(1, "cp1")).ok());
   sink->FailProducerForTest(RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
-  Status failed = sink->Apply(InsertTxn(2, "cp2"));
-  EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
-  Status again = sink->Apply(InsertTxn(2, "cp2"));
-  ASSERT_TRUE(again.ok()) << again.ToString();
-  ASSERT_TRUE(sink->Apply(InsertTxn(3, "cp3")).ok());
-  ASSERT_TRUE(sink->Flush().ok());
-  EXPECT_EQ(Keys(), (std::map<std::string, int>{{"{\"id\":1}", 1}, {"{\"id\":2}", 1}, {"{\"id\":3}", 1}}));
-  EXPECT_EQ(StoredCheckpoint(), "cp3");
+  ExpectSecondApplyFailsThenEachKeyOnce(*sink);
 }
 
 // The same at commit time: Flush fails, and Flush again commits the whole group once.
@@ -162,14 +169,7 @@ TEST_F(KafkaSinkTest, ACommitThatWentThroughIsNotProducedAgain) {
   ASSERT_NE(sink, nullptr);
   ASSERT_TRUE(sink->Apply(InsertTxn(1, "cp1")).ok());
   rd_kafka_mock_push_request_errors(cluster_, 26 /* EndTxn */, 1, RD_KAFKA_RESP_ERR_INVALID_TXN_STATE);
-  Status failed = sink->Apply(InsertTxn(2, "cp2"));
-  EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
-  Status again = sink->Apply(InsertTxn(2, "cp2"));
-  ASSERT_TRUE(again.ok()) << again.ToString();
-  ASSERT_TRUE(sink->Apply(InsertTxn(3, "cp3")).ok());
-  ASSERT_TRUE(sink->Flush().ok());
-  EXPECT_EQ(Keys(), (std::map<std::string, int>{{"{\"id\":1}", 1}, {"{\"id\":2}", 1}, {"{\"id\":3}", 1}}));
-  EXPECT_EQ(StoredCheckpoint(), "cp3");
+  ExpectSecondApplyFailsThenEachKeyOnce(*sink);
 }
 
 // An idle stream (Sink::Idle) commits the open transaction at once: before, it stayed open
