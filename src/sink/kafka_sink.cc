@@ -232,9 +232,7 @@ class KafkaSink::Impl {
     return broken;
   }
   Status Definite(const Status& st) const {
-    if (transactional || st.code() != StatusCode::kUnavailable) return st;
-    return Status::FailedPrecondition(fmt::format(
-        "{}; the run stops, and the next one resumes from the last stored checkpoint (at-least-once)", st.message()));
+    return transactional ? st : publish::StopForTheNextRun(st, "at-least-once");
   }
   std::string TopicOf(const Record& r) const;
 };

@@ -161,10 +161,9 @@ class NatsSink::Impl {
   // caller's transaction alone could not deliver them (it used to wait forever). The next run
   // resumes from the stored checkpoint; JetStream drops what it already has (same ids).
   Status Stop(const Status& st) const {
-    if (!opened || st.code() != StatusCode::kUnavailable) return st;
-    return Status::FailedPrecondition(fmt::format(
-        "{}; the run stops, and the next one resumes from the last stored checkpoint (JetStream drops the "
-        "records it already has, by Nats-Msg-Id, within the stream's duplicate window)", st.message()));
+    if (!opened) return st;
+    return publish::StopForTheNextRun(st, "JetStream drops the records it already has, by Nats-Msg-Id, within "
+                                          "the stream's duplicate window");
   }
   bool opened = false;  // Open succeeded
 };

@@ -145,6 +145,12 @@ void KafkaLogLine(const rd_kafka_t*, int level, const char* fac, const char* buf
 
 void SetKafkaLog(rd_kafka_conf_t* conf) { rd_kafka_conf_set_log_cb(conf, KafkaLogLine); }
 
+Status StopForTheNextRun(const Status& st, std::string_view how) {
+  if (st.code() != StatusCode::kUnavailable) return st;
+  return Status::FailedPrecondition(fmt::format(
+      "{}; the run stops, and the next one resumes from the last stored checkpoint ({})", st.message(), how));
+}
+
 Result<rd_kafka_t*> NewKafkaReader(const KafkaSinkOptions& o, const char* group_id) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();

@@ -74,6 +74,11 @@ class DestinationOwners {
   std::map<std::string, std::pair<std::string, std::string>> owners_;  // destination -> (db, table)
 };
 
+// A transient failure (kUnavailable) that the sink cannot retry from where it is, made the
+// definite stop of the run (kFailedPrecondition): "<message>; the run stops, and the next one
+// resumes from the last stored checkpoint (<how>)". Other statuses are returned unchanged.
+Status StopForTheNextRun(const Status& st, std::string_view how);
+
 // Sends librdkafka's own log lines of `conf` to sluice's log (its default prints
 // "%3|<time>|..." to stderr, outside the log's format): errors and warnings as warnings, the
 // rest left out, and the same line again within 10 s counted instead of repeated (a broker
