@@ -23,6 +23,10 @@
 // The state file never records more than the thread made durable before writing it, so the
 // exactly-once argument above holds unchanged; LoadCheckpoint gives the last applied
 // checkpoint (the resume point of this process), the state file the last durable one.
+// A group of direct_min_bytes or more (snapshot chunks, a large catch-up group) is copied into
+// the sink's own aligned buffers and written by that thread with O_DIRECT, in order, before
+// any hand-off after it is synced; its lines are then in the file shortly after the call
+// returns rather than at once, and still before their checkpoint is recorded.
 // SaveCheckpoint, ResetTable, ApplySchemaChanges, Flush and Close wait until every group
 // handed to the thread is recorded, then write, fsync and save their own checkpoint before
 // returning, as do all calls to stdout. Without sync_every_txn, lines are buffered (written
@@ -53,6 +57,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -76,6 +81,16 @@ struct JsonlSinkOptions {
   RecordOptions records;
   // Tests: called on the durability thread before each fdatasync of the output.
   std::function<void()> before_durable_sync;
+  // A group of at least this many bytes (file mode, sync_every_txn) is copied into the sink's
+  // own aligned buffers and written by the durability thread around the page cache
+  // (O_DIRECT, whole 4 KiB blocks; the last partial block through the page cache), so the
+  // writer goes on while the disk writes, and neither pays the kernel's copy into the page
+  // cache (BENCHMARKS.md, issue 9). 0: never. Where O_DIRECT is refused (a file system
+  // without it) the same bytes are written through the page cache.
+  size_t direct_min_bytes = size_t{4} << 20;
+  // Tests: called on the durability thread before each write of a direct group's buffer; a
+  // nonzero errno fails that write as the kernel would have.
+  std::function<int()> before_direct_write;
 };
 
 // The whole checkpoint recorded in the state file `state_path` (joined with its schema history
@@ -146,6 +161,12 @@ class JsonlSink : public Sink {
   // After a failed write/fsync/state write: a transient `error` with `undoable` output is
   // cut back to state_bytes_ and returned; otherwise the sink is marked broken.
   Status Undo(Status error, bool undoable);
+  // Direct groups (direct_min_bytes; see jsonl_sink.cc).
+  Status StageDirect(uint64_t bytes);  // buffer_ and extra_ into jobs_ for the thread
+  Status WaitWritten();                // until jobs_ is written (or the thread's error)
+  struct Stage;
+  struct DirectJob;
+  Status WriteJob(const DirectJob& job);  // durability thread
 
   JsonlSinkOptions options_;
   bool to_stdout_ = false;
@@ -181,20 +202,54 @@ class JsonlSink : public Sink {
   RecordBatch batch_;                   // records of the call being applied
   Status broken_;                       // first I/O error; every later call returns it
 
-  // Durability thread. mu_ guards handed_, syncing_, stopping_ and async_error_; while
+  // Durability thread. mu_ guards handed_, waiting_, syncing_, stopping_ and async_error_; while
   // syncing_ the thread owns stored_, state_bytes_, synced_bytes_ and the state file.
   struct HandOff {
     uint64_t bytes = 0;
     std::optional<Stored> checkpoint;
+    uint64_t jobs = 0;  // direct jobs queued before it: written before it is synced
   };
   std::thread durability_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::optional<HandOff> handed_;  // newest group written and not yet being recorded
+  std::optional<HandOff> handed_;  // newest group in the file and not yet being recorded
+  std::deque<HandOff> waiting_;    // later ones whose direct jobs are not all written yet
   bool syncing_ = false;
   bool stopping_ = false;
   Status async_error_;             // the thread's last failure (kUnavailable: retried)
   uint64_t synced_bytes_ = 0;      // output length the thread last fdatasync'ed
+
+  // Direct groups. A Stage is an aligned buffer of kStageBytes; a DirectJob is one to write at
+  // `offset` (a multiple of the block size): `whole` bytes around the page cache, then `tail`
+  // (< one block) through it. The writer fills stages and queues jobs in file order; the
+  // thread writes them in that order, before it syncs any hand-off made after them
+  // (HandOff::jobs). mu_ guards jobs_, writing_, free_stages_, stages_made_, jobs_queued_ and
+  // jobs_done_; the front job is the thread's while writing_ (and stays queued until written).
+  struct StageFree {
+    void operator()(char* p) const;
+  };
+  struct Stage {
+    std::unique_ptr<char, StageFree> data;
+  };
+  struct DirectJob {
+    uint64_t offset = 0;
+    size_t whole = 0;
+    size_t tail = 0;
+    Stage stage;
+  };
+  int direct_fd_ = -1;  // the output again with O_DIRECT (-1: direct groups off)
+  int plain_fd_ = -1;   // the output again, read-write, without O_APPEND: tails and heads
+  bool direct_refused_ = false;  // O_DIRECT failed with EINVAL: the thread writes through the cache
+  // The output's last partial block (output_bytes_ % block bytes), when the last write was a
+  // direct group's; otherwise read back from the file.
+  std::string tail_;
+  bool tail_known_ = false;
+  std::deque<DirectJob> jobs_;
+  bool writing_ = false;
+  std::vector<Stage> free_stages_;
+  size_t stages_made_ = 0;
+  uint64_t jobs_queued_ = 0;
+  uint64_t jobs_done_ = 0;
 };
 
 }  // namespace sluice

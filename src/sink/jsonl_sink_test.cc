@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <thread>
 #include <condition_variable>
@@ -613,6 +614,188 @@ TEST_F(JsonlSinkTest, StdoutPipeCheckpointsOnlyWhatTheReaderRead) {
   s = OpenSink(true, "-");
   ASSERT_TRUE(s);
   EXPECT_EQ(Checkpoint(*s), "cp1");
+}
+
+
+// Direct groups (direct_min_bytes): lines of `bytes` bytes in all, preformatted, with `cp`.
+Transaction Lines(size_t bytes, char fill, std::string cp) {
+  Transaction t;
+  std::string text(bytes, fill);
+  for (size_t k = 99; k < bytes; k += 100) text[k] = '\n';
+  if (bytes > 0) text.back() = '\n';
+  t.preformatted = std::move(text);
+  t.checkpoint = std::move(cp);
+  return t;
+}
+
+JsonlSinkOptions DirectOptions(const std::string& path, size_t min_bytes) {
+  JsonlSinkOptions o;
+  o.path = path;
+  o.now_ms = [] { return int64_t{42}; };
+  o.direct_min_bytes = min_bytes;
+  return o;
+}
+
+std::string StateText(const std::string& path) { return ReadAll(path + ".checkpoint"); }
+
+// Groups written around the page cache, at every alignment the output's end can have, one
+// stage or several, mixed with groups and records written through it: the file holds every
+// byte once, in order, and the state file its length and the last checkpoint.
+TEST_F(JsonlSinkTest, DirectGroupsWriteEveryByteInOrderAtEveryAlignment) {
+  std::atomic<int> direct_writes{0};
+  JsonlSinkOptions o = DirectOptions(path_, 4096);
+  o.before_direct_write = [&] {
+    ++direct_writes;
+    return 0;
+  };
+  auto opened = JsonlSink::Open(std::move(o));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<JsonlSink> s = std::move(opened).value();
+  std::string want;
+  // Sizes around the block (4096) and stage (8 MiB) boundaries, and small ones (through the
+  // page cache: under direct_min_bytes, or without a checkpoint) between them. Stages are 4 MiB.
+  const size_t sizes[] = {4095, 4096, 4097, 10, 100000, (size_t{4} << 20) - 1, 1, size_t{4} << 20,
+                          (size_t{4} << 20) + 4097, 3, 20000, (size_t{17} << 20) + 5, 4096, 77};
+  int n = 0;
+  for (size_t bytes : sizes) {
+    ++n;
+    const std::string cp = n % 5 == 0 ? "" : "cp" + std::to_string(n);
+    std::vector<Transaction> g;
+    g.push_back(Lines(bytes / 2, static_cast<char>('a' + n), ""));
+    g.push_back(Lines(bytes - bytes / 2, static_cast<char>('A' + n), cp));
+    for (const Transaction& t : g) want += *t.preformatted;
+    ASSERT_TRUE(s->ApplyGroup(g).ok()) << "group " << n;
+    if (n == 7) {
+      ASSERT_TRUE(s->SaveCheckpoint("saved").ok());
+      ASSERT_TRUE(s->Apply(Txn({ShopInsert(1, "between")}, "row")).ok());
+      want += Line(ShopInsert(1, "between"));
+    }
+  }
+  ASSERT_TRUE(s->Flush().ok());
+  EXPECT_GT(direct_writes.load(), 5) << "no group was written around the page cache";
+  EXPECT_TRUE(ReadAll(path_) == want) << "the output differs from the groups written (" << ReadAll(path_).size()
+                                      << " bytes against " << want.size() << ")";
+  EXPECT_NE(StateText(path_).find(fmt::format("\"output_bytes\":{}", want.size())), std::string::npos)
+      << StateText(path_);
+  EXPECT_EQ(Checkpoint(*s), "cp14");
+  ASSERT_TRUE(s->Close().ok());
+  s = OpenSink();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Checkpoint(*s), "cp14");
+  EXPECT_EQ(ReadAll(path_).size(), want.size());
+}
+
+// A crash while direct groups wait to be written: the state file records none of them, and
+// the output reopened is cut back to what it records.
+TEST_F(JsonlSinkTest, DirectGroupsAreRecordedOnlyOnceWritten) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  int entered = 0;
+  JsonlSinkOptions o = DirectOptions(path_, 4096);
+  o.before_direct_write = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    ++entered;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return 0;
+  };
+  auto opened = JsonlSink::Open(std::move(o));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<JsonlSink> s = std::move(opened).value();
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(1, "a")}, "cp1")).ok());  // small: through the page cache
+  ASSERT_TRUE(s->Flush().ok());
+  const std::string first = ReadAll(path_);
+  std::vector<Transaction> g{Lines(3 << 20, 'x', "cp2")};
+  ASSERT_TRUE(s->ApplyGroup(g).ok()) << "the writer waited for the disk";
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return entered == 1; }));
+  }
+  EXPECT_EQ(Checkpoint(*s), "cp2");  // the resume point of this process
+  const std::string crash = dir_ + "/crash.jsonl";
+  Append(crash, ReadAll(path_));
+  Append(crash + ".checkpoint", StateText(path_));
+  EXPECT_EQ(StateText(path_).find("cp2"), std::string::npos) << StateText(path_);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  {
+    auto c = OpenSink(true, crash);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(ReadAll(crash), first);
+    EXPECT_EQ(Checkpoint(*c), "cp1");
+  }
+  ASSERT_TRUE(s->Flush().ok());
+  EXPECT_EQ(ReadAll(path_), first + *g[0].preformatted);
+  EXPECT_NE(StateText(path_).find("cp2"), std::string::npos) << StateText(path_);
+}
+
+// A full disk under a direct group: the group's call has returned, so the thread writes it
+// again until space is freed; meanwhile calls are refused as transient without writing, and
+// the same call applied again afterwards is written once.
+TEST_F(JsonlSinkTest, DirectWriteOnAFullDiskIsWrittenAgainOnceSpaceIsFreed) {
+  std::atomic<bool> full{true};
+  std::atomic<int> refused{0};
+  JsonlSinkOptions o = DirectOptions(path_, 4096);
+  o.before_direct_write = [&] {
+    if (!full) return 0;
+    ++refused;
+    return ENOSPC;
+  };
+  auto opened = JsonlSink::Open(std::move(o));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<JsonlSink> s = std::move(opened).value();
+  std::vector<Transaction> g1{Lines(5 << 20, 'a', "cp1")};
+  std::vector<Transaction> g2{Lines(5 << 20, 'b', "cp2")};
+  ASSERT_TRUE(s->ApplyGroup(g1).ok());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (refused < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_GE(refused.load(), 2) << "the failed write was not tried again";
+  Status st = s->ApplyGroup(g2);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  EXPECT_NE(st.message().find("disk full"), std::string::npos) << st.ToString();
+  EXPECT_EQ(s->Flush().code(), StatusCode::kUnavailable);
+  full = false;
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!(st = s->ApplyGroup(g2)).ok() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE(s->Close().ok());
+  EXPECT_TRUE(ReadAll(path_) == *g1[0].preformatted + *g2[0].preformatted);
+  s = OpenSink();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Checkpoint(*s), "cp2");
+}
+
+// A full disk while a group larger than the stages is half queued: it cannot be taken back,
+// so the sink stops, and the next open cuts the output back to the last recorded checkpoint.
+TEST_F(JsonlSinkTest, DiskFullInsideALargeDirectGroupStopsAndTheNextOpenCutsBack) {
+  std::atomic<int> writes_left{1 << 30};
+  JsonlSinkOptions o = DirectOptions(path_, 4096);
+  o.before_direct_write = [&] { return writes_left.fetch_sub(1) > 0 ? 0 : ENOSPC; };
+  auto opened = JsonlSink::Open(std::move(o));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<JsonlSink> s = std::move(opened).value();
+  std::vector<Transaction> g1{Lines((1 << 20) + 123, 'a', "cp1")};
+  ASSERT_TRUE(s->ApplyGroup(g1).ok());
+  ASSERT_TRUE(s->Flush().ok());
+  writes_left = 1;  // the group's first stage is written, then the disk is full
+  std::vector<Transaction> g2{Lines(size_t{40} << 20, 'b', "cp2")};  // 10 stages: more than exist
+  Status st = s->ApplyGroup(g2);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("cuts " + path_ + " back to the last recorded checkpoint"), std::string::npos)
+      << st.ToString();
+  EXPECT_EQ(s->Apply(Txn({ShopInsert(1, "a")}, "cp3")).code(), StatusCode::kFailedPrecondition);
+  s.reset();
+  EXPECT_GT(ReadAll(path_).size(), g1[0].preformatted->size()) << "the group's first stage was not written";
+  s = OpenSink();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Checkpoint(*s), "cp1");
+  EXPECT_TRUE(ReadAll(path_) == *g1[0].preformatted);
 }
 
 }  // namespace
