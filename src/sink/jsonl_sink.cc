@@ -875,8 +875,8 @@ Status JsonlSink::StageDirect(uint64_t bytes) {
       if (queued_any) {
         broken_ = Status::FailedPrecondition(fmt::format(
             "{} (while a group of {} bytes was being written: this run stops; the next one cuts {} back to the "
-            "last recorded checkpoint, byte {}, and writes the rest again)",
-            e.message(), bytes, options_.path, state_bytes_));
+            "last recorded checkpoint and writes the rest again)",
+            e.message(), bytes, options_.path));
         return broken_;
       }
       if (e.code() != StatusCode::kUnavailable) broken_ = e;
@@ -1020,6 +1020,7 @@ void JsonlSink::DurabilityLoop() {
         free_stages_.push_back(std::move(job.stage));
         jobs_.pop_front();
         ++jobs_done_;
+        job_failed_ = false;
         async_error_ = Status::Ok();
         // Hand-offs whose groups are now in the file may be synced (the newest supersedes).
         while (!waiting_.empty() && waiting_.front().jobs <= jobs_done_) {
@@ -1027,6 +1028,7 @@ void JsonlSink::DurabilityLoop() {
           waiting_.pop_front();
         }
       } else {
+        job_failed_ = true;
         async_error_ = st;  // a full disk: the same job again in 200 ms
       }
       cv_.notify_all();
@@ -1062,7 +1064,7 @@ void JsonlSink::DurabilityLoop() {
     lock.lock();
     syncing_ = false;
     if (st.ok()) {
-      async_error_ = Status::Ok();
+      if (!job_failed_) async_error_ = Status::Ok();  // else the job's error stands until it is written
     } else {
       async_error_ = st;
       if (!handed_) handed_ = std::move(work);  // try it again (a newer pair supersedes it)

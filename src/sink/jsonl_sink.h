@@ -223,7 +223,7 @@ class JsonlSink : public Sink {
   // `offset` (a multiple of the block size): `whole` bytes around the page cache, then `tail`
   // (< one block) through it. The writer fills stages and queues jobs in file order; the
   // thread writes them in that order, before it syncs any hand-off made after them
-  // (HandOff::jobs). mu_ guards jobs_, writing_, free_stages_, stages_made_, jobs_queued_ and
+  // (HandOff::jobs). mu_ guards jobs_, writing_, job_failed_, free_stages_, stages_made_, jobs_queued_ and
   // jobs_done_; the front job is the thread's while writing_ (and stays queued until written).
   struct StageFree {
     void operator()(char* p) const;
@@ -246,6 +246,7 @@ class JsonlSink : public Sink {
   bool tail_known_ = false;
   std::deque<DirectJob> jobs_;
   bool writing_ = false;
+  bool job_failed_ = false;  // the front job's last write failed (async_error_ is its error)
   std::vector<Stage> free_stages_;
   size_t stages_made_ = 0;
   uint64_t jobs_queued_ = 0;
