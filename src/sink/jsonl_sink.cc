@@ -834,11 +834,9 @@ Status JsonlSink::WriteAndHandOff() {
 // and the last one are queued as jobs for the durability thread, which writes each stage's
 // whole blocks with O_DIRECT and its last partial block (the new tail, kept in tail_ for the
 // next direct group) through the page cache. The writer waits only for a free stage.
-// Errors: the thread's error, if it had one before this group queued anything, is returned
-// as it is (kUnavailable: nothing of the group was written, the caller applies it again);
-// after that the group cannot be taken back while the thread holds its earlier stages, so
-// the sink is broken (the next run cuts the output back to the state file and writes the
-// rest again, as for a failed large transaction in parts).
+// Errors: a transient error of the thread (a full disk) while this group is staged is
+// returned as it is, with nothing of the group left queued or in the file (the caller applies
+// it again); a definite one marks the sink broken.
 Status JsonlSink::StageDirect(uint64_t bytes) {
   const uint64_t start = output_bytes_ - output_bytes_ % kBlock;
   const size_t head = static_cast<size_t>(output_bytes_ - start);
@@ -867,19 +865,38 @@ Status JsonlSink::StageDirect(uint64_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     free_stages_.push_back(std::move(cur));
   };
+  uint64_t first_seq = 0;  // jobs after it are this group's
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    first_seq = jobs_queued_;
+  }
+  bool cut = false;  // this group's jobs were taken back: the output may be longer than written
   const auto take = [&]() -> Status {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return !free_stages_.empty() || stages_made_ < kMaxStages || !async_error_.ok(); });
     if (!async_error_.ok()) {
       Status e = async_error_;
-      if (queued_any) {
-        broken_ = Status::FailedPrecondition(fmt::format(
-            "{} (while a group of {} bytes was being written: this run stops; the next one cuts {} back to the "
-            "last recorded checkpoint and writes the rest again)",
-            e.message(), bytes, options_.path));
-        return broken_;
+      if (e.code() != StatusCode::kUnavailable) {
+        broken_ = e;
+        return e;
       }
-      if (e.code() != StatusCode::kUnavailable) broken_ = e;
+      if (queued_any) {
+        // A full disk under a group larger than the stages: its jobs are taken back (once the
+        // thread is between attempts, holding none), and the bytes written of them cut below,
+        // so the caller applies the same group again, as after any transient failure.
+        cv_.wait(lock, [&] { return !writing_; });
+        const bool front_is_mine = !jobs_.empty() && jobs_.front().seq > first_seq;
+        while (!jobs_.empty() && jobs_.back().seq > first_seq) {
+          free_stages_.push_back(std::move(jobs_.back().stage));
+          jobs_.pop_back();
+        }
+        jobs_queued_ = jobs_.empty() ? jobs_done_ : jobs_.back().seq;
+        if (front_is_mine && job_failed_) {  // the failing job was this group's: gone with it
+          job_failed_ = false;
+          async_error_ = Status::Ok();
+        }
+        cut = true;
+      }
       return e;
     }
     if (!free_stages_.empty()) {
@@ -903,8 +920,8 @@ Status JsonlSink::StageDirect(uint64_t bytes) {
   const auto queue = [&](size_t whole, size_t tail) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      jobs_.push_back(DirectJob{offset, whole, tail, std::move(cur)});
       ++jobs_queued_;
+      jobs_.push_back(DirectJob{offset, whole, tail, std::move(cur), jobs_queued_});
     }
     cv_.notify_all();
     queued_any = true;
@@ -927,6 +944,15 @@ Status JsonlSink::StageDirect(uint64_t bytes) {
   for (size_t k = 0; k < extra_.size() && st.ok(); ++k) st = put(extra_[k]);
   if (!st.ok()) {
     give_back();
+    // Bytes of this group in the file: its jobs ran in order, so everything before it is
+    // written too, and no job left writes past output_bytes_.
+    struct stat sb;
+    if (cut && ::fstat(plain_fd_, &sb) == 0 && static_cast<uint64_t>(sb.st_size) > output_bytes_ &&
+        ::ftruncate(plain_fd_, static_cast<off_t>(output_bytes_)) != 0) {
+      broken_ = Status::FailedPrecondition(fmt::format("{} (and cutting {} back to {} bytes failed: {})", st.message(),
+                                                       options_.path, output_bytes_, strerror(errno)));
+      return broken_;
+    }
     return st;
   }
   const size_t tail = fill % kBlock;

@@ -236,6 +236,7 @@ class JsonlSink : public Sink {
     size_t whole = 0;
     size_t tail = 0;
     Stage stage;
+    uint64_t seq = 0;  // 1 for the first job queued, and so on (jobs_queued_ when queued)
   };
   int direct_fd_ = -1;  // the output again with O_DIRECT (-1: direct groups off)
   int plain_fd_ = -1;   // the output again, read-write, without O_APPEND: tails and heads
