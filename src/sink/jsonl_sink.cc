@@ -457,6 +457,7 @@ std::unique_ptr<Preformatter> JsonlSink::NewPreformatter() const {
 Status JsonlSink::ApplyPart(const Transaction& part) {
   RETURN_IF_ERROR(broken_);
   if (fd_ < 0) return Status::FailedPrecondition("jsonl sink: closed");
+  parts_open_ = true;
   if (part.preformatted) {
     buffer_.append(*part.preformatted);
   } else {
@@ -465,17 +466,20 @@ Status JsonlSink::ApplyPart(const Transaction& part) {
     AppendLines();
   }
   if (buffer_.size() < kWriteThreshold) return Status::Ok();
-  Status st = WriteBuffer(/*keep=*/false);
-  if (!st.ok() && broken_.ok()) broken_ = st;  // earlier parts are out: cannot undo in place
-  return st;
+  // A full disk cuts the parts back (Undo); the caller aborts them and starts the transaction
+  // again. Any other failure has marked the sink broken.
+  return WriteBuffer(/*keep=*/false);
 }
 
 void JsonlSink::AbortParts() {
   if (fd_ < 0 || to_stdout_ || !broken_.ok()) return;
   buffer_.clear();
+  parts_open_ = false;
   if (output_bytes_ != committed_bytes_) {
     if (Status w = WaitWritten(); !w.ok()) {
-      broken_ = w;
+      broken_ = Status::FailedPrecondition(fmt::format(
+          "{} (taking back a large transaction's lines: the next run cuts {} back to the last recorded checkpoint)",
+          w.message(), options_.path));
       return;
     }
     tail_known_ = false;
@@ -621,21 +625,26 @@ Status JsonlSink::WriteBuffer(bool keep) {
 }
 
 Status JsonlSink::Undo(Status error, bool undoable) {
-  if (to_stdout_) {
-    // Lines handed to a pipe cannot be taken back.
-    broken_ = error;
-    return error;
-  }
-  if (!undoable || error.code() != StatusCode::kUnavailable) {
-    broken_ = error;
-    return error;
-  }
+  // broken_ is never transient: a kUnavailable kept there refused every later call with an error
+  // the caller retries, forever (a new user's probe: a large transaction on a full disk).
+  const auto stop = [&](std::string_view why) {
+    broken_ = error.code() == StatusCode::kUnavailable
+                  ? Status::FailedPrecondition(fmt::format("{} ({})", error.message(), why))
+                  : error;
+    return broken_;
+  };
+  if (to_stdout_) return stop("lines handed to standard output cannot be taken back");
+  if (error.code() != StatusCode::kUnavailable) return stop("");
+  // Lines of transactions without a checkpoint are out and this call cannot take them back;
+  // the parts of a large transaction can: the caller aborts it and starts it again.
+  if (!undoable && !parts_open_)
+    return stop(fmt::format("lines written before it cannot be taken back in this run; the next run cuts {} back "
+                            "to the last recorded checkpoint and writes them again",
+                            options_.path));
   tail_known_ = false;
   if (::ftruncate(fd_, static_cast<off_t>(committed_bytes_)) != 0) {
-    broken_ = error.WithContext(
-        fmt::format("and cutting {} back to {} bytes failed ({})", options_.path, committed_bytes_,
-                    strerror(errno)));
-    return broken_;
+    return stop(fmt::format("and cutting {} back to {} bytes failed: {}", options_.path, committed_bytes_,
+                            strerror(errno)));
   }
   output_bytes_ = committed_bytes_;
   return error;
@@ -644,6 +653,7 @@ Status JsonlSink::Undo(Status error, bool undoable) {
 Status JsonlSink::WriteState() {
   RETURN_IF_ERROR(WriteStateFile(output_bytes_, pending_ ? pending_ : stored_));
   committed_bytes_ = output_bytes_;
+  parts_open_ = false;
   if (pending_) applied_ = std::move(pending_);
   pending_.reset();
   return Status::Ok();
@@ -814,6 +824,7 @@ Status JsonlSink::WriteAndHandOff() {
   // a restart emits them again from the stored checkpoint, so they are cut back.
   if (!pending_) return Status::Ok();
   committed_bytes_ = output_bytes_;
+  parts_open_ = false;
   applied_ = std::move(pending_);
   pending_.reset();
   {

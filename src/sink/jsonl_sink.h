@@ -124,8 +124,9 @@ class JsonlSink : public Sink {
   // length (no state file update), so a crash or AbortParts cuts them off again; the
   // ApplyGroup that ends the transaction records them. Not with transaction metadata (its
   // BEGIN/END records and counters describe whole transactions), nor to stdout (lines handed
-  // on cannot be taken back). A failed write while parts are out marks the sink broken (the
-  // next run cuts the output back).
+  // on cannot be taken back). A full disk while parts are out cuts them back and is
+  // kUnavailable (the caller aborts the transaction and applies it again once space is freed);
+  // any other failed write marks the sink broken (the next run cuts the output back).
   bool CheckpointsEachTransaction() const override { return false; }  // a group's last only
   bool SupportsParts() const override { return !options_.records.transaction_metadata && !to_stdout_; }
   Status ApplyPart(const Transaction& part) override;
@@ -179,6 +180,9 @@ class JsonlSink : public Sink {
   // write or AbortParts cuts back to. Equals state_bytes_ except while the durability thread
   // has not recorded the newest group yet.
   uint64_t committed_bytes_ = 0;
+  // Parts of a large transaction were applied since the last complete call: a full disk cuts
+  // them back with the failed write (the caller aborts the transaction and starts it again).
+  bool parts_open_ = false;
   // A checkpoint as the state file records it: the text (split form when `schemas` is set)
   // and the history it refers to.
   struct Stored {

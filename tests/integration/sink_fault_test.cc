@@ -315,6 +315,39 @@ TEST(SinkFault, JsonlStoppedWhileTheDiskIsFullExitsCleanly) {
   ExpectEachInsertOnce(out_path, load.committed());
 }
 
+// A large transaction's parts meet a full disk: once space is freed the run goes on by itself
+// and the file holds every row once. It used to refuse every call after the first failure (a
+// transient error kept as the sink's permanent one) and read the transaction again forever,
+// writing nothing, until stopped (a new user's probe: 105 s with 3.5 GB free).
+TEST(SinkFault, JsonlLargeTransactionOnAFullDiskGoesOnOnceSpaceIsFreed) {
+  const std::string db = "it_fault_fullparts";
+  CreateTable(db);
+  TempDir dir;
+  TinyDisk disk(dir, "disk", "6m");
+  const std::string out_path = disk.path() + "/changes.jsonl";
+  const std::string config = Config(dir, db, "jsonl", out_path, "max_buffered_bytes = 1048576\n");
+  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string log = dir.File("sluice.log");
+  pid_t pid = StartSluice({"run", "--config", config}, log);
+  ASSERT_TRUE(WaitForLog(log, "streaming from", pid, seconds(20))) << ReadFile(log);
+  disk.Fill();
+  // About 1.6 MB of lines in one transaction: parts of 64 KiB under a 1 MiB cap.
+  ASSERT_EQ(RunSqlText(fmt::format("INSERT INTO {0}.t SELECT seq, REPEAT('x', 250) FROM {0}.seq_1_to_5000", db)), 0);
+  ASSERT_TRUE(WaitForLog(log, "disk full", pid, seconds(20))) << ReadFile(log);
+  std::this_thread::sleep_for(milliseconds(500));
+  disk.Free();
+  auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  while (std::chrono::steady_clock::now() < deadline &&
+         ReadFile(out_path).find("\"id\":5000,") == std::string::npos)
+    std::this_thread::sleep_for(milliseconds(100));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, seconds(30)), 0) << ReadFile(log);
+  EXPECT_NE(ReadFile(out_path).find("\"id\":5000,"), std::string::npos)
+      << "the transaction never reached the file after space was freed:\n" << ReadFile(log);
+  ExpectEachInsertOnce(out_path, 5000);
+}
+
 TEST(SinkFault, ReadOnlySqliteReplicaStopsTheRunWithThePathAndARerunConverges) {
   const std::string db = "it_fault_ro";
   CreateTable(db);
