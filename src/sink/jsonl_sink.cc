@@ -272,9 +272,23 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
       LogWarning("{} already holds {} bytes and there is no state file ({}): this is a new pipeline, and its lines "
                  "(the snapshot first) are appended after them; remove the file to start a fresh one",
                  o.path, size, sink->state_path_);
+    uint64_t kept = size;
+    if (size > 0) {
+      // Its last line unfinished: sluice's first line goes on a line of its own.
+      char last = '\n';
+      const int rfd = ::open(o.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      const bool read = rfd >= 0 && ::pread(rfd, &last, 1, static_cast<off_t>(size - 1)) == 1;
+      if (rfd >= 0) ::close(rfd);
+      if (read && last != '\n') {
+        if (::write(sink->fd_, "\n", 1) != 1) return IoError("write", o.path, errno);
+        LogWarning("{} does not end with a newline: one is added after its last line, before sluice's lines",
+                   o.path);
+        ++kept;
+      }
+    }
     if (::fsync(sink->fd_) != 0) return IoError("fsync", o.path, errno);
     RETURN_IF_ERROR(SyncParentDirectory(o.path));
-    sink->output_bytes_ = size;
+    sink->output_bytes_ = kept;
     RETURN_IF_ERROR(sink->WriteState());
   }
   sink->applied_ = sink->stored_;

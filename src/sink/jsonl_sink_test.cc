@@ -199,6 +199,21 @@ TEST_F(JsonlSinkTest, KeepsExistingContentAndCutsBackBeforeFirstCheckpoint) {
   EXPECT_EQ(Checkpoint(*s), std::nullopt);
 }
 
+// Existing content whose last line has no newline: sluice's first line starts on a line of its
+// own (it was glued to that last line, which made both unreadable: a new user's probe).
+TEST_F(JsonlSinkTest, ExistingContentWithoutAFinalNewlineGetsOneBeforeTheFirstLine) {
+  Append(path_, "{\"partial\":1}");
+  auto s = OpenSink();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->Apply(Txn({ShopInsert(1, "a")}, "cp1")).ok());
+  s.reset();
+  EXPECT_EQ(ReadAll(path_), "{\"partial\":1}\n" + Line(ShopInsert(1, "a")));
+  s = OpenSink();  // the state file records the newline: nothing is cut, nothing added
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Checkpoint(*s), "cp1");
+  EXPECT_EQ(ReadAll(path_), "{\"partial\":1}\n" + Line(ShopInsert(1, "a")));
+}
+
 TEST_F(JsonlSinkTest, ShorterOutputIsDataLoss) {
   auto s = OpenSink();
   ASSERT_TRUE(s);
