@@ -152,6 +152,23 @@ class TinyDisk {
 
 int RunShell(const std::string& cmd) { return std::system(cmd.c_str()); }
 
+// A table `db`.t copied by a first run into a sink of `type` on a 6 MB tmpfs.
+struct OnATinyDisk {
+  OnATinyDisk(const std::string& db, const std::string& type, const std::string& extra_sink = "")
+      : disk(dir, "disk", "6m"),
+        out_path(disk.path() + (type == "sqlite" ? "/replica.db" : "/changes.jsonl")),
+        config(Config(dir, db, type, out_path, extra_sink)) {}
+  void CopyFirst() {
+    auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+  }
+  TempDir dir;
+  TinyDisk disk;
+  const std::string out_path;
+  const std::string config;
+};
+
+
 TEST(SinkFault, SqliteLockedLongerThanBusyTimeoutIsWaitedOut) {
   const std::string db = "it_fault_lock";
   CreateTable(db);
@@ -243,12 +260,12 @@ TEST(SinkFault, LargeTransactionFailingInPartsReconnectsWithAGrowingWait) {
 void DiskFullAndFreed(const std::string& type) {
   const std::string db = "it_fault_full_" + type;
   CreateTable(db);
-  TempDir dir;
-  TinyDisk disk(dir, "disk", "6m");
-  const std::string out_path = disk.path() + (type == "sqlite" ? "/replica.db" : "/changes.jsonl");
-  const std::string config = Config(dir, db, type, out_path);
-  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
-  ASSERT_EQ(first.exit_code, 0) << first.output;
+  OnATinyDisk t(db, type);
+  ASSERT_NO_FATAL_FAILURE(t.CopyFirst());
+  TempDir& dir = t.dir;
+  TinyDisk& disk = t.disk;
+  const std::string& out_path = t.out_path;
+  const std::string& config = t.config;
 
   InsertLoad load(db);
   load.Start();
@@ -291,12 +308,12 @@ TEST(SinkFault, JsonlDiskFullThenFreedLosesNothing) { DiskFullAndFreed("jsonl");
 TEST(SinkFault, JsonlStoppedWhileTheDiskIsFullExitsCleanly) {
   const std::string db = "it_fault_fullstop";
   CreateTable(db);
-  TempDir dir;
-  TinyDisk disk(dir, "disk", "6m");
-  const std::string out_path = disk.path() + "/changes.jsonl";
-  const std::string config = Config(dir, db, "jsonl", out_path);
-  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
-  ASSERT_EQ(first.exit_code, 0) << first.output;
+  OnATinyDisk t(db, "jsonl");
+  ASSERT_NO_FATAL_FAILURE(t.CopyFirst());
+  TempDir& dir = t.dir;
+  TinyDisk& disk = t.disk;
+  const std::string& out_path = t.out_path;
+  const std::string& config = t.config;
   InsertLoad load(db);
   load.Start();
   const std::string log = dir.File("sluice.log");
@@ -322,12 +339,12 @@ TEST(SinkFault, JsonlStoppedWhileTheDiskIsFullExitsCleanly) {
 TEST(SinkFault, JsonlLargeTransactionOnAFullDiskGoesOnOnceSpaceIsFreed) {
   const std::string db = "it_fault_fullparts";
   CreateTable(db);
-  TempDir dir;
-  TinyDisk disk(dir, "disk", "6m");
-  const std::string out_path = disk.path() + "/changes.jsonl";
-  const std::string config = Config(dir, db, "jsonl", out_path, "max_buffered_bytes = 1048576\n");
-  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
-  ASSERT_EQ(first.exit_code, 0) << first.output;
+  OnATinyDisk t(db, "jsonl", "max_buffered_bytes = 1048576\n");
+  ASSERT_NO_FATAL_FAILURE(t.CopyFirst());
+  TempDir& dir = t.dir;
+  TinyDisk& disk = t.disk;
+  const std::string& out_path = t.out_path;
+  const std::string& config = t.config;
   const std::string log = dir.File("sluice.log");
   pid_t pid = StartSluice({"run", "--config", config}, log);
   ASSERT_TRUE(WaitForLog(log, "streaming from", pid, seconds(20))) << ReadFile(log);
