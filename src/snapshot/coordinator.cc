@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 
 #include "mysql/key_literal.h"
+#include "mysql/server_probe.h"
 #include "pipeline/bounded_queue.h"
 #include "sink/sink_retry.h"
 #include "snapshot/snapshot.h"
@@ -536,6 +537,22 @@ std::string Eta(double remaining_rows, double rate) {
 
 }  // namespace
 
+double ProgressRate::Update(uint64_t done, double seconds) {
+  const double window = seconds - seconds_;
+  const uint64_t rows = done >= done_ ? done - done_ : 0;
+  done_ = done;
+  seconds_ = seconds;
+  if (!started_ && window <= 0) {
+    started_ = true;
+    return 0;
+  }
+  started_ = true;
+  if (window <= 0) return std::max(rate_, 0.0);
+  const double r = static_cast<double>(rows) / window;
+  rate_ = r <= 0 ? -1 : rate_ < 0 ? r : 0.5 * rate_ + 0.5 * r;
+  return std::max(rate_, 0.0);
+}
+
 // A re-read table's copy is complete: its definition holds from the copy's point on
 // (copied_at, the earliest point it was read at; rows before it are in the copy and skipped).
 // A DDL on it before that point is already in the definition: the stream skips it, as
@@ -550,14 +567,37 @@ static Status RecordReread(Checkpoint& ckpt, const TableState& t, TableSnapshotP
   return Status::Ok();
 }
 
-static void SeedSchemaHistory(Checkpoint& ckpt, const std::vector<TableState>& tables) {
+// A table seeded at a position (SeedSchemaHistory, a continued snapshot) whose copy is
+// complete: as for a re-read, its definition holds from the copy's point on, and the
+// statements before it are in the copy (a statement between the seed and the copy's first
+// read changed the columns only if CheckColumns re-planned the table).
+static Status RecordCopiedDefinition(Checkpoint& ckpt, const TableState& t, const TableSnapshotProgress& p) {
+  if (p.copied_at.empty() || !ckpt.schemas) return Status::Ok();
+  const TableVersion* v = ckpt.schemas->Latest(t.schema->db, t.schema->table);
+  if (!v || v->since.empty() || !v->schema || ComparePositions(v->since, p.copied_at) >= 0 ||
+      !DefinitionChange(*v->schema, *t.schema).empty())
+    return Status::Ok();
+  SchemaHistory h = *ckpt.schemas;
+  RETURN_IF_ERROR(h.Add(t.schema->db, t.schema->table, TableVersion{p.copied_at, t.schema, ""}));
+  h.CacheJson();
+  ckpt.schemas = std::make_shared<const SchemaHistory>(std::move(h));
+  return Status::Ok();
+}
+
+// `since`: empty in a first snapshot, whose definitions were read before its first point, so
+// they hold from the start of the binlog (the stream never reads before that point). A table
+// first planned by a continued snapshot (new, created or renamed into the patterns while sluice
+// was stopped) was read after the stream's start: its definition holds from `since`, the
+// server's position before it was read, so that the stream skips the statements that shaped
+// it before then (a RENAME into its name was taken for a table renamed into the captured set,
+// copied a second time: probe9 F2); RecordCopiedDefinition moves it on to the copy's point.
+static void SeedSchemaHistory(Checkpoint& ckpt, const std::vector<TableState>& tables, const BinlogPosition& since) {
   SchemaHistory h = ckpt.schemas ? *ckpt.schemas : SchemaHistory();
   bool added = false;
   for (const TableState& t : tables) {
     if (h.Latest(t.schema->db, t.schema->table)) continue;
     if (ckpt.tables[t.name.QualifiedName()].reread) continue;  // RecordReread, once copied
-    // Holds from the start of the binlog: the stream never reads before the snapshot point.
-    (void)h.Add(t.schema->db, t.schema->table, TableVersion{BinlogPosition{}, t.schema, ""});
+    (void)h.Add(t.schema->db, t.schema->table, TableVersion{since, t.schema, ""});
     added = true;
   }
   if (!added) return;
@@ -642,6 +682,10 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
   const auto started = Clock::now();
   // Plan every table not yet done (planning happens once; a resume keeps the plan).
   std::vector<TableState> tables;
+  BinlogPosition seed_at;  // SeedSchemaHistory: empty unless the stream's start is already set
+  if (!ckpt.stream_start.empty()) {
+    ASSIGN_OR_RETURN(seed_at, ReadBinlogPosition(meta));
+  }
   for (const TableName& name : names) {
     TableSnapshotProgress& p = ckpt.tables[name.QualifiedName()];
     if (p.done) continue;
@@ -705,7 +749,7 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
   // The stream decodes each table's rows with the definition the copy was read under
   // (CheckColumns holds it to the snapshot point), recorded once per table in the
   // checkpoint's schema history; later versions come from DDL in the binlog.
-  SeedSchemaHistory(ckpt, tables);
+  SeedSchemaHistory(ckpt, tables, seed_at);
   // Pointers into ckpt.tables are stable (std::map) once every entry exists.
   for (TableState& t : tables) {
     t.progress = &ckpt.tables[t.name.QualifiedName()];
@@ -867,9 +911,14 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
   }
   reg.Gauge("sluice_snapshot_running", "1 while the initial snapshot runs").Set(1);
   auto last_report = Clock::now();
+  // Lines while copying give the recent rate (ProgressRate), the final line the average.
+  ProgressRate recent;
+  (void)recent.Update(0, 0);
   auto report = [&](bool final_line) {
     double secs = std::chrono::duration<double>(Clock::now() - started).count();
-    double rate = secs > 0 ? static_cast<double>(total_done - total_at_start) / secs : 0;
+    const uint64_t copied = total_done - total_at_start;
+    double rate = secs > 0 ? static_cast<double>(copied) / secs : 0;
+    if (!final_line) rate = recent.Update(copied, secs);
     std::string per_table;
     for (const TableState& t : tables) {
       if (t.progress->done && !final_line) continue;
@@ -1011,8 +1060,8 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
         p.rows += n;
         if (chunk.range_done) p.done = true;
       }
-      if (p.done && p.reread) {
-        result = RecordReread(ckpt, t, p);
+      if (p.done) {
+        result = p.reread ? RecordReread(ckpt, t, p) : RecordCopiedDefinition(ckpt, t, p);
         if (!result.ok()) {
           failed = std::move(before);
           break;
