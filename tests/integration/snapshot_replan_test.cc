@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <iostream>
 
 #include <atomic>
 #include <csignal>
@@ -106,6 +107,47 @@ TEST(SnapshotReplan, AlterBetweenPlanningAndReadingReplansTheTable) {
                                    "UPDATE {0}.retyped SET v = 12345678901 WHERE k = 'k1';",
                                    db)),
             0);
+  auto again = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
+}
+
+// A table truncated, or dropped and created again, between planning and reading: its worker
+// reads it in a transaction opened after the statement, while the stream starts at the first
+// transaction's point, before it. Applied there, the statement emptied the copy. The table is
+// copied again (or, read whole after the statement, its copy already holds it).
+TEST(SnapshotReplan, TruncateOrRecreateBetweenPlanningAndReadingKeepsTheCopy) {
+  const std::string db = "it_replan_emptied";
+  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; USE {0};"
+                                   "CREATE TABLE {0}.a_first (id INT PRIMARY KEY, v INT);"
+                                   "INSERT INTO {0}.a_first SELECT seq, seq FROM seq_1_to_3000;"
+                                   "CREATE TABLE {0}.b_truncated (id INT PRIMARY KEY, v INT);"
+                                   "INSERT INTO {0}.b_truncated SELECT seq, seq FROM seq_1_to_3000;"
+                                   "CREATE TABLE {0}.c_recreated (id INT PRIMARY KEY, v INT);"
+                                   "INSERT INTO {0}.c_recreated SELECT seq, seq FROM seq_1_to_3000;",
+                                   db)),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {db + ".*"};
+  spec.sink_path = dir.File("replica.db");
+  spec.chunk_rows = 1000;
+  spec.snapshot_extra = "workers = 1\nfetch_rows = 500\n";
+  std::string config = WriteConfig(dir, spec);
+  PauseHook pause(dir.File("paused"));
+  pid_t pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("sluice.log"));
+  ASSERT_TRUE(WaitForFile(pause.path, pid, seconds(60))) << ReadFile(dir.File("sluice.log"));
+  ASSERT_EQ(RunSqlText(fmt::format("USE {0};"
+                                   "TRUNCATE TABLE {0}.b_truncated;"
+                                   "INSERT INTO {0}.b_truncated SELECT seq * 2, seq FROM seq_1_to_2000;"
+                                   "DROP TABLE {0}.c_recreated;"
+                                   "CREATE TABLE {0}.c_recreated (id INT PRIMARY KEY, v INT);"
+                                   "INSERT INTO {0}.c_recreated SELECT seq * 3, seq FROM seq_1_to_1000;",
+                                   db)),
+            0);
+  std::remove(pause.path.c_str());
+  ASSERT_EQ(WaitChild(pid, seconds(120)), 0) << ReadFile(dir.File("sluice.log"));
+  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
   auto again = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(again.exit_code, 0) << again.output;
   ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
@@ -335,24 +377,18 @@ TEST(SnapshotReplan, AlterWhileStoppedOfATableFinishedBesideTheStream) {
   ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
 }
 
-// A copy interrupted with one table half copied, then that table renamed while sluice was
-// stopped (probe9 F2): the resumed snapshot copies it under its new name at a point after the
-// RENAME, and the stream, reading from the interrupted snapshot's point, then met the RENAME
-// and copied the table a second time as "renamed into the captured set" (its sink table
-// emptied and filled again; with a small fetch_rows the second copy took minutes). The RENAME
-// is in the copy already: the table is copied once. So are the statements that shaped it, and
-// a table created while stopped, after the RENAME: the stream skips them.
-TEST(SnapshotReplan, RenameWhileStoppedCopiesTheRenamedTableOnce) {
-  const std::string db = "it_replan_renamed";
-  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; USE {0};"
+// A first copy of `db` (a_small, 50 rows; b_big, 60,000) killed with a_small copied and b_big
+// half copied; `while_stopped` run at the source; then runs to the end. Returns the second
+// run's log (empty after a failure or a skip: the caller returns).
+std::string InterruptedThenChanged(const std::string& db, const std::string& while_stopped, SluiceConfigSpec& spec,
+                                   TempDir& dir) {
+  EXPECT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; USE {0};"
                                    "CREATE TABLE {0}.a_small (id INT PRIMARY KEY, v INT);"
                                    "INSERT INTO {0}.a_small SELECT seq, seq FROM seq_1_to_50;"
                                    "CREATE TABLE {0}.b_big (id INT PRIMARY KEY, v VARCHAR(40));"
                                    "INSERT INTO {0}.b_big SELECT seq, REPEAT('v', 40) FROM seq_1_to_60000;",
                                    db)),
             0);
-  TempDir dir;
-  SluiceConfigSpec spec;
   spec.tables = {db + ".*"};
   spec.sink_path = dir.File("replica.db");
   spec.snapshot_extra = "workers = 1\nfetch_rows = 100\n";
@@ -373,27 +409,105 @@ TEST(SnapshotReplan, RenameWhileStoppedCopiesTheRenamedTableOnce) {
   }
   ::kill(pid, SIGKILL);
   WaitChild(pid, seconds(20));
-  if (!half) GTEST_SKIP() << "the first copy was not caught half done; log:\n" << ReadFile(dir.File("first.log"));
-  ASSERT_EQ(RunSqlText(fmt::format("UPDATE {0}.b_big SET v = 'before' WHERE id IN (5, 59990);"
-                                   "RENAME TABLE {0}.b_big TO {0}.c_big;"
-                                   "UPDATE {0}.c_big SET v = 'after' WHERE id IN (6, 59991);"
-                                   "ALTER TABLE {0}.c_big ADD COLUMN z INT DEFAULT 3;"
-                                   "UPDATE {0}.c_big SET z = 4 WHERE id IN (7, 59992);"
-                                   "CREATE TABLE {0}.d_new (id INT PRIMARY KEY, v INT);"
-                                   "INSERT INTO {0}.d_new VALUES (1, 1), (2, 2);"
-                                   "ALTER TABLE {0}.d_new ADD COLUMN w INT DEFAULT 5;"
-                                   "UPDATE {0}.d_new SET w = 6 WHERE id = 2;"
-                                   "INSERT INTO {0}.a_small VALUES (51, 51);",
-                                   db)),
-            0);
+  if (!half) {
+    std::cerr << "the first copy was not caught half done; log:\n" << ReadFile(dir.File("first.log"));
+    return "";
+  }
+  EXPECT_EQ(RunSqlText(fmt::format("USE {};", db) + while_stopped), 0);
   auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output.find("re-reading table " + db + ".c_big"), std::string::npos)
-      << "the renamed table was copied a second time:\n" << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  if (r.exit_code != 0) return "";
   ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
-  r = RunSluice({"run", "--config", config, "--until-caught-up"});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Once more from the stored position: nothing read twice, nothing stopped.
+  auto again = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(again.exit_code, 0) << again.output;
   ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
+  return r.output;
+}
+
+// A copy interrupted with one table half copied, then that table renamed while sluice was
+// stopped (probe9 F2): the resumed snapshot copies it under its new name at a point after the
+// RENAME, and the stream, reading from the interrupted snapshot's point, then met the RENAME
+// and copied the table a second time as "renamed into the captured set" (its sink table
+// emptied and filled again; with a small fetch_rows the second copy took minutes). The RENAME
+// is in the copy already: the table is copied once. So are the statements that shaped it, and
+// a table created while stopped, after the RENAME (its CREATE TABLE stopped the run: "the
+// recorded definition says the table already exists"): the stream skips them.
+TEST(SnapshotReplan, RenameWhileStoppedCopiesTheRenamedTableOnce) {
+  const std::string db = "it_replan_renamed";
+  TempDir dir;
+  SluiceConfigSpec spec;
+  const std::string log = InterruptedThenChanged(
+      db,
+      fmt::format("UPDATE {0}.b_big SET v = 'before' WHERE id IN (5, 59990);"
+                  "RENAME TABLE {0}.b_big TO {0}.c_big;"
+                  "UPDATE {0}.c_big SET v = 'after' WHERE id IN (6, 59991);"
+                  "ALTER TABLE {0}.c_big ADD COLUMN z INT DEFAULT 3;"
+                  "UPDATE {0}.c_big SET z = 4 WHERE id IN (7, 59992);"
+                  "CREATE TABLE {0}.d_new (id INT PRIMARY KEY, v INT);"
+                  "INSERT INTO {0}.d_new VALUES (1, 1), (2, 2);"
+                  "ALTER TABLE {0}.d_new ADD COLUMN w INT DEFAULT 5;"
+                  "UPDATE {0}.d_new SET w = 6 WHERE id = 2;"
+                  "INSERT INTO {0}.a_small VALUES (51, 51);",
+                  db),
+      spec, dir);
+  EXPECT_EQ(log.find("re-reading table " + db + ".c_big"), std::string::npos)
+      << "the renamed table was copied a second time:\n" << log;
+}
+
+// The half-copied table dropped and created again while stopped, with other rows.
+TEST(SnapshotReplan, DropAndCreateWhileStoppedOfTheHalfCopiedTable) {
+  const std::string db = "it_replan_recreated";
+  TempDir dir;
+  SluiceConfigSpec spec;
+  InterruptedThenChanged(db,
+                         fmt::format("DROP TABLE {0}.b_big;"
+                                     "CREATE TABLE {0}.b_big (id INT PRIMARY KEY, v VARCHAR(40));"
+                                     "INSERT INTO {0}.b_big SELECT seq * 2, 'new' FROM seq_1_to_40000;"
+                                     "UPDATE {0}.b_big SET v = 'newer' WHERE id % 1000 = 0;",
+                                     db),
+                         spec, dir);
+}
+
+// The same with TRUNCATE, and with the two tables' names swapped.
+TEST(SnapshotReplan, TruncateWhileStoppedOfTheHalfCopiedTable) {
+  const std::string db = "it_replan_truncated";
+  TempDir dir;
+  SluiceConfigSpec spec;
+  InterruptedThenChanged(db,
+                         fmt::format("TRUNCATE TABLE {0}.b_big;"
+                                     "INSERT INTO {0}.b_big SELECT seq * 3, 'new' FROM seq_1_to_30000;",
+                                     db),
+                         spec, dir);
+}
+
+// Renamed away (ALTER ... RENAME, out of the patterns) and another table renamed into its name.
+TEST(SnapshotReplan, ReplacedByRenameWhileStoppedOfTheHalfCopiedTable) {
+  const std::string db = "it_replan_replaced";
+  TempDir dir;
+  SluiceConfigSpec spec;
+  InterruptedThenChanged(db,
+                         fmt::format("DROP DATABASE IF EXISTS {0}_out; CREATE DATABASE {0}_out;"
+                                     "ALTER TABLE {0}.b_big RENAME TO {0}_out.b_big;"
+                                     "CREATE TABLE {0}.other (id INT PRIMARY KEY, v VARCHAR(40));"
+                                     "INSERT INTO {0}.other SELECT seq * 5, 'other' FROM seq_1_to_20000;"
+                                     "RENAME TABLE {0}.other TO {0}.b_big;"
+                                     "UPDATE {0}.b_big SET v = 'moved' WHERE id % 500 = 0;",
+                                     db),
+                         spec, dir);
+  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE {0}_out", db)), 0);
+}
+
+TEST(SnapshotReplan, SwapWhileStoppedOfTheHalfCopiedTable) {
+  const std::string db = "it_replan_swapped";
+  TempDir dir;
+  SluiceConfigSpec spec;
+  InterruptedThenChanged(db,
+                         fmt::format("RENAME TABLE {0}.b_big TO {0}.tmp, {0}.a_small TO {0}.b_big, {0}.tmp TO {0}.a_small;"
+                                     "UPDATE {0}.a_small SET v = 'swapped' WHERE id % 777 = 0;"
+                                     "UPDATE {0}.b_big SET v = -v;",
+                                     db),
+                         spec, dir);
 }
 
 // Tables dropped or renamed away between planning and reading a first snapshot: the run
