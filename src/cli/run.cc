@@ -609,7 +609,7 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     if (!replaced.empty()) RETURN_IF_ERROR(sink->ApplySchemaChanges(replaced, ckpt.ToJson()));
     if (!switched.empty() && ckpt.snapshot_done) MarkForReread(ckpt, switched);
   }
-  if (stored && ckpt.snapshot_done && config.snapshot.mode == SnapshotMode::kInitial) {
+  if (stored && ckpt.snapshot_done) {
     // Tables added to the configuration since the snapshot: copy them now. Their copy gets
     // its own snapshot point (copied_at), so the stream skips their earlier changes.
     std::vector<std::string> added;
@@ -627,12 +627,19 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     if (!added.empty()) {
       std::string list;
       for (const auto& a : added) list += (list.empty() ? "" : ", ") + a;
-      if (resume.server_changed)
-        return Status::FailedPrecondition(fmt::format(
-            "source.tables adds {} in the same run that switches to another server; run once with "
-            "the old table list first (it continues by GTID), then add the tables", list));
-      LogInfo("snapshotting {} table(s) new to this replica: {}", added.size(), list);
-      MarkForReread(ckpt, added);
+      if (config.snapshot.mode == SnapshotMode::kNever) {
+        // Said, not done silently: the replica holds none of their rows from before now.
+        LogWarning("{} table(s) new to this replica ({}) are not copied (snapshot.mode = \"never\"): it gets "
+                   "their changes from now on only; `sluice resnapshot --config FILE TABLE` copies one",
+                   added.size(), list);
+      } else {
+        if (resume.server_changed)
+          return Status::FailedPrecondition(fmt::format(
+              "source.tables adds {} in the same run that switches to another server; run once with "
+              "the old table list first (it continues by GTID), then add the tables", list));
+        LogInfo("snapshotting {} table(s) new to this replica: {}", added.size(), list);
+        MarkForReread(ckpt, added);
+      }
     }
   }
   ckpt.filter_include = config.source.tables;
@@ -732,6 +739,10 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     ++it;
   }
   if (!ckpt.snapshot_done) {
+    if (stored && !rereads && config.snapshot.mode == SnapshotMode::kNever)
+      LogWarning("snapshot.mode = \"never\" applies to a destination sluice has not written to yet: this one "
+                 "holds an unfinished snapshot, which is finished first (left as it is, its tables would miss "
+                 "rows)");
     if (rereads) {
       // Online re-reads (snapshot/reread.h): the streamer copies them beside the stream
       // (stream/streamer.h `reread`), so the other tables do not wait for them.

@@ -381,7 +381,7 @@ TEST(SnapshotReplan, AlterWhileStoppedOfATableFinishedBesideTheStream) {
 // half copied; `while_stopped` run at the source; then runs to the end. Returns the second
 // run's log (empty after a failure or a skip: the caller returns).
 std::string InterruptedThenChanged(const std::string& db, const std::string& while_stopped, SluiceConfigSpec& spec,
-                                   TempDir& dir) {
+                                   TempDir& dir, const std::string& then_mode = "") {
   EXPECT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; USE {0};"
                                    "CREATE TABLE {0}.a_small (id INT PRIMARY KEY, v INT);"
                                    "INSERT INTO {0}.a_small SELECT seq, seq FROM seq_1_to_50;"
@@ -414,6 +414,10 @@ std::string InterruptedThenChanged(const std::string& db, const std::string& whi
     return "";
   }
   EXPECT_EQ(RunSqlText(fmt::format("USE {};", db) + while_stopped), 0);
+  if (!then_mode.empty()) {
+    spec.snapshot_mode = then_mode;
+    WriteConfig(dir, spec);
+  }
   auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   if (r.exit_code != 0) return "";
@@ -496,6 +500,46 @@ TEST(SnapshotReplan, ReplacedByRenameWhileStoppedOfTheHalfCopiedTable) {
                                      db),
                          spec, dir);
   ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE {0}_out", db)), 0);
+}
+
+// snapshot.mode changed to "never" while a snapshot was unfinished: the snapshot is finished
+// all the same, and the log says so (it said nothing).
+TEST(SnapshotReplan, ModeNeverOnAnUnfinishedSnapshotFinishesItAndSaysSo) {
+  const std::string db = "it_replan_never";
+  TempDir dir;
+  SluiceConfigSpec spec;
+  const std::string log = InterruptedThenChanged(
+      db, fmt::format("UPDATE {0}.b_big SET v = 'later' WHERE id % 1000 = 0;", db), spec, dir, "never");
+  if (log.empty()) return;
+  EXPECT_NE(log.find("snapshot.mode = \"never\" applies to a destination sluice has not written to yet"),
+            std::string::npos)
+      << log;
+}
+
+// snapshot.mode = "never" and a table added to source.tables: it is not copied, and the log says
+// so (it said nothing).
+TEST(SnapshotReplan, ModeNeverSaysThatAnAddedTableIsNotCopied) {
+  const std::string db = "it_replan_never_added";
+  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0};"
+                                   "CREATE TABLE {0}.a (id INT PRIMARY KEY, v INT);"
+                                   "CREATE TABLE {0}.b (id INT PRIMARY KEY, v INT); INSERT INTO {0}.b VALUES (1, 1);",
+                                   db)),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {db + ".a"};
+  spec.sink_path = dir.File("replica.db");
+  spec.snapshot_mode = "never";
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  spec.tables.push_back(db + ".b");
+  config = WriteConfig(dir, spec);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 table(s) new to this replica (" + db + ".b) are not copied (snapshot.mode = \"never\")"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(SnapshotReplan, SwapWhileStoppedOfTheHalfCopiedTable) {
