@@ -1,10 +1,13 @@
 #include "snapshot/planner.h"
 
+#include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include "mysql/key_literal.h"
 #include "schema/column_type.h"
 #include "schema/text_value.h"
+#include "util/log.h"
 
 namespace sluice {
 namespace {
@@ -91,6 +94,37 @@ Result<std::vector<KeyTexts>> IntegerBoundaries(Connection& conn, const TableSch
   return bounds;
 }
 
+// Whether integer boundaries by value leave one range with far more than its share of the
+// rows (ids clustered at one end, a few outliers far away): the optimizer's estimate of each
+// range (EXPLAIN: index dives, no scan), the largest against the mean of them all (InnoDB
+// caps one range's estimate at about half the table, so the row count is no yardstick). One
+// such range is read by one worker while the others idle: a table whose keys were all near
+// 2^64 but one at 0 was one range. Returns the largest estimate when it exceeds chunk_rows
+// and 2.5 times the mean.
+Result<std::optional<uint64_t>> UnevenByValue(Connection& conn, const TableSchema& s,
+                                              const std::vector<KeyTexts>& bounds, uint64_t chunk_rows) {
+  if (bounds.size() < 2) return std::optional<uint64_t>{};
+  const std::string k = QuoteIdentifier(s.columns[s.primary_key[0]].name);
+  uint64_t sum = 0, most = 0;
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    std::string where;
+    if (i > 0) where = k + " > " + bounds[i - 1][0];
+    if (i < bounds.size()) where += (where.empty() ? "" : " AND ") + k + " <= " + bounds[i][0];
+    ASSIGN_OR_RETURN(QueryResult r, conn.Query(fmt::format("EXPLAIN SELECT {} FROM {} WHERE {}", k, Qualified(s), where)));
+    const int col = r.ColumnIndex("rows");
+    if (col < 0 || r.rows.size() != 1 || !r.rows[0][col]) return std::optional<uint64_t>{};
+    uint64_t est = 0;
+    const std::string& t = *r.rows[0][col];
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), est);
+    if (ec != std::errc() || p != t.data() + t.size()) return std::optional<uint64_t>{};
+    sum += est;
+    most = std::max(most, est);
+  }
+  const double mean = static_cast<double>(sum) / static_cast<double>(bounds.size() + 1);
+  if (most > chunk_rows && static_cast<double>(most) > 2.5 * mean) return std::optional<uint64_t>(most);
+  return std::optional<uint64_t>{};
+}
+
 Result<std::vector<KeyTexts>> SampledBoundaries(Connection& conn, const TableSchema& s, size_t n,
                                                 uint64_t rows) {
   const uint64_t stride = std::max<uint64_t>(1, (rows + n - 1) / n);
@@ -152,6 +186,14 @@ Result<TablePlan> PlanTable(Connection& conn, const TableSchema& schema, const P
   std::vector<KeyTexts> bounds;
   if (schema.primary_key.size() == 1 && IsIntegerType(schema.columns[schema.primary_key[0]].type)) {
     ASSIGN_OR_RETURN(bounds, IntegerBoundaries(conn, schema, n));
+    ASSIGN_OR_RETURN(std::optional<uint64_t> heavy,
+                     UnevenByValue(conn, schema, bounds, options.chunk_rows));
+    if (heavy) {
+      LogInfo("snapshot: {}: its key's values are uneven (split by value, the optimizer puts about {} of {} "
+              "rows in one range): ranges sampled from the key index instead",
+              schema.QualifiedName(), *heavy, plan.expected_rows);
+      ASSIGN_OR_RETURN(bounds, SampledBoundaries(conn, schema, n, plan.expected_rows));
+    }
   } else {
     ASSIGN_OR_RETURN(bounds, SampledBoundaries(conn, schema, n, plan.expected_rows));
   }

@@ -6,7 +6,11 @@
 // false or the table has no primary key.
 // Boundaries:
 //   single-column integer keys  by value, from MIN and MAX: lower + (max - min) * i / n
-//                               (exact 128-bit arithmetic on the server's integer texts);
+//                               (exact 128-bit arithmetic on the server's integer texts),
+//                               unless the optimizer's estimate (EXPLAIN) of one such range
+//                               exceeds chunk_rows and 2.5 times the mean of the ranges'
+//                               estimates (values clustered, a few far away): then sampled
+//                               as below, and logged;
 //   every other key             by sampling the key index in strides of rows / n: one
 //                               keyset hop per boundary (WHERE key > previous ORDER BY key
 //                               LIMIT 1 OFFSET stride - 1), the key read as the snapshot reads
