@@ -73,7 +73,33 @@ std::vector<RangeProgress> FromBoundaries(const std::vector<KeyTexts>& bounds) {
   return out;
 }
 
-Result<std::vector<KeyTexts>> IntegerBoundaries(Connection& conn, const TableSchema& s, size_t n) {
+// The optimizer's estimate of the rows with lo < key <= hi (EXPLAIN: index dives, no scan);
+// nullopt when the server gives none.
+Result<std::optional<uint64_t>> EstimateRange(Connection& conn, const TableSchema& s, const std::string& key,
+                                              I128 lo, I128 hi) {
+  ASSIGN_OR_RETURN(QueryResult r, conn.Query(fmt::format("EXPLAIN SELECT {0} FROM {1} WHERE {0} > {2} AND {0} <= {3}",
+                                                         key, Qualified(s), I128Text(lo), I128Text(hi))));
+  const int col = r.ColumnIndex("rows");
+  if (col < 0 || r.rows.size() != 1 || !r.rows[0][col]) return std::optional<uint64_t>{};
+  uint64_t est = 0;
+  const std::string& t = *r.rows[0][col];
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), est);
+  if (ec != std::errc() || p != t.data() + t.size()) return std::optional<uint64_t>{};
+  return std::optional<uint64_t>(est);
+}
+
+// Integer keys: n ranges by value between MIN and MAX, then checked against the optimizer's
+// estimates. Values clustered with a few far away (ids 1..1M and one at 2^62; all near 2^64 and
+// one at 0) put nearly every row in one range by value, read by one worker while the others
+// idle. When one range's estimate exceeds 2.5 times the mean and chunk_rows, the ranges are
+// refined by value where the rows are: a piece estimated above rows / n is split in 8 by value
+// (about 8 EXPLAINs per split; InnoDB caps a range's estimate near half the table, so a capped
+// piece splits too), and the pieces are then joined in order into n ranges of about equal
+// estimates. Bounded at 2000 EXPLAINs (then the split by value stands). Boundaries are
+// integers, not necessarily keys; nothing is scanned.
+Result<std::vector<KeyTexts>> IntegerBoundaries(Connection& conn, const TableSchema& s, size_t n, uint64_t rows,
+                                                uint64_t chunk_rows, bool* refined) {
+  *refined = false;
   const std::string k = QuoteIdentifier(s.columns[s.primary_key[0]].name);
   ASSIGN_OR_RETURN(QueryResult r,
                    conn.Query(fmt::format("SELECT MIN({0}), MAX({0}) FROM {1}", k, Qualified(s))));
@@ -83,46 +109,74 @@ Result<std::vector<KeyTexts>> IntegerBoundaries(Connection& conn, const TableSch
   if (!ParseI128(*r.rows[0][0], &lo) || !ParseI128(*r.rows[0][1], &hi))
     return Status::Corruption(fmt::format("{}: MIN/MAX of key {} are not integers: {} / {}",
                                           s.QualifiedName(), k, *r.rows[0][0], *r.rows[0][1]));
-  std::vector<KeyTexts> bounds;
+  std::vector<I128> by_value;
   for (size_t i = 1; i < n; ++i) {
     I128 b = lo + (hi - lo) * static_cast<I128>(i) / static_cast<I128>(n);
-    std::string text = I128Text(b);
     if (b >= hi) break;
-    if (!bounds.empty() && bounds.back()[0] == text) continue;
-    bounds.push_back({text});
+    if (!by_value.empty() && by_value.back() == b) continue;
+    by_value.push_back(b);
   }
-  return bounds;
-}
+  auto texts = [](const std::vector<I128>& bs) {
+    std::vector<KeyTexts> out;
+    for (I128 b : bs) out.push_back({I128Text(b)});
+    return out;
+  };
+  if (by_value.size() < 2) return texts(by_value);
 
-// Whether integer boundaries by value leave one range with far more than its share of the
-// rows (ids clustered at one end, a few outliers far away): the optimizer's estimate of each
-// range (EXPLAIN: index dives, no scan), the largest against the mean of them all (InnoDB
-// caps one range's estimate at about half the table, so the row count is no yardstick). One
-// such range is read by one worker while the others idle: a table whose keys were all near
-// 2^64 but one at 0 was one range. Returns the largest estimate when it exceeds chunk_rows
-// and 2.5 times the mean.
-Result<std::optional<uint64_t>> UnevenByValue(Connection& conn, const TableSchema& s,
-                                              const std::vector<KeyTexts>& bounds, uint64_t chunk_rows) {
-  if (bounds.size() < 2) return std::optional<uint64_t>{};
-  const std::string k = QuoteIdentifier(s.columns[s.primary_key[0]].name);
+  struct Piece {
+    I128 lo, hi;  // lo < key <= hi
+    uint64_t est;
+  };
+  std::vector<Piece> pieces;
+  int explains = 0;
   uint64_t sum = 0, most = 0;
-  for (size_t i = 0; i <= bounds.size(); ++i) {
-    std::string where;
-    if (i > 0) where = k + " > " + bounds[i - 1][0];
-    if (i < bounds.size()) where += (where.empty() ? "" : " AND ") + k + " <= " + bounds[i][0];
-    ASSIGN_OR_RETURN(QueryResult r, conn.Query(fmt::format("EXPLAIN SELECT {} FROM {} WHERE {}", k, Qualified(s), where)));
-    const int col = r.ColumnIndex("rows");
-    if (col < 0 || r.rows.size() != 1 || !r.rows[0][col]) return std::optional<uint64_t>{};
-    uint64_t est = 0;
-    const std::string& t = *r.rows[0][col];
-    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), est);
-    if (ec != std::errc() || p != t.data() + t.size()) return std::optional<uint64_t>{};
-    sum += est;
-    most = std::max(most, est);
+  for (size_t i = 0; i <= by_value.size(); ++i) {
+    const I128 a = i == 0 ? lo - 1 : by_value[i - 1], b = i == by_value.size() ? hi : by_value[i];
+    ASSIGN_OR_RETURN(std::optional<uint64_t> est, EstimateRange(conn, s, k, a, b));
+    ++explains;
+    if (!est) return texts(by_value);
+    pieces.push_back({a, b, *est});
+    sum += *est;
+    most = std::max(most, *est);
   }
-  const double mean = static_cast<double>(sum) / static_cast<double>(bounds.size() + 1);
-  if (most > chunk_rows && static_cast<double>(most) > 2.5 * mean) return std::optional<uint64_t>(most);
-  return std::optional<uint64_t>{};
+  const double mean = static_cast<double>(sum) / static_cast<double>(pieces.size());
+  if (most <= chunk_rows || static_cast<double>(most) <= 2.5 * mean) return texts(by_value);
+
+  const uint64_t target = std::max<uint64_t>(1, rows / n);
+  constexpr int kMaxExplains = 2000, kSplit = 8;
+  for (size_t i = 0; i < pieces.size();) {
+    const Piece p = pieces[i];
+    if (p.est <= target || p.hi - p.lo < 2) {
+      ++i;
+      continue;
+    }
+    if (explains + kSplit > kMaxExplains) return texts(by_value);
+    std::vector<Piece> parts;
+    I128 a = p.lo;
+    for (int j = 1; j <= kSplit; ++j) {
+      const I128 b = j == kSplit ? p.hi : p.lo + (p.hi - p.lo) * j / kSplit;
+      if (b <= a) continue;
+      ASSIGN_OR_RETURN(std::optional<uint64_t> est, EstimateRange(conn, s, k, a, b));
+      ++explains;
+      if (!est) return texts(by_value);
+      parts.push_back({a, b, *est});
+      a = b;
+    }
+    // Split in place; the parts are looked at again from the first.
+    pieces.erase(pieces.begin() + static_cast<std::ptrdiff_t>(i));
+    pieces.insert(pieces.begin() + static_cast<std::ptrdiff_t>(i), parts.begin(), parts.end());
+  }
+  uint64_t total = 0;
+  for (const Piece& p : pieces) total += p.est;
+  const double share = static_cast<double>(total) / static_cast<double>(n);
+  std::vector<I128> bounds;
+  double acc = 0;
+  for (size_t i = 0; i + 1 < pieces.size() && bounds.size() + 1 < n; ++i) {
+    acc += static_cast<double>(pieces[i].est);
+    if (acc >= share * static_cast<double>(bounds.size() + 1)) bounds.push_back(pieces[i].hi);
+  }
+  *refined = true;
+  return texts(bounds);
 }
 
 Result<std::vector<KeyTexts>> SampledBoundaries(Connection& conn, const TableSchema& s, size_t n,
@@ -185,15 +239,12 @@ Result<TablePlan> PlanTable(Connection& conn, const TableSchema& schema, const P
   }
   std::vector<KeyTexts> bounds;
   if (schema.primary_key.size() == 1 && IsIntegerType(schema.columns[schema.primary_key[0]].type)) {
-    ASSIGN_OR_RETURN(bounds, IntegerBoundaries(conn, schema, n));
-    ASSIGN_OR_RETURN(std::optional<uint64_t> heavy,
-                     UnevenByValue(conn, schema, bounds, options.chunk_rows));
-    if (heavy) {
-      LogInfo("snapshot: {}: its key's values are uneven (split by value, the optimizer puts about {} of {} "
-              "rows in one range): ranges sampled from the key index instead",
-              schema.QualifiedName(), *heavy, plan.expected_rows);
-      ASSIGN_OR_RETURN(bounds, SampledBoundaries(conn, schema, n, plan.expected_rows));
-    }
+    bool refined = false;
+    ASSIGN_OR_RETURN(bounds, IntegerBoundaries(conn, schema, n, plan.expected_rows, options.chunk_rows, &refined));
+    if (refined)
+      LogInfo("snapshot: {}: its key's values are clustered (split evenly by value, one range would hold most "
+              "rows): ranges placed by the optimizer's estimates instead",
+              schema.QualifiedName());
   } else {
     ASSIGN_OR_RETURN(bounds, SampledBoundaries(conn, schema, n, plan.expected_rows));
   }

@@ -9,8 +9,9 @@
 //                               (exact 128-bit arithmetic on the server's integer texts),
 //                               unless the optimizer's estimate (EXPLAIN) of one such range
 //                               exceeds chunk_rows and 2.5 times the mean of the ranges'
-//                               estimates (values clustered, a few far away): then sampled
-//                               as below, and logged;
+//                               estimates (values clustered, a few far away): then refined
+//                               by value where the rows are, by estimates (no scan), and
+//                               logged (IntegerBoundaries in planner.cc);
 //   every other key             by sampling the key index in strides of rows / n: one
 //                               keyset hop per boundary (WHERE key > previous ORDER BY key
 //                               LIMIT 1 OFFSET stride - 1), the key read as the snapshot reads
