@@ -31,6 +31,26 @@ using std::chrono::seconds;
 
 
 
+// Starts `sluice run --until-caught-up` on `db.*` into a SQLite replica (fetches and workers
+// as `snapshot_extra` says), logging to dir/sluice.log, and waits until it pauses after
+// planning, its read transactions open. Returns the pid, or -1 (a failure recorded) when it
+// did not pause.
+pid_t StartPausedAfterPlanning(const std::string& db, const std::string& snapshot_extra, SluiceConfigSpec& spec,
+                               TempDir& dir, PauseHook& pause, std::string* config) {
+  spec.tables = {db + ".*"};
+  spec.sink_path = dir.File("replica.db");
+  spec.chunk_rows = 1000;
+  spec.snapshot_extra = snapshot_extra;
+  *config = WriteConfig(dir, spec);
+  pid_t pid = StartSluice({"run", "--config", *config, "--until-caught-up"}, dir.File("sluice.log"));
+  if (!WaitForFile(pause.path, pid, seconds(60))) {
+    ADD_FAILURE() << "sluice did not pause after planning (SLUICE_TEST_SNAPSHOT_PAUSE_FILE):\n"
+                  << ReadFile(dir.File("sluice.log"));
+    return -1;
+  }
+  return pid;
+}
+
 // ALTERs between planning and reading: one table gains a column (written after the ALTER),
 // another changes a column's type. Both are planned again and copied with the new columns;
 // a third table, unchanged, is copied once.
@@ -52,16 +72,10 @@ TEST(SnapshotReplan, AlterBetweenPlanningAndReadingReplansTheTable) {
             0);
   TempDir dir;
   SluiceConfigSpec spec;
-  spec.tables = {db + ".*"};
-  spec.sink_path = dir.File("replica.db");
-  spec.chunk_rows = 1000;
-  spec.snapshot_extra = "workers = 2\nfetch_rows = 500\n";
-  std::string config = WriteConfig(dir, spec);
   PauseHook pause(dir.File("paused"));
-  pid_t pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("sluice.log"));
-  ASSERT_TRUE(WaitForFile(pause.path, pid, seconds(60)))
-      << "sluice did not pause after planning (SLUICE_TEST_SNAPSHOT_PAUSE_FILE):\n"
-      << ReadFile(dir.File("sluice.log"));
+  std::string config;
+  pid_t pid = StartPausedAfterPlanning(db, "workers = 2\nfetch_rows = 500\n", spec, dir, pause, &config);
+  ASSERT_GT(pid, 0);
   ASSERT_EQ(RunSqlText(fmt::format(
                 "ALTER TABLE {0}.grows ADD COLUMN extra VARCHAR(10) NOT NULL DEFAULT 'x';"
                 "UPDATE {0}.grows SET extra = CONCAT('e', id) WHERE id % 7 = 0;"
@@ -129,14 +143,10 @@ TEST(SnapshotReplan, TruncateOrRecreateBetweenPlanningAndReadingKeepsTheCopy) {
             0);
   TempDir dir;
   SluiceConfigSpec spec;
-  spec.tables = {db + ".*"};
-  spec.sink_path = dir.File("replica.db");
-  spec.chunk_rows = 1000;
-  spec.snapshot_extra = "workers = 1\nfetch_rows = 500\n";
-  std::string config = WriteConfig(dir, spec);
   PauseHook pause(dir.File("paused"));
-  pid_t pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("sluice.log"));
-  ASSERT_TRUE(WaitForFile(pause.path, pid, seconds(60))) << ReadFile(dir.File("sluice.log"));
+  std::string config;
+  pid_t pid = StartPausedAfterPlanning(db, "workers = 1\nfetch_rows = 500\n", spec, dir, pause, &config);
+  ASSERT_GT(pid, 0);
   ASSERT_EQ(RunSqlText(fmt::format("USE {0};"
                                    "TRUNCATE TABLE {0}.b_truncated;"
                                    "INSERT INTO {0}.b_truncated SELECT seq * 2, seq FROM seq_1_to_2000;"
@@ -312,76 +322,10 @@ TEST(SnapshotReplan, AlterWhileStoppedReplansTheResumedTable) {
   EXPECT_EQ(sink.columns["t"], 3u) << "rows read with the old columns";
 }
 
-// The same beside a re-read: a first copy interrupted with a table half copied, another table
-// then asked for again (`sluice resnapshot`), so the next run finishes the snapshot online,
-// beside the stream; and the half-copied table altered while sluice was stopped. Its copy
-// starts over at a point after the ALTER, while the stream, from the interrupted snapshot's
-// point, reads that ALTER: the sink table already has the new column. The stream applied it
-// there too ("duplicate column name", the run stopped; the next one recovered): the table was
-// not held back from the stream as the re-read one is, although the same copy reads it.
-TEST(SnapshotReplan, AlterWhileStoppedOfATableFinishedBesideTheStream) {
-  const std::string db = "it_replan_online";
-  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; USE {0};"
-                                   "CREATE TABLE {0}.a_small (id INT PRIMARY KEY, v INT);"
-                                   "INSERT INTO {0}.a_small SELECT seq, seq FROM seq_1_to_50;"
-                                   "CREATE TABLE {0}.b_big (id INT PRIMARY KEY, v VARCHAR(40));"
-                                   "INSERT INTO {0}.b_big SELECT seq, REPEAT('v', 40) FROM seq_1_to_60000;",
-                                   db)),
-            0);
-  TempDir dir;
-  SluiceConfigSpec spec;
-  spec.tables = {db + ".*"};
-  spec.sink_path = dir.File("replica.db");
-  spec.snapshot_extra = "workers = 1\nfetch_rows = 100\n";
-  const std::string config = WriteConfig(dir, spec);
-  pid_t pid = StartSluice({"run", "--config", config}, dir.File("first.log"));
-  bool half = false;
-  for (int i = 0; i < 2000 && !half; ++i) {
-    std::this_thread::sleep_for(milliseconds(10));
-    const std::string ckpt = ReadSqliteCheckpoint(spec.sink_path);
-    if (ckpt.empty()) continue;
-    auto j = nlohmann::json::parse(ckpt, nullptr, false);
-    if (j.is_discarded() || !j.contains("snapshot")) continue;
-    const auto& tables = j["snapshot"]["tables"];
-    if (!tables.contains(db + ".a_small") || !tables.contains(db + ".b_big")) continue;
-    const auto& big = tables[db + ".b_big"];
-    half = tables[db + ".a_small"].value("done", false) && !big.value("done", false) &&
-           big.value("rows", 0) > 1000 && big.value("rows", 0) < 45000;
-  }
-  ::kill(pid, SIGKILL);
-  WaitChild(pid, seconds(20));
-  if (!half) GTEST_SKIP() << "the first copy was not caught half done; log:\n" << ReadFile(dir.File("first.log"));
-  auto r = RunSluice({"resnapshot", "--config", config, db + ".a_small"});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_EQ(RunSqlText(fmt::format("UPDATE {0}.b_big SET v = 'before' WHERE id IN (5, 59990);"
-                                   "ALTER TABLE {0}.b_big ADD COLUMN y VARCHAR(10) DEFAULT 'd';"
-                                   "UPDATE {0}.b_big SET v = 'after', y = 'y' WHERE id IN (6, 59991);"
-                                   "INSERT INTO {0}.a_small VALUES (51, 51);",
-                                   db)),
-            0);
-  {
-    PauseHook pause(dir.File("paused"));
-    pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("second.log"));
-    ASSERT_TRUE(WaitForFile(pause.path, pid, seconds(60)))
-        << "sluice did not pause after planning:\n" << ReadFile(dir.File("second.log"));
-    // The copy waits; the stream reads on past the ALTER meanwhile.
-    std::this_thread::sleep_for(milliseconds(1500));
-    std::remove(pause.path.c_str());
-    const int code = WaitChild(pid, seconds(120));
-    const std::string log = ReadFile(dir.File("second.log"));
-    ASSERT_EQ(code, 0) << log;
-    EXPECT_NE(log.find("re-planning table " + db + ".b_big: its definition changed while sluice was stopped"),
-              std::string::npos)
-        << log;
-  }
-  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
-}
-
-// A first copy of `db` (a_small, 50 rows; b_big, 60,000) killed with a_small copied and b_big
-// half copied; `while_stopped` run at the source; then runs to the end. Returns the second
-// run's log (empty after a failure or a skip: the caller returns).
-std::string InterruptedThenChanged(const std::string& db, const std::string& while_stopped, SluiceConfigSpec& spec,
-                                   TempDir& dir, const std::string& then_mode = "") {
+// A first copy of `db.*` (a_small, 50 rows; b_big, 60,000; one worker, fetches of 100 rows)
+// SIGKILLed once a_small is copied and b_big half copied. Returns the config's path, or "" when
+// the copy was not caught half done (the test is then skipped).
+std::string HalfCopiedThenKilled(const std::string& db, SluiceConfigSpec& spec, TempDir& dir) {
   EXPECT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; USE {0};"
                                    "CREATE TABLE {0}.a_small (id INT PRIMARY KEY, v INT);"
                                    "INSERT INTO {0}.a_small SELECT seq, seq FROM seq_1_to_50;"
@@ -410,9 +354,19 @@ std::string InterruptedThenChanged(const std::string& db, const std::string& whi
   ::kill(pid, SIGKILL);
   WaitChild(pid, seconds(20));
   if (!half) {
+    []() { GTEST_SKIP(); }();
     std::cerr << "the first copy was not caught half done; log:\n" << ReadFile(dir.File("first.log"));
     return "";
   }
+  return config;
+}
+
+// HalfCopiedThenKilled, then `while_stopped` run at the source (in `db`), then runs to the
+// end, twice. Returns the first of those runs' log ("" after a failure or a skip).
+std::string InterruptedThenChanged(const std::string& db, const std::string& while_stopped, SluiceConfigSpec& spec,
+                                   TempDir& dir, const std::string& then_mode = "") {
+  const std::string config = HalfCopiedThenKilled(db, spec, dir);
+  if (config.empty()) return "";
   EXPECT_EQ(RunSqlText(fmt::format("USE {};", db) + while_stopped), 0);
   if (!then_mode.empty()) {
     spec.snapshot_mode = then_mode;
@@ -427,6 +381,45 @@ std::string InterruptedThenChanged(const std::string& db, const std::string& whi
   EXPECT_EQ(again.exit_code, 0) << again.output;
   ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
   return r.output;
+}
+
+// The same beside a re-read: a first copy interrupted with a table half copied, another table
+// then asked for again (`sluice resnapshot`), so the next run finishes the snapshot online,
+// beside the stream; and the half-copied table altered while sluice was stopped. Its copy
+// starts over at a point after the ALTER, while the stream, from the interrupted snapshot's
+// point, reads that ALTER: the sink table already has the new column. The stream applied it
+// there too ("duplicate column name", the run stopped; the next one recovered): the table was
+// not held back from the stream as the re-read one is, although the same copy reads it.
+TEST(SnapshotReplan, AlterWhileStoppedOfATableFinishedBesideTheStream) {
+  const std::string db = "it_replan_online";
+  TempDir dir;
+  SluiceConfigSpec spec;
+  const std::string config = HalfCopiedThenKilled(db, spec, dir);
+  if (config.empty()) return;
+  auto r = RunSluice({"resnapshot", "--config", config, db + ".a_small"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText(fmt::format("UPDATE {0}.b_big SET v = 'before' WHERE id IN (5, 59990);"
+                                   "ALTER TABLE {0}.b_big ADD COLUMN y VARCHAR(10) DEFAULT 'd';"
+                                   "UPDATE {0}.b_big SET v = 'after', y = 'y' WHERE id IN (6, 59991);"
+                                   "INSERT INTO {0}.a_small VALUES (51, 51);",
+                                   db)),
+            0);
+  {
+    PauseHook pause(dir.File("paused"));
+    pid_t pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("second.log"));
+    ASSERT_TRUE(WaitForFile(pause.path, pid, seconds(60)))
+        << "sluice did not pause after planning:\n" << ReadFile(dir.File("second.log"));
+    // The copy waits; the stream reads on past the ALTER meanwhile.
+    std::this_thread::sleep_for(milliseconds(1500));
+    std::remove(pause.path.c_str());
+    const int code = WaitChild(pid, seconds(120));
+    const std::string log = ReadFile(dir.File("second.log"));
+    ASSERT_EQ(code, 0) << log;
+    EXPECT_NE(log.find("re-planning table " + db + ".b_big: its definition changed while sluice was stopped"),
+              std::string::npos)
+        << log;
+  }
+  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
 }
 
 // A copy interrupted with one table half copied, then that table renamed while sluice was
@@ -572,13 +565,10 @@ TEST(SnapshotReplan, TablesGoneBetweenPlanningAndReadingAreLeftOut) {
             0);
   TempDir dir;
   SluiceConfigSpec spec;
-  spec.tables = {db + ".*"};
-  spec.sink_path = dir.File("replica.db");
-  spec.snapshot_extra = "workers = 2\nfetch_rows = 500\n";
-  const std::string config = WriteConfig(dir, spec);
   PauseHook pause(dir.File("paused"));
-  pid_t pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("sluice.log"));
-  ASSERT_TRUE(WaitForFile(pause.path, pid, seconds(60))) << ReadFile(dir.File("sluice.log"));
+  std::string config;
+  pid_t pid = StartPausedAfterPlanning(db, "workers = 2\nfetch_rows = 500\n", spec, dir, pause, &config);
+  ASSERT_GT(pid, 0);
   ASSERT_EQ(RunSqlText(fmt::format("DROP TABLE {0}.dropped; RENAME TABLE {0}.moved TO {0}_out.moved;"
                                    "UPDATE {0}.kept SET v = -v WHERE id % 7 = 0;",
                                    db)),
