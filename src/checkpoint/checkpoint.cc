@@ -13,6 +13,7 @@
 //       "tables": {"<db>.<table>": {"done": bool, "rows": unsigned integer,
 //                                   "last_key": [string, ...],
 //                                   "copied_at": {"file": string, "pos": n} (optional),
+//                                   "read_until": {"file": string, "pos": n} (optional),
 //                                   "expected_rows": n (optional),
 //                                   "reread": true (optional: an online re-read, see
 //                                                   checkpoint.h),
@@ -248,6 +249,11 @@ Result<Checkpoint> FromParsed(const Json& doc) {
       ASSIGN_OR_RETURN(p.copied_at.file, GetString(*at, "file", field + ".copied_at.file"));
       ASSIGN_OR_RETURN(p.copied_at.pos, GetUnsigned(*at, "pos", field + ".copied_at.pos"));
     }
+    if (auto until = it->find("read_until"); until != it->end()) {
+      if (!until->is_object()) return Missing(field + ".read_until", "an object");
+      ASSIGN_OR_RETURN(p.read_until.file, GetString(*until, "file", field + ".read_until.file"));
+      ASSIGN_OR_RETURN(p.read_until.pos, GetUnsigned(*until, "pos", field + ".read_until.pos"));
+    }
     cp.tables.emplace(it.key(), std::move(p));
   }
   if (auto f = doc.find("filter"); f != doc.end()) {
@@ -354,6 +360,10 @@ class SnapshotText {
       if (!p.copied_at.empty()) {
         out_ += ",\"copied_at\":";
         if (!Point(p.copied_at)) return false;
+      }
+      if (!p.read_until.empty()) {
+        out_ += ",\"read_until\":";
+        if (!Point(p.read_until)) return false;
       }
       if (p.expected_rows > 0) {
         out_ += ",\"expected_rows\":";
@@ -482,6 +492,8 @@ OJson SnapshotToJson(bool snapshot_done, const std::map<std::string, TableSnapsh
     t[name] = OJson{{"done", p.done}, {"rows", p.rows}, {"last_key", KeyToJson(p.last_key)}};
     if (!p.copied_at.empty())
       t[name]["copied_at"] = OJson{{"file", p.copied_at.file}, {"pos", p.copied_at.pos}};
+    if (!p.read_until.empty())
+      t[name]["read_until"] = OJson{{"file", p.read_until.file}, {"pos", p.read_until.pos}};
     if (p.expected_rows > 0) t[name]["expected_rows"] = p.expected_rows;
     if (p.reread) t[name]["reread"] = true;
     if (!p.db.empty()) t[name]["db"] = p.db;
@@ -513,8 +525,8 @@ std::string SnapshotJsonForTest(bool snapshot_done, const std::map<std::string, 
 std::string Checkpoint::SnapshotFingerprint() const {
   std::string f = snapshot_done ? "1" : "0";
   for (const auto& [name, p] : tables)
-    f += fmt::format("|{}:{}:{}:{}:{}:{}:{}", name.size(), p.done, p.rows, p.ranges.size(),
-                     p.copied_at.pos, p.reread, p.db.size());
+    f += fmt::format("|{}:{}:{}:{}:{}:{}:{}:{}", name.size(), p.done, p.rows, p.ranges.size(),
+                     p.copied_at.pos, p.read_until.pos, p.reread, p.db.size());
   return f;
 }
 

@@ -80,6 +80,12 @@ struct TableSnapshotProgress {
   // whose copy spans two runs keeps the first run's point, and the binlog between the two
   // points is replayed onto it (idempotent by primary key, docs/design.md).
   BinlogPosition copied_at;
+  // The server's binlog position when the copy was complete (read after its last row was
+  // applied; empty: not recorded, an older sluice). Every read of the table ended before it,
+  // so a RENAME between a range's point and it may have moved another table under the name a
+  // read transaction opened after it, with a read view from before it: such a copy is read
+  // again (stream/streamer.cc, copied_across).
+  BinlogPosition read_until;
   // The planned ranges (empty: the table was copied in one pass, by an older sluice or
   // because it has no primary key). When present, `done`/`rows` summarise them and
   // `last_key` is unused.

@@ -60,6 +60,19 @@ TEST(CheckpointTest, ExactText) {
       R"("gtid":"","snapshot":{"done":true,"tables":{"d.t":{"done":true,"rows":3,"last_key":["1"]}}}})");
 }
 
+// The position a table's copy was complete at (read_until) round-trips; absent, it is empty.
+TEST(CheckpointTest, ReadUntilRoundTrips) {
+  Checkpoint cp = Sample();
+  cp.tables["sakila.actor"].read_until = {"mariadb-bin.000007", 4242};
+  const std::string text = cp.ToJson();
+  EXPECT_NE(text.find(R"("read_until":{"file":"mariadb-bin.000007","pos":4242})"), std::string::npos) << text;
+  Result<Checkpoint> back = Checkpoint::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->tables["sakila.actor"].read_until, (BinlogPosition{"mariadb-bin.000007", 4242}));
+  EXPECT_TRUE(back->tables["sakila.film_actor"].read_until.empty());
+  EXPECT_EQ(back->ToJson(), text);
+}
+
 // A table marked for an online re-read (snapshot/reread.h) keeps the mark through a round
 // trip; unmarked tables write no key, so older checkpoints read the same. A frozen snapshot
 // part is not reused once a mark changes it.
@@ -463,6 +476,7 @@ TEST(CheckpointRangesTest, SnapshotTextEqualsTheDocumentsDump) {
       t.rows = rng() % 2 ? rng() : 0xFFFFFFFFFFFFFFFFull;
       t.last_key = key();
       if (rng() % 2) t.copied_at = {"mariadb-bin.00000" + std::to_string(rng() % 9), rng()};
+      if (rng() % 2) t.read_until = {"mariadb-bin.00000" + std::to_string(rng() % 9), rng()};
       t.expected_rows = rng() % 2 ? rng() : 0;
       t.reread = rng() % 2;
       if (rng() % 2) t.db = rng() % 2 ? "ñandú 😀" : "a\"b\\\n";  // names from a server: UTF-8

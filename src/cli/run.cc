@@ -751,9 +751,10 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
       // (the stream reads its DROP or RENAME), the others go on (snapshot/reread.h).
       std::vector<TableName> copying = tables;
       Status st = RunSnapshot(so, *meta, copying, ckpt, *sink);
+      int back = 0;  // passes after a NotFound with every table there (TableBackAgain)
       for (int round = 0; st.code() == StatusCode::kNotFound && round < 100; ++round) {
         ASSIGN_OR_RETURN(size_t gone, RecordTablesGoneDuringTheCopy(so, *meta, ckpt, *sink, &copying));
-        if (gone == 0) break;
+        if (gone == 0 && !TableBackAgain(st, &back)) break;
         st = copying.empty() ? Status::Ok() : RunSnapshot(so, *meta, copying, ckpt, *sink);
       }
       RETURN_IF_ERROR(st);

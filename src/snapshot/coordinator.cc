@@ -52,6 +52,7 @@ struct Chunk {
   KeyTexts last_key;       // after the last row (keyed tables); empty if no rows
   SnapshotPoint point;     // the read transaction's point
   bool range_done = false; // the job is complete after these rows
+  BinlogPosition read_end; // range_done: the server's position after the job's last read
   bool restart = false;    // keyless: the pass restarts at `point` (no rows)
 };
 
@@ -353,12 +354,15 @@ class Worker {
       return src;
     };
     // The marker that follows a range's last chunk.
-    const auto push_range_done = [&] {
+    const auto push_range_done = [&]() -> Status {
       Chunk done;
       done.table = job.table;
       done.range = job.range;
       done.point = point;
       done.range_done = true;
+      // After the job's last read (checkpoint.h read_until). A failure is transient like a
+      // failed read: the job is retried after its last key, which reads nothing.
+      ASSIGN_OR_RETURN(done.read_end, ReadBinlogPosition(snap_->connection()));
       // No rows: with a preformatting sink, no lines either. Without them the marker would
       // make its group the sink's general case, and JSON lines copied every chunk of that
       // group (up to 16 x ~5 MB) into its own buffer instead of writing them in place.
@@ -1060,6 +1064,11 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
         p.rows += n;
         if (chunk.range_done) p.done = true;
       }
+      // Every read of the table ends before the last of its jobs' ends (checkpoint.h
+      // read_until); kept while ranges finish, across runs.
+      if (chunk.range_done && !chunk.read_end.empty() &&
+          (p.read_until.empty() || ComparePositions(p.read_until, chunk.read_end) < 0))
+        p.read_until = chunk.read_end;
       if (p.done) {
         result = p.reread ? RecordReread(ckpt, t, p) : RecordCopiedDefinition(ckpt, t, p);
         if (!result.ok()) {

@@ -111,6 +111,14 @@ Status RecordGone(const SnapshotRunOptions& options, Connection& meta, Checkpoin
 
 }  // namespace
 
+bool TableBackAgain(const Status& why, int* tries) {
+  if (++*tries > 3) return false;
+  LogInfo("snapshot: {}; every table is there now (dropped and created again meanwhile?): planning again",
+          why.message());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  return true;
+}
+
 Result<size_t> RecordTablesGoneDuringTheCopy(const SnapshotRunOptions& options, Connection& meta, Checkpoint& ckpt,
                                              Sink& sink, std::vector<TableName>* names) {
   std::vector<TableName> left;
@@ -173,6 +181,7 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
   for (const TableName& t : names) list += (list.empty() ? "" : ", ") + t.QualifiedName();
   LogInfo("re-reading {} table(s) online: {}", names.size(), list);
   PauseForTest("SLUICE_TEST_REREAD_PAUSE_FILE", "re-read: paused before planning");
+  int back = 0;  // TableBackAgain
   for (int attempt = 1;; ++attempt) {
     Status st = RunSnapshot(options, *meta, names, ckpt, sink);
     if (st.code() == StatusCode::kNotFound) {
@@ -188,6 +197,7 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
         if (names.empty()) return Status::Ok();
         continue;
       }
+      if (TableBackAgain(st, &back)) continue;
     }
     // Another DDL on a table while its copy is read: RunSnapshot plans it again itself
     // (coordinator.h), its sink table replaced again. The stream has not read past the mark,

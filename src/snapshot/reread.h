@@ -44,6 +44,14 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
 Result<size_t> RecordTablesGoneDuringTheCopy(const SnapshotRunOptions& options, Connection& meta, Checkpoint& ckpt,
                                              Sink& sink, std::vector<TableName>* names);
 
+// After a copy failed with kNotFound (`why`) and RecordTablesGoneDuringTheCopy found every
+// table there: whether to plan again, after 200 ms (logged). A table dropped and created again
+// while a pass planned it is missing only for a moment (a new user's probe: the run stopped
+// with "GRANT SELECT ON ..." advice, and the next run recovered). At most 3 times per copy
+// (`*tries` counts them); then the error stands (a table this user may not read is missing
+// the same way).
+bool TableBackAgain(const Status& why, int* tries);
+
 // Marks `names` ("db.table") for an online re-read in `ckpt` (the caller stores it). A table
 // read without the binlog (ckpt.incremental holds it: modes incremental, full, snapshot_only)
 // is marked to start over at the next run instead (IncrementalProgress::restart).

@@ -88,6 +88,11 @@ class SchemaRegistry {
         for (const RangeSegment& seg : r.segments)
           if (last.empty() || ComparePositions(last, seg.point) < 0) last = seg.point;
       if (!last.empty()) copied_until_[name] = last;
+      BinlogPosition first = progress.copied_at;
+      for (const RangeProgress& r : progress.ranges)
+        for (const RangeSegment& seg : r.segments)
+          if (first.empty() || ComparePositions(seg.point, first) < 0) first = seg.point;
+      if (!first.empty() && !progress.read_until.empty()) copied_span_[name] = {first, progress.read_until};
     }
     if (ckpt.schemas) history_ = *ckpt.schemas;
     frozen_ = ckpt.schemas;
@@ -277,6 +282,18 @@ class SchemaRegistry {
     auto copied_after = [&](const ddl::TableRef& t) {
       auto it = copied_until_.find(t.ToString());
       return it != copied_until_.end() && ComparePositions(BinlogPosition{ev.file, ev.pos}, it->second) < 0;
+    };
+    // A RENAME between the earliest point of the table's copy and the end of its reads: a read
+    // transaction opened before the statement and reading the table after it read the table
+    // that then had the name, under a view from before (InnoDB: no error, a rename keeps the
+    // table's identity), and the column check passes when the two look alike. A new user's
+    // probe swapped two such tables while the snapshot ran: the replica's table held the
+    // other table's rows, silently.
+    auto copied_across = [&](const ddl::TableRef& t) {
+      auto it = copied_span_.find(t.ToString());
+      const BinlogPosition at{ev.file, ev.pos};
+      return it != copied_span_.end() && ComparePositions(it->second.first, at) < 0 &&
+             ComparePositions(at, it->second.second) < 0;
     };
     auto reread_copied_after = [&](const ddl::TableRef& t, const ddl::TableRef* also) -> Status {
       if (!can_reread_)
@@ -479,7 +496,8 @@ class SchemaRegistry {
                                      "take while streaming yet");
         }
         if (recorded(t)) return Status::Ok();
-        if (!st.renames.empty() && copied_after(t)) {
+        if (!st.renames.empty() &&
+            (copied_after(t) || copied_across(t) || (selected(st.renames[0].second) && copied_across(st.renames[0].second)))) {
           const ddl::TableRef& to = st.renames[0].second;
           RETURN_IF_ERROR(reread_copied_after(t, selected(to) && !(to == t) ? &to : nullptr));
           break;
@@ -529,6 +547,43 @@ class SchemaRegistry {
         std::map<std::pair<std::string, std::string>, TableSchemaPtr> now;
         bool any = false;
         std::vector<ddl::TableRef> renamed_in;  // captured names whose rows come from elsewhere
+        {
+          // Copied across the statement (copied_across): every captured name it leaves holding
+          // a table, and every one it moves a table away from, is copied again; nothing of it
+          // is applied (each copy is read after it). Names it only passes through are left out.
+          bool across = false;
+          for (const auto& [from, to] : st.renames)
+            for (const ddl::TableRef* t : {&from, &to})
+              across = across || (selected(*t) && !recorded(*t) && copied_across(*t));
+          if (across) {
+            if (!can_reread_)
+              return stop(first, "a table it names was being copied by the snapshot across it, and may have been "
+                                 "read under the wrong name");
+            std::vector<ddl::TableRef> order;
+            std::map<std::string, bool> holds;    // name -> holds a table after the statement
+            std::set<std::string> existed;        // names that held a table before it
+            for (const auto& [from, to] : st.renames) {
+              if (!holds.count(from.ToString())) {
+                existed.insert(from.ToString());
+                order.push_back(from);
+              }
+              if (!holds.count(to.ToString())) order.push_back(to);
+              holds[from.ToString()] = false;
+              holds[to.ToString()] = true;
+            }
+            std::string names;
+            for (const ddl::TableRef& t : order) {
+              if (!selected(t) || recorded(t)) continue;
+              if (!holds[t.ToString()] && !existed.count(t.ToString())) continue;
+              rereads->push_back(t);
+              names += (names.empty() ? "" : ", ") + t.ToString();
+            }
+            LogInfo("{}: \"{}\": the snapshot was copying a table it moves across it (a read transaction "
+                    "opened before it may have read another table under the name); copying {} again from the source",
+                    where, Shorten(txn.ddl_query), names);
+            break;
+          }
+        }
         for (const auto& [from, to] : st.renames) {
           const bool fs = selected(from), ts = selected(to);
           if (!fs && !ts) continue;
@@ -815,6 +870,8 @@ class SchemaRegistry {
   std::map<std::string, TableSchemaPtr> legacy_;
   std::map<std::string, BinlogPosition> copied_at_;
   std::map<std::string, BinlogPosition> copied_until_;  // the last point each table's copy was read at
+  // Each table's copy: its earliest point, and the position after its last read (read_until).
+  std::map<std::string, std::pair<BinlogPosition, BinlogPosition>> copied_span_;
   std::map<std::string, std::string> db_collation_;
   std::map<std::string, bool> is_sequence_;
   bool Skipped(const std::string& key, const BinlogPosition& event) const {
