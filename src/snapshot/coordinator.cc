@@ -859,9 +859,22 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
     else if (!points.empty())
       LogInfo("snapshot: {} read transactions at {} points: {}", snaps.size(), points.size(), all);
   }
-  if (resumed)
-    LogInfo("continuing the snapshot (it was interrupted, or tables were added); streaming will "
-            "start at {}", ckpt.stream_start.ToString());
+  if (resumed) {
+    // Said as it is: a re-read beside the stream is no interrupted snapshot (a new user's
+    // probe read "it was interrupted" on runs that only copied a table again).
+    bool rereads_only = !tables.empty(), interrupted = false;
+    for (const TableState& t : tables) {
+      rereads_only = rereads_only && t.progress->reread;
+      interrupted = interrupted || t.rows_at_start > 0;
+    }
+    if (rereads_only)
+      LogInfo("{} {} table(s) copied again; the stream goes on from {}",
+              interrupted ? "continuing the interrupted copy of" : "copying", tables.size(),
+              ckpt.stream_start.ToString());
+    else
+      LogInfo("continuing the snapshot (it was interrupted, or tables were added); streaming will "
+              "start at {}", ckpt.stream_start.ToString());
+  }
   LogInfo("snapshot: {} table(s), {} job(s), {} worker(s)", tables.size(), njobs, active);
 
   BoundedQueue<Chunk> queue(4 * nworkers + 4, size_t{256} << 20);

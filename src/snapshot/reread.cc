@@ -58,7 +58,10 @@ Status RecordGone(const SnapshotRunOptions& options, Connection& meta, Checkpoin
   for (const auto& [name, db_part] : gone) {
     LogWarning("table {} was {} but no longer exists at the source (dropped or renamed away); not "
                "copied, its sink table is treated as dropped",
-               name, ckpt.tables.count(name) && ckpt.tables[name].reread ? "marked for a re-read" : "being copied");
+               name,
+               ckpt.tables.count(name) && ckpt.tables[name].reread ? "marked for a re-read"
+               : ckpt.tables.count(name) && ckpt.tables[name].rows == 0 ? "waiting to be copied"
+                                                                         : "being copied");
     TableSnapshotProgress p;
     p.done = true;
     p.copied_at = now;

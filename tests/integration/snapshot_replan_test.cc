@@ -609,7 +609,7 @@ TEST(SnapshotReplan, TablesGoneBetweenPlanningAndReadingAreLeftOut) {
   const int code = WaitChild(pid, seconds(120));
   const std::string log = ReadFile(dir.File("sluice.log"));
   ASSERT_EQ(code, 0) << log;
-  EXPECT_NE(log.find("table " + db + ".dropped was being copied but no longer exists at the source"), std::string::npos)
+  EXPECT_NE(log.find("table " + db + ".dropped was waiting to be copied but no longer exists at the source"), std::string::npos)
       << log;
   ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
   auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
