@@ -12,6 +12,44 @@ namespace {
 // Appends `s` as a JSON string, replacing the result with false on invalid UTF-8.
 bool Str(std::string_view s, std::string* out) { return AppendJsonString(s, out); }
 
+// The "columns" array of a schema-change record (Debezium's tableChanges): name, typeName,
+// typeExpression, position (1-based), optional, charsetName, and defaultValueExpression when
+// the column has a DEFAULT: the literal as information_schema.COLUMNS.COLUMN_DEFAULT prints it
+// (MariaDB quotes strings: 'a''b'), the expression text (current_timestamp()), or "NULL". A
+// consumer building tables from the stream needs it: an ADD COLUMN ... DEFAULT 1 gives every
+// existing row 1 without a row event (a new user's probe replayed NULL there). False when a
+// text is not valid UTF-8.
+bool AppendColumns(const TableSchema& t, std::string* b) {
+  bool ok = true;
+  b->push_back('[');
+  for (size_t i = 0; i < t.columns.size(); ++i) {
+    const ColumnDesc& c = t.columns[i];
+    if (i > 0) b->push_back(',');
+    *b += "{\"name\":";
+    ok = Str(c.name, b) && ok;
+    *b += ",\"typeName\":";
+    ok = Str(c.data_type, b) && ok;
+    *b += ",\"typeExpression\":";
+    ok = Str(c.column_type, b) && ok;
+    *b += fmt::format(",\"position\":{},\"optional\":{},\"charsetName\":", i + 1, c.nullable ? "true" : "false");
+    if (c.charset.empty()) {
+      *b += "null";
+    } else {
+      ok = Str(c.charset, b) && ok;
+    }
+    if (c.default_kind == DefaultKind::kNull) {
+      *b += ",\"defaultValueExpression\":\"NULL\"";
+    } else if ((c.default_kind == DefaultKind::kLiteral || c.default_kind == DefaultKind::kExpression) &&
+               c.default_value) {
+      *b += ",\"defaultValueExpression\":";
+      ok = Str(*c.default_value, b) && ok;
+    }
+    b->push_back('}');
+  }
+  b->push_back(']');
+  return ok;
+}
+
 // Kafka Connect JSON-schema type of a column (docs/sinks.md, "Records": schemas).
 struct ConnectType {
   const char* type;
@@ -390,26 +428,9 @@ Status RecordSerializer::AppendSchemaChange(const TableSchema& t, int64_t ts_ms,
     if (n > 0) b.push_back(',');
     ok = Str(t.columns[t.primary_key[n]].name, &b) && ok;
   }
-  b += "],\"columns\":[";
-  for (size_t i = 0; i < t.columns.size(); ++i) {
-    const ColumnDesc& c = t.columns[i];
-    if (i > 0) b.push_back(',');
-    b += "{\"name\":";
-    ok = Str(c.name, &b) && ok;
-    b += ",\"typeName\":";
-    ok = Str(c.data_type, &b) && ok;
-    b += ",\"typeExpression\":";
-    ok = Str(c.column_type, &b) && ok;
-    b += fmt::format(",\"position\":{},\"optional\":{},\"charsetName\":", i + 1,
-                     c.nullable ? "true" : "false");
-    if (c.charset.empty()) {
-      b += "null";
-    } else {
-      ok = Str(c.charset, &b) && ok;
-    }
-    b.push_back('}');
-  }
-  b += "]}}]}";
+  b += "],\"columns\":";
+  ok = AppendColumns(t, &b) && ok;
+  b += "}}]}";
   if (options_.schemas) b.push_back('}');
   if (!ok) {
     b.resize(mark);
@@ -459,23 +480,9 @@ Status RecordSerializer::AppendDdl(const SchemaChange& c, int64_t ts_ms, RecordB
       if (n > 0) b.push_back(',');
       ok = Str(t.columns[t.primary_key[n]].name, &b) && ok;
     }
-    b += "],\"columns\":[";
-    for (size_t i = 0; i < t.columns.size(); ++i) {
-      const ColumnDesc& col = t.columns[i];
-      if (i > 0) b.push_back(',');
-      b += "{\"name\":";
-      ok = Str(col.name, &b) && ok;
-      b += ",\"typeName\":";
-      ok = Str(col.data_type, &b) && ok;
-      b += ",\"typeExpression\":";
-      ok = Str(col.column_type, &b) && ok;
-      b += fmt::format(",\"position\":{},\"optional\":{},\"charsetName\":", i + 1,
-                       col.nullable ? "true" : "false");
-      if (col.charset.empty()) b += "null";
-      else ok = Str(col.charset, &b) && ok;
-      b.push_back('}');
-    }
-    b += "]}";
+    b += "],\"columns\":";
+    ok = AppendColumns(t, &b) && ok;
+    b += "}";
   }
   b += "}]}";
   if (options_.schemas) b.push_back('}');

@@ -186,11 +186,25 @@ TEST(RecordTest, SchemaChangeOnceThenAlter) {
   EXPECT_EQ(v["tableChanges"][0]["table"]["primaryKeyColumnNames"], Json::parse(R"(["id"])"));
   EXPECT_EQ(v["tableChanges"][0]["table"]["columns"][1]["typeExpression"], "varchar(20)");
   EXPECT_EQ(b.key(b.records[0]), R"({"databaseName":"shop"})");
+  EXPECT_FALSE(v["tableChanges"][0]["table"]["columns"][1].contains("defaultValueExpression"));
   auto altered = std::make_shared<TableSchema>(*t);
   altered->columns.push_back(ColumnDesc{"extra"});
+  // ADD COLUMN ... DEFAULT: existing rows take it without a row event, so the record says it.
+  altered->columns.back().default_kind = DefaultKind::kLiteral;
+  altered->columns.back().default_value = "'it''s'";
+  altered->columns.push_back(ColumnDesc{"at"});
+  altered->columns.back().default_kind = DefaultKind::kExpression;
+  altered->columns.back().default_value = "current_timestamp()";
+  altered->columns.push_back(ColumnDesc{"maybe"});
+  altered->columns.back().default_kind = DefaultKind::kNull;
   ASSERT_TRUE(s.AppendSchemaChange(*altered, 44, &b).ok());
   ASSERT_EQ(b.records.size(), 2u);
-  EXPECT_EQ(Json::parse(b.value(b.records[1]))["tableChanges"][0]["type"], "ALTER");
+  Json w = Json::parse(b.value(b.records[1]));
+  EXPECT_EQ(w["tableChanges"][0]["type"], "ALTER");
+  const Json& cols = w["tableChanges"][0]["table"]["columns"];
+  EXPECT_EQ(cols[cols.size() - 3]["defaultValueExpression"], "'it''s'");
+  EXPECT_EQ(cols[cols.size() - 2]["defaultValueExpression"], "current_timestamp()");
+  EXPECT_EQ(cols[cols.size() - 1]["defaultValueExpression"], "NULL");
 }
 
 TEST(RecordTest, TruncateRecord) {
