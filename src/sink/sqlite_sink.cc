@@ -772,7 +772,7 @@ Result<sqlite3*> OpenSqliteReader(const std::string& path) {
   const std::string msg = sqlite3_errmsg(db);
   sqlite3_close(db);
   std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
+  if (dir.empty()) dir.push_back('.');  // (= "." trips GCC 12's -Wrestrict false positive)
   std::error_code ec;
   const auto wal_size = std::filesystem::file_size(path + "-wal", ec);
   const bool wal_empty = ec || wal_size == 0;
