@@ -126,35 +126,18 @@ TEST(SnapshotReplan, AlterBetweenPlanningAndReadingReplansTheTable) {
   ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
 }
 
-// A table truncated, or dropped and created again, between planning and reading: its worker
-// reads it in a transaction opened after the statement, while the stream starts at the first
-// transaction's point, before it. Applied there, the statement emptied the copy. The table is
-// copied again (or, read whole after the statement, its copy already holds it).
-TEST(SnapshotReplan, TruncateOrRecreateBetweenPlanningAndReadingKeepsTheCopy) {
-  const std::string db = "it_replan_emptied";
-  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; USE {0};"
-                                   "CREATE TABLE {0}.a_first (id INT PRIMARY KEY, v INT);"
-                                   "INSERT INTO {0}.a_first SELECT seq, seq FROM seq_1_to_3000;"
-                                   "CREATE TABLE {0}.b_truncated (id INT PRIMARY KEY, v INT);"
-                                   "INSERT INTO {0}.b_truncated SELECT seq, seq FROM seq_1_to_3000;"
-                                   "CREATE TABLE {0}.c_recreated (id INT PRIMARY KEY, v INT);"
-                                   "INSERT INTO {0}.c_recreated SELECT seq, seq FROM seq_1_to_3000;",
-                                   db)),
-            0);
+// `setup` (in `db`), then a snapshot of `db.*` paused after planning with one worker, `change`
+// run at the source meanwhile; the run goes on to the end and the replica equals the source,
+// then again after one more run.
+void ChangedBetweenPlanningAndReading(const std::string& db, const std::string& setup, const std::string& change) {
+  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; USE {0};", db) + setup), 0);
   TempDir dir;
   SluiceConfigSpec spec;
   PauseHook pause(dir.File("paused"));
   std::string config;
   pid_t pid = StartPausedAfterPlanning(db, "workers = 1\nfetch_rows = 500\n", spec, dir, pause, &config);
   ASSERT_GT(pid, 0);
-  ASSERT_EQ(RunSqlText(fmt::format("USE {0};"
-                                   "TRUNCATE TABLE {0}.b_truncated;"
-                                   "INSERT INTO {0}.b_truncated SELECT seq * 2, seq FROM seq_1_to_2000;"
-                                   "DROP TABLE {0}.c_recreated;"
-                                   "CREATE TABLE {0}.c_recreated (id INT PRIMARY KEY, v INT);"
-                                   "INSERT INTO {0}.c_recreated SELECT seq * 3, seq FROM seq_1_to_1000;",
-                                   db)),
-            0);
+  ASSERT_EQ(RunSqlText(fmt::format("USE {};", db) + change), 0);
   std::remove(pause.path.c_str());
   ASSERT_EQ(WaitChild(pid, seconds(120)), 0) << ReadFile(dir.File("sluice.log"));
   ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
@@ -163,36 +146,38 @@ TEST(SnapshotReplan, TruncateOrRecreateBetweenPlanningAndReadingKeepsTheCopy) {
   ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
 }
 
+// A table truncated, or dropped and created again, between planning and reading: its worker
+// reads it in a transaction opened after the statement, while the stream starts at the first
+// transaction's point, before it. Applied there, the statement emptied the copy. The table is
+// copied again (or, read whole after the statement, its copy already holds it).
+TEST(SnapshotReplan, TruncateOrRecreateBetweenPlanningAndReadingKeepsTheCopy) {
+  ChangedBetweenPlanningAndReading("it_replan_emptied",
+                                   "CREATE TABLE a_first (id INT PRIMARY KEY, v INT);"
+                                   "INSERT INTO a_first SELECT seq, seq FROM seq_1_to_3000;"
+                                   "CREATE TABLE b_truncated (id INT PRIMARY KEY, v INT);"
+                                   "INSERT INTO b_truncated SELECT seq, seq FROM seq_1_to_3000;"
+                                   "CREATE TABLE c_recreated (id INT PRIMARY KEY, v INT);"
+                                   "INSERT INTO c_recreated SELECT seq, seq FROM seq_1_to_3000;",
+                                   "TRUNCATE TABLE b_truncated;"
+                                   "INSERT INTO b_truncated SELECT seq * 2, seq FROM seq_1_to_2000;"
+                                   "DROP TABLE c_recreated;"
+                                   "CREATE TABLE c_recreated (id INT PRIMARY KEY, v INT);"
+                                   "INSERT INTO c_recreated SELECT seq * 3, seq FROM seq_1_to_1000;");
+}
+
 // Two tables alike swapped by RENAME between planning and reading (probe11 F1): the worker's
 // read transaction, opened before the statement, read the name after it, that is the other
 // table, under a view from before (InnoDB gives no error: a rename keeps a table's identity),
 // and the column check passed. The replica's s_one held s_two's rows, silently. Both are
 // copied again, after the statement.
 TEST(SnapshotReplan, TablesSwappedBetweenPlanningAndReadingAreCopiedAgain) {
-  const std::string db = "it_replan_swap_live";
-  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; USE {0};"
-                                   "CREATE TABLE {0}.s_one (id INT PRIMARY KEY, v INT);"
-                                   "INSERT INTO {0}.s_one SELECT seq, seq FROM seq_1_to_3000;"
-                                   "CREATE TABLE {0}.s_two (id INT PRIMARY KEY, v INT);"
-                                   "INSERT INTO {0}.s_two SELECT seq * 2, -seq FROM seq_1_to_2000;",
-                                   db)),
-            0);
-  TempDir dir;
-  SluiceConfigSpec spec;
-  PauseHook pause(dir.File("paused"));
-  std::string config;
-  pid_t pid = StartPausedAfterPlanning(db, "workers = 1\nfetch_rows = 500\n", spec, dir, pause, &config);
-  ASSERT_GT(pid, 0);
-  ASSERT_EQ(RunSqlText(fmt::format("RENAME TABLE {0}.s_one TO {0}.tmp, {0}.s_two TO {0}.s_one, {0}.tmp TO {0}.s_two;"
-                                   "UPDATE {0}.s_one SET v = v - 100000 WHERE id % 100 = 0;",
-                                   db)),
-            0);
-  std::remove(pause.path.c_str());
-  ASSERT_EQ(WaitChild(pid, seconds(120)), 0) << ReadFile(dir.File("sluice.log"));
-  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
-  auto again = RunSluice({"run", "--config", config, "--until-caught-up"});
-  ASSERT_EQ(again.exit_code, 0) << again.output;
-  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
+  ChangedBetweenPlanningAndReading("it_replan_swap_live",
+                                   "CREATE TABLE s_one (id INT PRIMARY KEY, v INT);"
+                                   "INSERT INTO s_one SELECT seq, seq FROM seq_1_to_3000;"
+                                   "CREATE TABLE s_two (id INT PRIMARY KEY, v INT);"
+                                   "INSERT INTO s_two SELECT seq * 2, -seq FROM seq_1_to_2000;",
+                                   "RENAME TABLE s_one TO tmp, s_two TO s_one, tmp TO s_two;"
+                                   "UPDATE s_one SET v = v - 100000 WHERE id % 100 = 0;");
 }
 
 // A read transaction keeps a metadata lock on every table it read until it ends: a DDL on a
