@@ -23,6 +23,7 @@
 #include "mysql/key_literal.h"
 #include "mysql/server_probe.h"
 #include "pipeline/bounded_queue.h"
+#include "schema/text_value.h"
 #include "sink/sink_retry.h"
 #include "snapshot/snapshot.h"
 #include "util/log.h"
@@ -270,6 +271,18 @@ class Worker {
           } else {
             st = s.status();
           }
+        }
+        if (st.ok() && !checked[job.table]) {
+          // The table is opened first: the shared metadata lock this transaction then holds to
+          // its end keeps any later ALTER out, and an ALTER already waiting for another
+          // session's lock goes first. Checked before that, the columns matched, and an
+          // instant ALTER (a rename, a swap of two names) landed between the check and the
+          // first fetch: the copy read the new columns at a point before it, and the stream
+          // applied the ALTER again (a new user's probe: every row's two columns swapped).
+          st = snap_conn()
+                   .Query("SELECT 1 FROM " + QuoteIdentifier(t.schema->db) + "." + QuoteIdentifier(t.schema->table) +
+                          " LIMIT 1")
+                   .status();
         }
         if (st.ok() && !checked[job.table]) {
           auto change = CheckColumns(snap_conn(), *t.schema);

@@ -180,6 +180,68 @@ TEST(SnapshotReplan, TablesSwappedBetweenPlanningAndReadingAreCopiedAgain) {
                                    "UPDATE s_one SET v = v - 100000 WHERE id % 100 = 0;");
 }
 
+// An instant ALTER (two columns' names swapped) waiting for another session's lock while the
+// worker checked the table's columns (probe12 F1): the check still saw the planned columns,
+// the worker's first fetch queued behind the ALTER and read the new columns at a point before
+// it, and the stream applied the ALTER again: every row's a and b swapped in the replica. The
+// worker now opens the table before the check, so it waits for the ALTER there, and the check
+// sees it (the table is planned again).
+TEST(SnapshotReplan, AnAlterWaitingForALockWhenTheColumnsAreCheckedIsSeen) {
+  const std::string db = "it_replan_waiting_alter";
+  ASSERT_EQ(RunSqlText(fmt::format("DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}; USE {0};"
+                                   "CREATE TABLE {0}.s_ab (id INT PRIMARY KEY, a INT, b INT);"
+                                   "INSERT INTO {0}.s_ab SELECT seq, seq, -seq FROM seq_1_to_3000;",
+                                   db)),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  PauseHook pause(dir.File("paused"));
+  std::string config;
+  pid_t pid = StartPausedAfterPlanning(db, "workers = 1\nfetch_rows = 500\n", spec, dir, pause, &config);
+  ASSERT_GT(pid, 0);
+  // Another session holds the table in an open transaction; the ALTER waits for it.
+  auto holder = Connect();
+  ASSERT_NE(holder, nullptr);
+  ASSERT_TRUE(holder->Execute("START TRANSACTION").ok());
+  ASSERT_TRUE(holder->Query(fmt::format("SELECT * FROM {}.s_ab LIMIT 1", db)).ok());
+  Status altered;
+  std::thread alter([&] {
+    auto c = Connect();
+    altered = c ? c->Execute(fmt::format("ALTER TABLE {}.s_ab CHANGE a b INT, CHANGE b a INT", db))
+                : Status::Unavailable("no connection");
+  });
+  auto admin = Connect();
+  ASSERT_NE(admin, nullptr);
+  // The number of statements of `kind` waiting for a metadata lock on the test table.
+  auto waiting = [&](const char* kind) {
+    auto r = admin->Query(fmt::format("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE LIKE "
+                                      "'%metadata lock%' AND INFO LIKE '{}%' AND INFO LIKE '%s_ab%'",
+                                      kind));
+    return r.ok() && !r->rows.empty() && r->rows[0][0] ? std::stoi(*r->rows[0][0]) : 0;
+  };
+  bool alter_waits = false, select_waits = false;
+  for (int i = 0; i < 1000 && !alter_waits; ++i) {
+    alter_waits = waiting("ALTER") > 0;
+    if (!alter_waits) std::this_thread::sleep_for(milliseconds(10));
+  }
+  std::remove(pause.path.c_str());
+  // sluice's first statement on the table queues behind the ALTER.
+  for (int i = 0; i < 1000 && alter_waits && !select_waits; ++i) {
+    select_waits = waiting("SELECT") > 0;
+    if (!select_waits) std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_TRUE(holder->Execute("COMMIT").ok());
+  alter.join();
+  ASSERT_TRUE(alter_waits) << "the ALTER never waited for the lock";
+  ASSERT_TRUE(select_waits) << "sluice never waited behind the ALTER:\n" << ReadFile(dir.File("sluice.log"));
+  ASSERT_TRUE(altered.ok()) << altered.ToString();
+  ASSERT_EQ(WaitChild(pid, seconds(120)), 0) << ReadFile(dir.File("sluice.log"));
+  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
+  auto again = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
+}
+
 // A read transaction keeps a metadata lock on every table it read until it ends: a DDL on a
 // table the snapshot had already copied waited for the whole snapshot, and every write to that
 // table queued behind the DDL (a new user's probe: an INSERT blocked 8 s). A worker that moves
