@@ -126,6 +126,17 @@ TEST(SnapshotReplan, AlterBetweenPlanningAndReadingReplansTheTable) {
   ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
 }
 
+// The run `pid` (logging to dir/sluice.log) ends with exit 0 and the replica equals `db.*` at
+// the source; one more run leaves it so.
+void EndsEqualAndStaysEqual(pid_t pid, const std::string& db, const SluiceConfigSpec& spec, TempDir& dir,
+                            const std::string& config) {
+  ASSERT_EQ(WaitChild(pid, seconds(120)), 0) << ReadFile(dir.File("sluice.log"));
+  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
+  auto again = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
+}
+
 // `setup` (in `db`), then a snapshot of `db.*` paused after planning with one worker, `change`
 // run at the source meanwhile; the run goes on to the end and the replica equals the source,
 // then again after one more run.
@@ -139,11 +150,7 @@ void ChangedBetweenPlanningAndReading(const std::string& db, const std::string& 
   ASSERT_GT(pid, 0);
   ASSERT_EQ(RunSqlText(fmt::format("USE {};", db) + change), 0);
   std::remove(pause.path.c_str());
-  ASSERT_EQ(WaitChild(pid, seconds(120)), 0) << ReadFile(dir.File("sluice.log"));
-  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
-  auto again = RunSluice({"run", "--config", config, "--until-caught-up"});
-  ASSERT_EQ(again.exit_code, 0) << again.output;
-  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
+  EndsEqualAndStaysEqual(pid, db, spec, dir, config);
 }
 
 // A table truncated, or dropped and created again, between planning and reading: its worker
@@ -235,11 +242,7 @@ TEST(SnapshotReplan, AnAlterWaitingForALockWhenTheColumnsAreCheckedIsSeen) {
   ASSERT_TRUE(alter_waits) << "the ALTER never waited for the lock";
   ASSERT_TRUE(select_waits) << "sluice never waited behind the ALTER:\n" << ReadFile(dir.File("sluice.log"));
   ASSERT_TRUE(altered.ok()) << altered.ToString();
-  ASSERT_EQ(WaitChild(pid, seconds(120)), 0) << ReadFile(dir.File("sluice.log"));
-  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
-  auto again = RunSluice({"run", "--config", config, "--until-caught-up"});
-  ASSERT_EQ(again.exit_code, 0) << again.output;
-  ExpectReplicaEqualsSource({db + ".*"}, spec.sink_path);
+  EndsEqualAndStaysEqual(pid, db, spec, dir, config);
 }
 
 // A read transaction keeps a metadata lock on every table it read until it ends: a DDL on a
