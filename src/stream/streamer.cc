@@ -83,16 +83,13 @@ class SchemaRegistry {
       : conn_(conn), filter_(filter), flavor_(flavor), can_reread_(can_reread) {
     for (const auto& [name, progress] : ckpt.tables) {
       if (!progress.copied_at.empty()) copied_at_[name] = progress.copied_at;
-      BinlogPosition last = progress.copied_at;
+      CopyPoints c{progress.copied_at, progress.copied_at, progress.read_until};
       for (const RangeProgress& r : progress.ranges)
-        for (const RangeSegment& seg : r.segments)
-          if (last.empty() || ComparePositions(last, seg.point) < 0) last = seg.point;
-      if (!last.empty()) copied_until_[name] = last;
-      BinlogPosition first = progress.copied_at;
-      for (const RangeProgress& r : progress.ranges)
-        for (const RangeSegment& seg : r.segments)
-          if (first.empty() || ComparePositions(seg.point, first) < 0) first = seg.point;
-      if (!first.empty() && !progress.read_until.empty()) copied_span_[name] = {first, progress.read_until};
+        for (const RangeSegment& seg : r.segments) {
+          if (c.first.empty() || ComparePositions(seg.point, c.first) < 0) c.first = seg.point;
+          if (c.last.empty() || ComparePositions(c.last, seg.point) < 0) c.last = seg.point;
+        }
+      if (!c.last.empty()) copies_[name] = std::move(c);
     }
     if (ckpt.schemas) history_ = *ckpt.schemas;
     frozen_ = ckpt.schemas;
@@ -280,8 +277,8 @@ class SchemaRegistry {
     // and created again while sluice was stopped: 38,500 of 40,000 rows missing, silently).
     // Such a table is copied again instead (or the run stops).
     auto copied_after = [&](const ddl::TableRef& t) {
-      auto it = copied_until_.find(t.ToString());
-      return it != copied_until_.end() && ComparePositions(BinlogPosition{ev.file, ev.pos}, it->second) < 0;
+      auto it = copies_.find(t.ToString());
+      return it != copies_.end() && ComparePositions(BinlogPosition{ev.file, ev.pos}, it->second.last) < 0;
     };
     // A RENAME between the earliest point of the table's copy and the end of its reads: a read
     // transaction opened before the statement and reading the table after it read the table
@@ -290,10 +287,10 @@ class SchemaRegistry {
     // probe swapped two such tables while the snapshot ran: the replica's table held the
     // other table's rows, silently.
     auto copied_across = [&](const ddl::TableRef& t) {
-      auto it = copied_span_.find(t.ToString());
+      auto it = copies_.find(t.ToString());
       const BinlogPosition at{ev.file, ev.pos};
-      return it != copied_span_.end() && ComparePositions(it->second.first, at) < 0 &&
-             ComparePositions(at, it->second.second) < 0;
+      return it != copies_.end() && !it->second.read_until.empty() && ComparePositions(it->second.first, at) < 0 &&
+             ComparePositions(at, it->second.read_until) < 0;
     };
     auto reread_copied_after = [&](const ddl::TableRef& t, const ddl::TableRef* also) -> Status {
       if (!can_reread_)
@@ -869,9 +866,12 @@ class SchemaRegistry {
   std::unordered_map<uint64_t, Memo> memo_;
   std::map<std::string, TableSchemaPtr> legacy_;
   std::map<std::string, BinlogPosition> copied_at_;
-  std::map<std::string, BinlogPosition> copied_until_;  // the last point each table's copy was read at
-  // Each table's copy: its earliest point, and the position after its last read (read_until).
-  std::map<std::string, std::pair<BinlogPosition, BinlogPosition>> copied_span_;
+  // Each copied table's snapshot points (checkpoint.h): the earliest and the last its rows
+  // were read at, and the position after its last read (read_until; empty in older checkpoints).
+  struct CopyPoints {
+    BinlogPosition first, last, read_until;
+  };
+  std::map<std::string, CopyPoints> copies_;
   std::map<std::string, std::string> db_collation_;
   std::map<std::string, bool> is_sequence_;
   bool Skipped(const std::string& key, const BinlogPosition& event) const {
