@@ -264,10 +264,16 @@ class SchemaRegistry {
           "(docs/schema-changes.md)",
           where, Shorten(txn.ddl_query), table, why, ResnapshotTargets(st, table)));
     };
-    // Already recorded: a restart that reads this statement again (its checkpoint holds it).
+    // Already recorded: a restart that reads this statement again (its checkpoint holds it),
+    // or a table whose every read of its copy began after the statement: the copy holds its
+    // effect, and the definition the copy was read under (CheckColumns) is the one recorded.
+    // A new user's probe swapped two tables not copied yet: both were copied again, and the
+    // name the swap passed through was reported gone (probe12 F3).
     auto recorded = [&](const ddl::TableRef& t) {
       const TableVersion* latest = history_.Latest(t.db, t.table);
-      return latest && ComparePositions(latest->since, since) >= 0;
+      if (latest && ComparePositions(latest->since, since) >= 0) return true;
+      auto it = copies_.find(t.ToString());
+      return it != copies_.end() && !it->second.first.empty() && ComparePositions(it->second.first, since) >= 0;
     };
     // Some of the table's rows in the sink were copied at a point after this statement (a
     // resumed copy continues its unfinished ranges at new points; a worker reads a later table
@@ -586,9 +592,13 @@ class SchemaRegistry {
           if (!fs && !ts) continue;
           if (ts && recorded(to)) continue;  // read again after a restart, or re-read after it
           if (fs && !recorded(from) && copied_after(from) && now.find({from.db, from.table}) == now.end()) {
-            RETURN_IF_ERROR(reread_copied_after(from, ts ? &to : nullptr));
+            // `to` is read again too, unless a later pair moves the table on (see renamed_in).
+            RETURN_IF_ERROR(reread_copied_after(from, nullptr));
             now[{from.db, from.table}] = nullptr;
-            if (ts) now[{to.db, to.table}] = nullptr;
+            if (ts) {
+              now[{to.db, to.table}] = nullptr;
+              renamed_in.push_back(to);
+            }
             any = true;
             continue;
           }
@@ -647,10 +657,20 @@ class SchemaRegistry {
           any = true;
         }
         if (!any) return Status::Ok();
+        // The names that hold a table once the whole statement ran (a swap's third name
+        // does not).
+        std::set<std::string> held;
+        for (const auto& [from, to] : st.renames) {
+          held.erase(from.ToString());
+          held.insert(to.ToString());
+        }
+        std::set<std::string> marked;
         for (const ddl::TableRef& t : renamed_in) {
-          // A later pair may have moved it on again; only names that still hold it are read.
+          // A later pair may have moved it on again; only names that still hold a table the
+          // replica lacks are read.
           auto it = now.find({t.db, t.table});
           if (it != now.end() && it->second) continue;
+          if (!held.count(t.ToString()) || recorded(t) || !marked.insert(t.ToString()).second) continue;
           rereads->push_back(t);
         }
         break;
