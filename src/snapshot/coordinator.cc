@@ -881,9 +881,9 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       interrupted = interrupted || t.rows_at_start > 0;
     }
     if (rereads_only)
-      LogInfo("{} {} table(s) copied again; the stream goes on from {}",
-              interrupted ? "continuing the interrupted copy of" : "copying", tables.size(),
-              ckpt.stream_start.ToString());
+      LogInfo("{} {} table(s){}; the stream goes on from {}",
+              interrupted ? "continuing the interrupted re-read of" : "copying", tables.size(),
+              interrupted ? "" : " again", ckpt.stream_start.ToString());
     else
       LogInfo("continuing the snapshot (it was interrupted, or tables were added); streaming will "
               "start at {}", ckpt.stream_start.ToString());

@@ -245,7 +245,7 @@ TEST(OnlineReread, KilledDuringTheCopyResumes) {
   ASSERT_TRUE(killed_in_copy) << "the copy never showed progress; exit " << code << ReadFile(dir.File("log"));
   r = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("continuing the interrupted copy of 1 table(s) copied again"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("continuing the interrupted re-read of 1 table(s); the stream goes on from"), std::string::npos) << r.output;
   ExpectReplicaEqualsSource({"it_ork.*"}, spec.sink_path);
 }
 
