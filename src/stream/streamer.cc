@@ -1002,6 +1002,21 @@ class CopySink final : public Sink {
       return st;
     });
   }
+  // The coordinator's chunks ready together, one sink transaction (a re-read committed each
+  // fetch on its own: 1.5-2x the first copy's time for a table of 1 M rows into SQLite). Only
+  // sinks that record a group's last checkpoint get groups (CheckpointsEachTransaction).
+  bool CheckpointsEachTransaction() const override { return real_.CheckpointsEachTransaction(); }
+  Status ApplyGroup(const std::vector<Transaction>& group) override {
+    if (group.empty()) return Status::Ok();
+    auto& last = const_cast<Transaction&>(group.back());
+    return Call([&group, &last](Sink& s, const std::string& cp) {
+      std::string own = std::move(last.checkpoint);
+      last.checkpoint = cp;
+      Status st = s.ApplyGroup(group);
+      last.checkpoint = std::move(own);
+      return st;
+    });
+  }
   Status ResetTable(const TableSchema& table, const std::string&) override {
     return Call([&table](Sink& s, const std::string& cp) { return s.ResetTable(table, cp); });
   }
