@@ -809,13 +809,31 @@ std::vector<CheckLine> EvaluateIncremental(Connection& conn, const SourceFacts& 
       continue;
     }
     const ColumnDesc& c = schema->columns[*cursor];
+    if (Status zone = CheckCursorTimeZone(conn, c, t); !zone.ok()) {
+      out.push_back(Line(name, CheckOutcome::kFail, zone.message(), "see the message", true));
+      continue;
+    }
+    // A cursor in the primary key: every update of the row moves it to another key, and the
+    // old key's row stays in the replica (deletes are not seen). A new user's probe: `check`
+    // passed such a table.
+    if (std::find(schema->primary_key.begin(), schema->primary_key.end(), *cursor) != schema->primary_key.end()) {
+      out.push_back(Line(name, CheckOutcome::kWarn,
+                         fmt::format("the cursor {} is part of the primary key: an update that moves it gives the "
+                                     "row another key, and the row under the old key stays in the replica (mode "
+                                     "incremental does not see deletes)",
+                                     QuoteIdentifier(c.name)),
+                         fmt::format("use mode = \"full\" or \"cdc\" for {}, or a primary key without the cursor",
+                                     schema->QualifiedName())));
+    }
     auto advice = AdviseIndex(conn, *schema, *cursor);
     if (!advice.ok()) {
       out.push_back(Line(name, CheckOutcome::kFail, advice.status().message(), "see the message"));
       continue;
     }
-    const std::string what = fmt::format("cursor {} ({}), write {}, lookback {} s", QuoteIdentifier(c.name),
-                                         c.column_type, WritePolicyName(t.write), t.lookback_seconds);
+    const std::string what = fmt::format("cursor {} ({}{}), write {}, lookback {} s", QuoteIdentifier(c.name),
+                                         c.column_type,
+                                         t.cursor_time_zone.empty() ? "" : ", written in " + t.cursor_time_zone,
+                                         WritePolicyName(t.write), t.lookback_seconds);
     if (advice->plan_uses_index) {
       out.push_back(Line(name, CheckOutcome::kPass,
                          fmt::format("{}; index {} serves the paging order (EXPLAIN: {})", what,

@@ -125,6 +125,7 @@ struct TableSection {
   TableMode mode = TableMode::kCdc;
   WritePolicy write = WritePolicy::kUpsert;
   std::string cursor;
+  std::string cursor_time_zone;  // empty: the server's time zone
   uint32_t lookback_seconds = 0;
   uint64_t max_rows = 0;
 };

@@ -296,9 +296,14 @@ write = "upsert"
               "table.\"shop.t\".write: applies to modes incremental, full and snapshot_only, not cdc");
   ExpectError(with("mode = \"full\"\nlookback = 5\n"), "table.\"shop.t\".lookback: applies to mode incremental only");
   ExpectError(std::string(kGood) + "[table.\"nodot\"]\nmode = \"full\"\n", "table.\"nodot\": not a db.table pattern");
-  auto n = ParseConfig(with("mode = \"incremental\"\nlookback = 90\n"), "sluice.toml");
+  ExpectError(with("mode = \"incremental\"\ncursor_time_zone = \"\"\n"),
+              "table.\"shop.t\".cursor_time_zone: must not be empty");
+  ExpectError(with("mode = \"full\"\ncursor_time_zone = \"+00:00\"\n"),
+              "table.\"shop.t\".cursor_time_zone: applies to mode incremental only, not full");
+  auto n = ParseConfig(with("mode = \"incremental\"\nlookback = 90\ncursor_time_zone = \"+00:00\"\n"), "sluice.toml");
   ASSERT_TRUE(n.ok()) << n.status().ToString();
   EXPECT_EQ(n->tables[0].lookback_seconds, 90u);
+  EXPECT_EQ(n->tables[0].cursor_time_zone, "+00:00");
 }
 
 // source.server_id is the binlog stream's replica id: a config whose sections read some

@@ -43,12 +43,12 @@ Status ParseTableSections(const toml::table& root, std::string_view origin, Conf
       return KeyError(origin, key, "not a db.table pattern (e.g. [table.\"shop.orders\"])");
     const toml::table* t = node.as_table();
     if (!t) return KeyError(origin, key, "expected a section");
-    static const std::set<std::string> known = {"mode", "write", "cursor", "lookback", "max_rows"};
+    static const std::set<std::string> known = {"mode", "write", "cursor", "cursor_time_zone", "lookback", "max_rows"};
     for (const auto& [name, v] : *t) {
       (void)v;
       if (!known.count(std::string(name.str())))
         return KeyError(origin, fmt::format("{}.{}", key, name.str()),
-                        "unknown key (known: cursor, lookback, max_rows, mode, write)");
+                        "unknown key (known: cursor, cursor_time_zone, lookback, max_rows, mode, write)");
     }
     TableSection s;
     s.pattern = pattern;
@@ -75,6 +75,10 @@ Status ParseTableSections(const toml::table& root, std::string_view origin, Conf
     else return KeyError(origin, key + ".write", fmt::format("'{}' is not one of: append, upsert", write));
     RETURN_IF_ERROR(get_string("cursor", &s.cursor));
     if (t->get("cursor") && s.cursor.empty()) return KeyError(origin, key + ".cursor", "must not be empty");
+    RETURN_IF_ERROR(get_string("cursor_time_zone", &s.cursor_time_zone));
+    if (t->get("cursor_time_zone") && s.cursor_time_zone.empty())
+      return KeyError(origin, key + ".cursor_time_zone",
+                      "must not be empty (an offset such as \"+00:00\", or a zone name the server knows)");
     if (const toml::node* n = t->get("lookback")) {
       uint64_t secs = 0;
       bool ok = false;
@@ -102,7 +106,7 @@ Status ParseTableSections(const toml::table& root, std::string_view origin, Conf
       bool incremental_only;
     };
     for (const ModeKey k : {ModeKey{"write", false}, ModeKey{"max_rows", false}, ModeKey{"cursor", true},
-                            ModeKey{"lookback", true}}) {
+                            ModeKey{"cursor_time_zone", true}, ModeKey{"lookback", true}}) {
       const bool applies = k.incremental_only ? s.mode == TableMode::kIncremental : s.mode != TableMode::kCdc;
       if (applies || !t->get(k.name)) continue;
       return KeyError(origin, fmt::format("{}.{}", key, k.name),
@@ -167,6 +171,7 @@ Result<TableModes> ModesForTables(const Config& config, const std::vector<TableN
     o.mode = found->mode;
     o.write = found->write;
     o.cursor = found->cursor;
+    o.cursor_time_zone = found->cursor_time_zone;
     o.lookback_seconds = found->lookback_seconds;
     o.max_rows = found->max_rows;
     o.config_key = found->key;

@@ -218,6 +218,24 @@ Result<size_t> ChooseCursor(const TableSchema& schema, const std::string& config
       schema.QualifiedName(), usual, schema.QualifiedName(), Candidates(schema), config_key));
 }
 
+Status CheckCursorTimeZone(Connection& conn, const ColumnDesc& cursor, const IncrementalTableOptions& opt) {
+  if (opt.cursor_time_zone.empty()) return Status::Ok();
+  const std::string key = opt.config_key + ".cursor_time_zone";
+  if (cursor.type == SqlType::kTimestamp)
+    return Status::InvalidArgument(fmt::format(
+        "{}: the cursor {} is a TIMESTAMP, whose values the server stores in UTC whatever zone wrote them; "
+        "the setting applies to DATETIME cursors only: remove it",
+        key, QuoteIdentifier(cursor.name)));
+  ASSIGN_OR_RETURN(QueryResult r, conn.Query(fmt::format("SELECT CONVERT_TZ(UTC_TIMESTAMP(), '+00:00', {}) IS NOT NULL",
+                                                         conn.Quote(opt.cursor_time_zone))));
+  if (r.rows.empty() || !r.rows[0][0] || *r.rows[0][0] != "1")
+    return Status::InvalidArgument(fmt::format(
+        "{}: the server does not know the time zone '{}' (CONVERT_TZ returned NULL): use an offset such as "
+        "\"+00:00\", or load the server's time zone tables (mariadb-tzinfo-to-sql) to use a name",
+        key, opt.cursor_time_zone));
+  return Status::Ok();
+}
+
 std::vector<size_t> WatermarkColumns(const TableSchema& schema, size_t cursor) {
   std::vector<size_t> cols{cursor};
   for (size_t k : schema.primary_key)
@@ -333,25 +351,30 @@ Status ApplyPage(Sink& sink, const TableSchemaPtr& schema, std::vector<Row> rows
   return sink.Apply(txn);
 }
 
+// The server's clock in the time the cursor's values are written in: UTC for TIMESTAMP
+// (compared in the UTC session); for DATETIME the zone `zone` names (cursor_time_zone), or
+// the server's global time_zone. A DATETIME written in a zone behind the server's looked
+// older than it was, and the newest values were taken before they settled (a new user's
+// probe: an update committed 0.5 s after another was lost).
+std::string CursorClock(Connection& conn, const ColumnDesc& cursor, const std::string& zone) {
+  if (cursor.type == SqlType::kTimestamp) return "UTC_TIMESTAMP(6)";
+  return fmt::format("CONVERT_TZ(UTC_TIMESTAMP(6), '+00:00', {})", zone.empty() ? "@@global.time_zone" : conn.Quote(zone));
+}
+
 // Whether rows with cursor value `text` can no longer be committing, as far as the server's
-// clock tells: the value is more than a second older than now (UTC for TIMESTAMP, compared
-// in the UTC session; the server's time zone for DATETIME).
-Result<bool> CursorSettled(Connection& conn, const ColumnDesc& cursor, const std::string& text) {
-  const std::string now = cursor.type == SqlType::kTimestamp
-                              ? "UTC_TIMESTAMP(6)"
-                              : "CONVERT_TZ(UTC_TIMESTAMP(6), '+00:00', @@global.time_zone)";
+// clock tells: the value is more than a second older than now (CursorClock).
+Result<bool> CursorSettled(Connection& conn, const ColumnDesc& cursor, const std::string& zone, const std::string& text) {
+  const std::string now = CursorClock(conn, cursor, zone);
   ASSIGN_OR_RETURN(QueryResult r, conn.Query(fmt::format("SELECT CAST({} AS DATETIME(6)) < {} - INTERVAL 1 SECOND",
                                                          conn.Quote(text), now)));
   return !r.rows.empty() && r.rows[0][0] && *r.rows[0][0] == "1";
 }
 
-// The server's clock as a value of `cursor`'s type, `offset_seconds` from now (UTC for
-// TIMESTAMP, compared in the UTC session; the server's time zone for DATETIME), cut to the
-// column's fractional digits: the cursor text rows are compared with.
-Result<std::string> ClockCursorText(Connection& conn, const ColumnDesc& cursor, int offset_seconds) {
-  const std::string now = cursor.type == SqlType::kTimestamp
-                              ? "UTC_TIMESTAMP(6)"
-                              : "CONVERT_TZ(UTC_TIMESTAMP(6), '+00:00', @@global.time_zone)";
+// The server's clock as a value of `cursor`'s type, `offset_seconds` from now (CursorClock),
+// cut to the column's fractional digits: the cursor text rows are compared with.
+Result<std::string> ClockCursorText(Connection& conn, const ColumnDesc& cursor, const std::string& zone,
+                                    int offset_seconds) {
+  const std::string now = CursorClock(conn, cursor, zone);
   ASSIGN_OR_RETURN(QueryResult r, conn.Query(fmt::format("SELECT CAST({} + INTERVAL {} SECOND AS DATETIME({}))", now,
                                                          offset_seconds, std::min<uint32_t>(cursor.fsp, 6))));
   if (r.rows.empty() || r.rows[0].empty() || !r.rows[0][0])
@@ -426,12 +449,12 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
       p.watermark = p.run_high;
       bool settled = true;
       if (!p.run_high.empty()) {
-        ASSIGN_OR_RETURN(settled, CursorSettled(conn, *cursor_col, p.run_high[0]));
+        ASSIGN_OR_RETURN(settled, CursorSettled(conn, *cursor_col, opt.cursor_time_zone, p.run_high[0]));
         // Rows from a second before the server's clock on (they may still be committing, and
         // a value in the future must not carry the watermark past rows written meanwhile) are
         // left to paging: the watermark is that point in time alone.
         if (!settled) {
-          ASSIGN_OR_RETURN(std::string settle, ClockCursorText(conn, *cursor_col, -1));
+          ASSIGN_OR_RETURN(std::string settle, ClockCursorText(conn, *cursor_col, opt.cursor_time_zone, -1));
           p.watermark = KeyTexts{settle};
         }
       }
@@ -506,13 +529,13 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
   std::string future_from;  // the server's clock a second ahead, when the newest row is beyond it
   std::string ahead_of_clock;  // the server's clock a second ahead
   if (!high.empty() || !p.watermark.empty()) {
-    ASSIGN_OR_RETURN(ahead_of_clock, ClockCursorText(conn, cursor_col, 1));
+    ASSIGN_OR_RETURN(ahead_of_clock, ClockCursorText(conn, cursor_col, opt.cursor_time_zone, 1));
   }
   if (!high.empty()) {
-    ASSIGN_OR_RETURN(bool settled, CursorSettled(conn, cursor_col, high[0]));
+    ASSIGN_OR_RETURN(bool settled, CursorSettled(conn, cursor_col, opt.cursor_time_zone, high[0]));
     hold_back = !settled;
     if (hold_back) {
-      ASSIGN_OR_RETURN(settle, ClockCursorText(conn, cursor_col, -1));
+      ASSIGN_OR_RETURN(settle, ClockCursorText(conn, cursor_col, opt.cursor_time_zone, -1));
       ASSIGN_OR_RETURN(bool ahead, CursorAfter(conn, high[0], ahead_of_clock));
       if (ahead) future_from = ahead_of_clock;
     }
@@ -611,11 +634,18 @@ Status RunTable(const IncrementalRunOptions& options, TableRun& t, Checkpoint& c
 }
 
 // A fingerprint of what the reads and the sink table depend on: every column's name, type
-// and collation, the primary key and the cursor (FNV-1a, 64 bits, in hex).
+// and collation, a generated column's kind and expression (a new expression changes every
+// row's value and no cursor: a new user's probe kept the old values for good), the primary
+// key and the cursor (FNV-1a, 64 bits, in hex). Columns that are not generated add nothing
+// more, so that the fingerprints stored before the expression was part of it still match.
 std::string IncrementalDefinition(const TableSchema& schema, const std::string& cursor) {
   std::string text;
-  for (const ColumnDesc& c : schema.columns)
-    text += c.name + '\0' + c.column_type + '\0' + c.collation + '\0' + (c.nullable ? "1" : "0") + '\n';
+  for (const ColumnDesc& c : schema.columns) {
+    text += c.name + '\0' + c.column_type + '\0' + c.collation + '\0' + (c.nullable ? "1" : "0");
+    if (c.generated != GeneratedKind::kNone)
+      text += std::string(c.generated == GeneratedKind::kStored ? "\0stored\0" : "\0virtual\0") + c.generation_expression;
+    text += '\n';
+  }
   for (size_t k : schema.primary_key) text += std::to_string(k) + ',';
   text += '\n' + cursor;
   return fmt::format("{:016x}", Fnv1a64(text));
@@ -638,6 +668,7 @@ Status RunIncremental(const IncrementalRunOptions& options, Connection& meta,
     TableRun run{opt, schema, 0, nullptr};
     if (opt.mode == TableMode::kIncremental) {
       ASSIGN_OR_RETURN(run.cursor, ChooseCursor(*schema, opt.cursor, opt.config_key));
+      RETURN_IF_ERROR(CheckCursorTimeZone(meta, schema->columns[run.cursor], opt));
     }
     runs.push_back(std::move(run));
   }

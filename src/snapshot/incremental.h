@@ -69,6 +69,10 @@ struct IncrementalTableOptions {
   TableMode mode = TableMode::kIncremental;  // never kCdc here
   WritePolicy write = WritePolicy::kUpsert;
   std::string cursor;  // empty: chosen by ChooseCursor among the usual names
+  // The time zone a DATETIME cursor's values are written in, as the server's CONVERT_TZ
+  // reads it ("+00:00", or a name with the server's time zone tables loaded); empty: the
+  // server's global time_zone. The clock the newest values are judged by (CursorSettled).
+  std::string cursor_time_zone;
   uint32_t lookback_seconds = 0;
   uint64_t max_rows = 0;  // 0: no limit
   std::string config_key;  // the config section, for messages ("table.\"shop.orders\"")
@@ -89,6 +93,11 @@ struct IncrementalRunOptions {
 // a nullable one does not qualify) and the config key that chooses one.
 Result<size_t> ChooseCursor(const TableSchema& schema, const std::string& configured,
                             const std::string& config_key);
+
+// opt.cursor_time_zone against `cursor` and the server: kInvalidArgument (naming the config
+// key) for a TIMESTAMP cursor (stored in UTC: the setting means nothing) or a zone the server's
+// CONVERT_TZ does not know; OK when it is empty. Queries `conn`.
+Status CheckCursorTimeZone(Connection& conn, const ColumnDesc& cursor, const IncrementalTableOptions& opt);
 
 // The watermark order of a table: the cursor column, then the primary key.
 std::vector<size_t> WatermarkColumns(const TableSchema& schema, size_t cursor);

@@ -758,6 +758,104 @@ TEST(Incremental, StartsOverWhenItMustAndNeverMovesPastTheClock) {
   EXPECT_EQ(out.find("starting over"), std::string::npos) << "the request is done once\n" << out;
 }
 
+// A generated column's expression changed (probe13 F1): every row's value changes, and no
+// cursor moves. The run did not start over, and the replica kept the old values for good.
+TEST(Incremental, AGeneratedColumnsNewExpressionStartsOver) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS gen;"
+                       "CREATE TABLE gen (id INT PRIMARY KEY, a INT, g INT AS (a * 2) VIRTUAL,"
+                       " s INT AS (a + 1) STORED, updated_at DATETIME NOT NULL);"
+                       "INSERT INTO gen (id, a, updated_at) SELECT seq, seq, '2020-01-01' FROM seq_1_to_5;"),
+            0);
+  TempDir dir;
+  const std::string db = dir.File("r.db");
+  const std::string cfg =
+      IncrementalConfig(dir, {"it_inc.gen"}, "sqlite", db, "[table.\"it_inc.gen\"]\nmode = \"incremental\"\n", 7);
+  ProcessResult r = RunSluice({"run", "--config", cfg});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_inc.gen"}, db);
+  for (const char* alter : {"ALTER TABLE it_inc.gen MODIFY g INT AS (a * 3) VIRTUAL",
+                            "ALTER TABLE it_inc.gen MODIFY s INT AS (a + 100) STORED"}) {
+    ASSERT_EQ(RunSqlText(alter), 0);
+    r = RunSluice({"run", "--config", cfg});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("it_inc.gen: its columns"), std::string::npos) << alter << "\n" << r.output;
+    ExpectReplicaEqualsSource({"it_inc.gen"}, db);
+  }
+}
+
+// A DATETIME cursor written in a time zone behind the server's (probe13 F2: the application's
+// sessions in UTC, the server's time_zone +01:00): its newest values looked an hour old, so a
+// run took them before they settled, and a transaction committing 0.5 s later with an earlier
+// value fell behind the watermark for good. cursor_time_zone says which zone writes them: a
+// value 30 s ahead in that zone is left for a later run (not with the server's zone here,
+// which is an hour ahead of "-01:00" or more). Bad settings are refused before reading.
+TEST(Incremental, CursorTimeZoneSetsTheClockTheNewestValuesAreJudgedBy) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS tzb, tzs;"
+                       "CREATE TABLE tzb (id INT PRIMARY KEY, v INT, updated_at DATETIME NOT NULL);"
+                       "INSERT INTO tzb SELECT seq, seq, '2020-01-01' FROM seq_1_to_3;"
+                       "INSERT INTO tzb VALUES (4, 4, CONVERT_TZ(UTC_TIMESTAMP(), '+00:00', '-01:00') + INTERVAL 30 SECOND);"
+                       "CREATE TABLE tzs (id INT PRIMARY KEY, updated_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP);"
+                       "INSERT INTO tzs (id) VALUES (1);"),
+            0);
+  // The server's zone must be ahead of -01:00 for the check below to mean anything.
+  {
+    auto conn = Connect();
+    ASSERT_NE(conn, nullptr);
+    auto ahead = conn->Query("SELECT TIMESTAMPDIFF(MINUTE, CONVERT_TZ(UTC_TIMESTAMP(), '+00:00', '-01:00'), "
+                             "CONVERT_TZ(UTC_TIMESTAMP(), '+00:00', @@global.time_zone)) >= 30");
+    ASSERT_TRUE(ahead.ok() && !ahead->rows.empty() && ahead->rows[0][0] == std::optional<std::string>("1"))
+        << "the test server's time zone is not ahead of -01:00";
+  }
+  auto run = [](const std::string& cfg) { return RunSluice({"run", "--config", cfg}); };
+  {
+    TempDir dir;
+    const std::string cfg = IncrementalConfig(dir, {"it_inc.tzb"}, "sqlite", dir.File("r.db"),
+                                              "[table.\"it_inc.tzb\"]\nmode = \"incremental\"\n");
+    ProcessResult r = run(cfg);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output.find("are left for the next run"), std::string::npos) << r.output;
+  }
+  {
+    TempDir dir;
+    const std::string cfg =
+        IncrementalConfig(dir, {"it_inc.tzb"}, "sqlite", dir.File("r.db"),
+                          "[table.\"it_inc.tzb\"]\nmode = \"incremental\"\ncursor_time_zone = \"-01:00\"\n");
+    ProcessResult r = run(cfg);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("are left for the next run"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("copied, 3 rows in this run"), std::string::npos) << r.output;
+    ProcessResult c = RunSluice({"check", "--config", cfg});
+    EXPECT_NE(c.output.find("written in -01:00"), std::string::npos) << c.output;
+  }
+  for (const auto& [table, zone, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"tzb", "Mars/Olympus_Mons", "does not know the time zone 'Mars/Olympus_Mons'"},
+           {"tzs", "+00:00", "is a TIMESTAMP, whose values the server stores in UTC"}}) {
+    TempDir dir;
+    const std::string cfg =
+        IncrementalConfig(dir, {"it_inc." + table}, "sqlite", dir.File("r.db"),
+                          fmt::format("[table.\"it_inc.{}\"]\nmode = \"incremental\"\ncursor_time_zone = \"{}\"\n",
+                                      table, zone));
+    ProcessResult r = run(cfg);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("table.\"it_inc." + table + "\".cursor_time_zone: "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
+  }
+}
+
+// A cursor in the primary key (probe13 F4): an update that moves it gives the row another
+// key, and the old one stays in the replica. `check` warns.
+TEST(Incremental, CheckWarnsOfACursorInThePrimaryKey) {
+  ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS pkcur;"
+                       "CREATE TABLE pkcur (id INT, updated_at DATETIME(6) NOT NULL, v INT, PRIMARY KEY (updated_at, id));"),
+            0);
+  TempDir dir;
+  const std::string cfg = IncrementalConfig(dir, {"it_inc.pkcur"}, "sqlite", dir.File("r.db"),
+                                            "[table.\"it_inc.pkcur\"]\nmode = \"incremental\"\n");
+  ProcessResult c = RunSluice({"check", "--config", cfg});
+  EXPECT_NE(c.output.find("the cursor `updated_at` is part of the primary key"), std::string::npos) << c.output;
+}
+
 // A table read without the binlog and switched to mode cdc is copied again, its sink table
 // replaced (a row deleted while it was read by cursor stayed in the replica for good).
 TEST(Incremental, SwitchedToCdcIsCopiedAgain) {
