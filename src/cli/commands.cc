@@ -252,8 +252,13 @@ int RunCommand(int argc, char** argv) {
     verify_opts.sqlite_path = config->sink.path;
     auto result = VerifyTables(verify_opts);
     if (!result.ok()) return Fail(result.status());
-    size_t equal = 0, copying = 0;
+    size_t equal = 0, copying = 0, not_streamed = 0;
     for (const auto& t : *result) {
+      if (!t.not_streamed.empty()) {
+        ++not_streamed;
+        std::printf("  %-40s %s\n", Shown(t.table).c_str(), Shown(t.not_streamed).c_str());
+        continue;
+      }
       if (!t.copying.empty()) {
         ++copying;
         std::printf("  %-40s %s: not verified; run verify again once it is copied\n", Shown(t.table).c_str(),
@@ -284,10 +289,19 @@ int RunCommand(int argc, char** argv) {
                   static_cast<unsigned long long>(t.differing - t.unchecked), unchecked.c_str());
       for (const auto& r : t.rows) std::printf("      %s\n", Shown(r).c_str());
     }
-    // A table being copied is neither a match nor a difference: the verdict is about the others.
-    bool all = equal + copying == result->size();
+    // A table being copied, or read without the binlog, is neither a match nor a difference:
+    // the verdict is about the others. With no table verified at all there is no verdict
+    // (exit code 3), never an "OK" about nothing.
+    const bool all = equal + copying + not_streamed == result->size();
+    std::string skipped;
+    if (copying > 0) skipped += fmt::format("; {} being copied, not verified", copying);
+    if (not_streamed > 0) skipped += fmt::format("; {} read without the binlog, not verified", not_streamed);
+    if (all && equal == 0 && !result->empty()) {
+      std::printf("NOT VERIFIED: none of the %zu tables could be verified%s\n", result->size(), skipped.c_str());
+      return 3;
+    }
     std::printf("%s: %zu of %zu tables in the replica match the source%s\n", all ? "OK" : "MISMATCH", equal,
-                result->size(), copying == 0 ? "" : fmt::format("; {} being copied, not verified", copying).c_str());
+                result->size(), skipped.c_str());
     return all ? 0 : 1;
   }
   if (*resnapshot) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -375,6 +376,43 @@ TEST(Verify, ATableBeingCopiedAgainIsNotVerifiedYet) {
   auto v = RunSluice({"verify", "--config", config});
   EXPECT_EQ(v.exit_code, 0) << v.output;
   EXPECT_NE(v.output.find("OK: 2 of 2 tables"), std::string::npos) << v.output;
+}
+
+// Tables read without the binlog (probe13 F3): verify listed them as "being copied" forever
+// and said "OK" with exit code 0, also after their replica rows were changed and deleted by
+// hand. They are said to be read without the binlog; with no table verified at all there is
+// no "OK" (exit code 3), and beside a cdc table the verdict is about that table.
+TEST(Verify, TablesReadWithoutTheBinlogAreNotCalledOk) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_verify_inc; CREATE DATABASE it_verify_inc; USE it_verify_inc;"
+                       "CREATE TABLE i (k INT PRIMARY KEY, v INT, updated_at DATETIME NOT NULL);"
+                       "INSERT INTO i SELECT seq, seq, '2020-01-01' FROM seq_1_to_20;"
+                       "CREATE TABLE c (k INT PRIMARY KEY, v INT); INSERT INTO c VALUES (1, 1);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_verify_inc.i"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  std::ofstream(config, std::ios::app) << "\n[table.\"it_verify_inc.i\"]\nmode = \"incremental\"\n";
+  ASSERT_EQ(RunSluice({"run", "--config", config}).exit_code, 0);
+  auto v = RunSluice({"verify", "--config", config});
+  EXPECT_EQ(v.exit_code, 3) << v.output;
+  EXPECT_NE(v.output.find("read without the binlog (mode incremental): not verified"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("NOT VERIFIED: none of the 1 tables could be verified; 1 read without the binlog"),
+            std::string::npos)
+      << v.output;
+  EXPECT_EQ(v.output.find("OK"), std::string::npos) << v.output;
+
+  spec.tables = {"it_verify_inc.*"};
+  spec.server_id = 5431;
+  config = WriteConfig(dir, spec);
+  std::ofstream(config, std::ios::app) << "\n[table.\"it_verify_inc.i\"]\nmode = \"incremental\"\n";
+  ASSERT_EQ(RunSluice({"run", "--config", config, "--until-caught-up"}).exit_code, 0);
+  v = RunSluice({"verify", "--config", config});
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_NE(v.output.find("OK: 1 of 2 tables in the replica match the source; 1 read without the binlog, not verified"),
+            std::string::npos)
+      << v.output;
 }
 
 // A replica on a read-only file system (a backup volume, a read-only mount): SQLite cannot
