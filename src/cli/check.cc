@@ -246,7 +246,9 @@ void RelaxBinlogLines(std::vector<CheckLine>& lines) {
       continue;
     }
     if (!binlog.count(l.name) || l.outcome == CheckOutcome::kPass) continue;
-    l.detail = "not needed: no selected table uses mode cdc (" + l.detail + ")";
+    // The FAIL it would have been, said as what would apply with a cdc table (a new user's
+    // probe read "(source.server_id is missing ...)" on a passing line as a failure).
+    l.detail = "not needed: no selected table uses mode cdc (with one: " + l.detail + ")";
     l.outcome = CheckOutcome::kPass;
     l.fatal = false;
     l.fix.clear();
@@ -544,10 +546,38 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
     if (id == 0 && !ModesResolve(f, config)) {
       // Two [table] sections match one table: which tables are cdc (and so whether an id is
       // needed) is unknown until that is fixed; the "table modes" line says so, alone.
-    } else if (id == 0) {
+    } else if (id == 0 && f.tables.empty() && !config.tables.empty()) {
+      // Sections for reads without the binlog, and no table: a table dropped or renamed away
+      // (a new user's probe got only the server_id advice, which would turn the pipeline into
+      // a binlog stream).
       out.push_back(Line("server_id", CheckOutcome::kFail,
-                         "source.server_id is missing: the binlog stream of the tables in mode cdc needs one",
-                         "set source.server_id to a replica id unique among the server's replicas (e.g. 5401)",
+                         "source.tables matches no table at the source, so a run would stream the binlog for the "
+                         "tables created later (mode cdc, the default), and that needs source.server_id",
+                         "check source.tables and the [table] sections (a table dropped or renamed?); for a binlog "
+                         "stream, set source.server_id to a replica id unique among the server's replicas",
+                         true));
+    } else if (id == 0) {
+      std::string cdc;
+      if (!config.tables.empty()) {
+        std::vector<TableName> names;
+        for (const TableFacts& t : f.tables) names.push_back(t.name);
+        if (auto modes = ModesForTables(config, names); modes.ok()) {
+          for (size_t i = 0; i < modes->cdc.size() && i < 5; ++i)
+            cdc += (i ? ", " : "") + modes->cdc[i].QualifiedName();
+          if (modes->cdc.size() > 5) cdc += fmt::format(" and {} more", modes->cdc.size() - 5);
+        }
+      }
+      out.push_back(Line("server_id", CheckOutcome::kFail,
+                         cdc.empty() ? std::string("source.server_id is missing: the binlog stream of the tables in "
+                                                   "mode cdc needs one")
+                                     : fmt::format("source.server_id is missing: the binlog stream of the tables in "
+                                                   "mode cdc needs one: {} (a table no [table] section matches is cdc)",
+                                                   cdc),
+                         cdc.empty() ? std::string("set source.server_id to a replica id unique among the server's "
+                                                   "replicas (e.g. 5401)")
+                                     : std::string("give those tables a [table] section with another mode, or set "
+                                                   "source.server_id to a replica id unique among the server's "
+                                                   "replicas (e.g. 5401)"),
                          true));
     } else if (id == info.server_id) {
       out.push_back(Line("server_id", CheckOutcome::kFail,

@@ -461,5 +461,30 @@ TEST(Check, UnresolvableModesDoNotClaimACdcTableNeedsAServerId) {
   EXPECT_EQ(Find(EvaluateServer(GoodFacts(), c), "server_id")->outcome, CheckOutcome::kFail);
 }
 
+// A pipeline read without the binlog whose table was renamed out of its section, or dropped
+// (probe13 F5): the server_id line named no table, and its fix would have turned the pipeline
+// into a binlog stream. It names the cdc tables, or says that no table matches.
+TEST(Check, AMissingServerIdNamesTheCdcTablesOrThatNoTableMatches) {
+  Config c = GoodConfig();
+  c.source.server_id = 0;
+  TableSection s;
+  s.pattern = "db.orders";
+  s.key = "table.\"db.orders\"";
+  s.mode = TableMode::kIncremental;
+  c.tables.push_back(s);
+  const CheckLine* id = Find(EvaluateServer(GoodFacts(), c), "server_id");
+  ASSERT_NE(id, nullptr);
+  EXPECT_EQ(id->outcome, CheckOutcome::kFail);
+  EXPECT_NE(id->detail.find("needs one: " + GoodFacts().tables[0].name.QualifiedName()), std::string::npos)
+      << id->detail;
+  EXPECT_NE(id->fix.find("[table] section"), std::string::npos) << id->fix;
+  SourceFacts none = GoodFacts();
+  none.tables.clear();
+  auto lines = EvaluateServer(none, c);
+  id = Find(lines, "server_id");
+  ASSERT_NE(id, nullptr);
+  EXPECT_NE(id->detail.find("source.tables matches no table at the source"), std::string::npos) << id->detail;
+}
+
 }  // namespace
 }  // namespace sluice::cli
