@@ -342,6 +342,13 @@ class PgConnection : public SqlConnection {
     return out;
   }
 
+  void ForgetStatements() override {
+    if (prepared_.empty()) return;
+    prepared_.clear();
+    // Best effort: a session that failed keeps them until it ends, under names never used again.
+    if (conn_ != nullptr && EndCopy().ok()) PQclear(PQexec(conn_, "DEALLOCATE ALL"));
+  }
+
   Result<SqlStatement*> Prepare(const std::string& sql) override {
     if (conn_ == nullptr) return Status::Unavailable(describe_ + ": not connected");
     auto it = prepared_.find(sql);

@@ -449,8 +449,11 @@ void SqlApplier::ForgetTable(const std::string& key) {
   if (it == tables_.end()) return;
   SqlTable* gone = it->second.get();
   std::erase_if(by_schema_, [&](const auto& e) { return e.second.second == gone; });
-  stmts_.erase(gone);
   tables_.erase(it);
+  // Every statement, not only this table's: the connection drops them all (ForgetStatements).
+  stmts_.clear();
+  meta_.fill(nullptr);
+  conn_->ForgetStatements();
 }
 
 Status SqlApplier::RefuseTakenNames(const std::vector<SchemaChange>& changes) {

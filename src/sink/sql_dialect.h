@@ -117,6 +117,12 @@ class SqlConnection {
   // After a kUnavailable error: drop the session and open a new one (SQLite: nothing to
   // do). Invalidates every SqlStatement. kUnavailable while the server is still away.
   virtual Status Reconnect() { return Status::Ok(); }
+  // After a table's definition changed: drops every prepared statement (invalidates every
+  // SqlStatement), so that the next Prepare reads the table as it is now. PostgreSQL fixes a
+  // statement's parameter types when it is prepared: one prepared before `n INT` became
+  // BIGINT or TEXT read the new values as integers ('0042' stored as '42'). MySQL and SQLite
+  // prepare again by themselves, with the types the client binds: nothing to do.
+  virtual void ForgetStatements() {}
   // Bulk load hook, used when SupportsBulkLoad(): snapshot chunks (transactions, or groups
   // of them, whose changes are all Op::kRead full row images of one table). Writes `rows`
   // (each a full row image, no kAbsent, in column order) into `table` inside the open

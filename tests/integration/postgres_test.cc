@@ -266,6 +266,50 @@ TEST(Postgres, RenamesAcrossDatabasesKeepEveryName) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
 }
 
+// A column's type changed while a run streams (probe14 F1, F2): PostgreSQL fixes a prepared
+// statement's parameter types when it is prepared, and the run kept its statements. After
+// MODIFY n BIGINT (followed in place), 3000000000 stopped the run ("out of range for type
+// integer"); after MODIFY n VARCHAR (the table copied again), '0042' was stored as '42',
+// silently. The statements are prepared again after every change of a table.
+TEST(Postgres, StatementsPreparedBeforeATypeChangeAreNotUsedAfterIt) {
+  REQUIRE_PG();
+  const std::string pgdb = PgServer::Get().NewDatabase("it_pg_retype");
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_pgrt; CREATE DATABASE it_pgrt;"
+                       "CREATE TABLE it_pgrt.w (id INT PRIMARY KEY, n INT); INSERT INTO it_pgrt.w VALUES (1, 1);"
+                       "CREATE TABLE it_pgrt.s (id INT PRIMARY KEY, n INT); INSERT INTO it_pgrt.s VALUES (1, 1);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_pgrt.*"};
+  spec.server_id = 5507;
+  const std::string config = WritePgConfig(dir, spec, pgdb);
+  ASSERT_EQ(RunSluice({"run", "--config", config, "--until-caught-up"}).exit_code, 0);
+  // In one run: the upserts are prepared (n an integer), the column widens, a wider value.
+  ASSERT_EQ(RunSqlText("INSERT INTO it_pgrt.w VALUES (2, 2); INSERT INTO it_pgrt.s VALUES (2, 2);"
+                       "ALTER TABLE it_pgrt.w MODIFY n BIGINT; INSERT INTO it_pgrt.w VALUES (3, 3000000000);"),
+            0);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectPgEqualsSource({"it_pgrt.w"}, pgdb);
+  // While a run streams: the type changes to text (the table is copied again), then a value
+  // that an integer parameter would read as 42.
+  pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  ASSERT_TRUE(WaitForLog(dir.File("log"), "streaming from", pid, seconds(60))) << ReadFile(dir.File("log"));
+  ASSERT_EQ(RunSqlText("UPDATE it_pgrt.s SET n = 3 WHERE id = 1; ALTER TABLE it_pgrt.s MODIFY n VARCHAR(20);"), 0);
+  const bool copied = WaitForLog(dir.File("log"), "it_pgrt.s copied", pid, seconds(60));
+  // One row each (the upsert of one row is the statement prepared before the change).
+  ASSERT_EQ(RunSqlText("UPDATE it_pgrt.s SET n = '0042' WHERE id = 1"), 0);
+  const bool text = WaitForPgValue(pgdb, "SELECT n FROM it_pgrt.s WHERE id = 1", "0042", seconds(30));
+  ASSERT_EQ(RunSqlText("INSERT INTO it_pgrt.s VALUES (3, '1e3')"), 0);
+  const bool matched = WaitForPgToMatch({"it_pgrt.*"}, pgdb, seconds(30));
+  EXPECT_TRUE(text) << "'0042' stored as it is";
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid), 0) << ReadFile(dir.File("log"));
+  EXPECT_TRUE(copied) << ReadFile(dir.File("log"));
+  EXPECT_TRUE(matched) << ReadFile(dir.File("log"));
+  ExpectPgEqualsSource({"it_pgrt.*"}, pgdb);
+}
+
 // A source database named `_sluice` lands on sluice's own schema: its table `checkpoint` was
 // merged with the checkpoint (exit 0, the replica holding the checkpoint's JSON). Refused,
 // naming the table; the checkpoint stays sluice's.
