@@ -257,11 +257,17 @@ void RelaxBinlogLines(std::vector<CheckLine>& lines) {
 
 }  // namespace
 
+// The selected tables' names, as `check` found them.
+static std::vector<TableName> SelectedNames(const SourceFacts& f) {
+  std::vector<TableName> names;
+  for (const TableFacts& t : f.tables) names.push_back(t.name);
+  return names;
+}
+
 // Whether the [table] sections give each selected table one mode (ModesForTables).
 static bool ModesResolve(const SourceFacts& f, const Config& config) {
   if (config.tables.empty()) return true;
-  std::vector<TableName> names;
-  for (const TableFacts& t : f.tables) names.push_back(t.name);
+  const std::vector<TableName> names = SelectedNames(f);
   return ModesForTables(config, names).ok();
 }
 
@@ -278,8 +284,7 @@ Status AddResumeHistory(Connection& conn, const std::optional<Checkpoint>& check
 
 bool NeedsBinlog(const SourceFacts& f, const Config& config) {
   if (config.tables.empty() || f.tables.empty()) return true;
-  std::vector<TableName> names;
-  for (const TableFacts& t : f.tables) names.push_back(t.name);
+  const std::vector<TableName> names = SelectedNames(f);
   auto modes = ModesForTables(config, names);
   return !modes.ok() || !modes->cdc.empty();
 }
@@ -559,8 +564,7 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
     } else if (id == 0) {
       std::string cdc;
       if (!config.tables.empty()) {
-        std::vector<TableName> names;
-        for (const TableFacts& t : f.tables) names.push_back(t.name);
+        const std::vector<TableName> names = SelectedNames(f);
         if (auto modes = ModesForTables(config, names); modes.ok()) {
           for (size_t i = 0; i < modes->cdc.size() && i < 5; ++i)
             cdc += (i ? ", " : "") + modes->cdc[i].QualifiedName();
@@ -804,8 +808,7 @@ std::vector<CheckLine> EvaluateRetention(const SourceFacts& f, const Config& con
 std::vector<CheckLine> EvaluateIncremental(Connection& conn, const SourceFacts& f, const Config& config) {
   std::vector<CheckLine> out;
   if (config.tables.empty()) return out;
-  std::vector<TableName> names;
-  for (const TableFacts& t : f.tables) names.push_back(t.name);
+  const std::vector<TableName> names = SelectedNames(f);
   auto modes = ModesForTables(config, names);
   if (!modes.ok()) {
     out.push_back(Line("table modes", CheckOutcome::kFail, modes.status().message(),
@@ -955,8 +958,7 @@ std::string ConnectFailureFix(const SourceConfig& source, std::string_view messa
 }
 
 std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& f, const Config& config) {
-  std::vector<TableName> names;
-  for (const TableFacts& t : f.tables) names.push_back(t.name);
+  const std::vector<TableName> names = SelectedNames(f);
   Status st = CheckNameCollisions(names, config.sink);
   if (st.ok()) return std::nullopt;
   CheckLine l = Line("sink table names", CheckOutcome::kFail, st.message(),
@@ -974,8 +976,7 @@ std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& f, const Config& c
 }
 
 std::optional<CheckLine> EvaluateSinkNameLengths(Connection& source, const SourceFacts& f, const Config& config) {
-  std::vector<TableName> names;
-  for (const TableFacts& t : f.tables) names.push_back(t.name);
+  const std::vector<TableName> names = SelectedNames(f);
   Status st = CheckSinkNameLengths(source, names, config.sink);
   if (st.ok()) return std::nullopt;
   if (st.code() != StatusCode::kInvalidArgument)
