@@ -957,14 +957,18 @@ std::string ConnectFailureFix(const SourceConfig& source, std::string_view messa
          "skip_networking=OFF), and the user and password";
 }
 
-std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& f, const Config& config) {
+std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& f, const Config& config, const SinkFacts& sink) {
   const std::vector<TableName> names = SelectedNames(f);
-  Status st = CheckNameCollisions(names, config.sink);
+  Status st = CheckNameCollisions(names, config.sink, sink.lower_case_table_names);
   if (st.ok()) return std::nullopt;
   CheckLine l = Line("sink table names", CheckOutcome::kFail, st.message(),
                      config.sink.type == SinkType::kPostgres ? "map the two databases onto different schemas "
                                                                "(sink.postgres.schemas), or leave one table out"
-                     : config.sink.type == SinkType::kMysql  ? "map the two databases onto different databases "
+                     : config.sink.type == SinkType::kMysql && sink.lower_case_table_names != 0 &&
+                             st.message().find("lower_case_table_names") != std::string::npos
+                         ? "leave one table out (source.exclude) or rename it; a destination with "
+                           "lower_case_table_names = 0 keeps both"
+                     : config.sink.type == SinkType::kMysql ? "map the two databases onto different databases "
                                                                "(sink.mysql.databases), or leave one table out"
                      : config.sink.type == SinkType::kKafka || config.sink.type == SinkType::kNats
                          ? "leave one table out (source.exclude) or rename it: one topic or subject per table keeps "
@@ -1094,6 +1098,7 @@ SinkFacts CheckSink(const Config& config) {
       if (cp.ok()) s.checkpoint = std::move(cp).value();
     }
     s.max_allowed_packet = (*m)->max_allowed_packet();
+    s.lower_case_table_names = (*m)->lower_case_table_names();
     if (!stored.ok()) {
       s.line = Line(name, CheckOutcome::kFail, stored.status().message(), "see the message", true);
       return s;
@@ -1233,7 +1238,7 @@ int RunCheckCommand(const Config& config, std::FILE* out) {
         lines.push_back(std::move(l));
       for (auto& l : EvaluateIncremental(**conn, *facts, config)) lines.push_back(std::move(l));
       for (auto& l : EvaluatePatterns(*facts, sink.checkpoint)) lines.push_back(std::move(l));
-      if (auto l = EvaluateSinkNames(*facts, config)) lines.push_back(std::move(*l));
+      if (auto l = EvaluateSinkNames(*facts, config, sink)) lines.push_back(std::move(*l));
       if (auto l = EvaluateSinkNameLengths(**conn, *facts, config)) lines.push_back(std::move(*l));
       if (auto l = EvaluateSqliteTables(**conn, *facts, config, sink)) lines.push_back(std::move(*l));
       packet_line = EvaluateSinkPacket(*facts, sink);

@@ -132,6 +132,7 @@ struct SinkFacts {
   std::optional<Checkpoint> checkpoint;
   std::optional<double> checkpoint_age_seconds;
   uint64_t max_allowed_packet = 0;  // a MySQL/MariaDB destination's, bytes (0: not one, or unknown)
+  int lower_case_table_names = 0;   // a MySQL/MariaDB destination's (0: not one, unknown, or names keep their case)
 };
 SinkFacts CheckSink(const Config& config);
 // "sink max_allowed_packet", for a MySQL/MariaDB destination: FAIL when a statement holding
@@ -145,8 +146,9 @@ std::optional<CheckLine> EvaluateSqliteTables(Connection& conn, const SourceFact
                                               const SinkFacts& sink);
 
 // "sink table names": a FAIL (the run's own error, cli/run.h CheckNameCollisions) when two
-// selected tables would share one sink table; nothing when they do not.
-std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& facts, const Config& config);
+// selected tables would share one sink table (`sink`: a MySQL destination's
+// lower_case_table_names); nothing when they do not.
+std::optional<CheckLine> EvaluateSinkNames(const SourceFacts& facts, const Config& config, const SinkFacts& sink);
 // "sink name lengths": a FAIL (the run's own error, cli/run.h CheckSinkNameLengths) when the
 // sink would cut a name a selected table becomes there (PostgreSQL: over 63 bytes), a WARN
 // when the column names cannot be read (`source`: the source connection); nothing otherwise.

@@ -313,7 +313,7 @@ TEST(Check, TwoDatabasesMappedOntoOneSchemaWithTheSameTableFail) {
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
     for (const std::string& word : {std::string("`c1`.`t`"), std::string("`c2`.`t`"), std::string(shared), std::string(key)})
       EXPECT_NE(st.message().find(word), std::string::npos) << word << " in " << st.message();
-    auto line = EvaluateSinkNames(f, config);
+    auto line = EvaluateSinkNames(f, config, SinkFacts{});
     ASSERT_TRUE(line.has_value());
     EXPECT_EQ(line->outcome, CheckOutcome::kFail);
     EXPECT_TRUE(line->fatal);
@@ -323,8 +323,45 @@ TEST(Check, TwoDatabasesMappedOntoOneSchemaWithTheSameTableFail) {
   f.tables[1].name.table = "u";
   names[1].table = "u";
   EXPECT_TRUE(CheckNameCollisions(names, pg.sink).ok());
-  EXPECT_FALSE(EvaluateSinkNames(f, pg).has_value());
-  EXPECT_FALSE(EvaluateSinkNames(f, my).has_value());
+  EXPECT_FALSE(EvaluateSinkNames(f, pg, SinkFacts{}).has_value());
+  EXPECT_FALSE(EvaluateSinkNames(f, my, SinkFacts{}).has_value());
+}
+
+// A MySQL destination with lower_case_table_names 1 or 2 holds `d`.`T` and `d`.`t` (or `D`.`t`
+// and `d`.`t`) as one table: both are refused, by `check` and `run` alike, naming the setting;
+// a destination that keeps the case takes them, and so does any other sink but SQLite.
+TEST(Check, TablesDifferingOnlyInCaseFailWhereTheMysqlDestinationIgnoresCase) {
+  Config my = GoodConfig();
+  my.sink.type = SinkType::kMysql;
+  for (const auto& names : {std::vector<TableName>{{"d", "T"}, {"d", "t"}}, std::vector<TableName>{{"D", "t"}, {"d", "t"}}}) {
+    SourceFacts f = GoodFacts();
+    f.tables.clear();
+    for (const TableName& n : names) {
+      TableFacts t;
+      t.name = n;
+      t.engine = "InnoDB";
+      f.tables.push_back(t);
+    }
+    EXPECT_TRUE(CheckNameCollisions(names, my.sink, 0).ok());
+    EXPECT_FALSE(EvaluateSinkNames(f, my, SinkFacts{}).has_value());
+    for (int lower : {1, 2}) {
+      Status st = CheckNameCollisions(names, my.sink, lower);
+      EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+      for (const std::string& word : {fmt::format("`{}`.`{}`", names[0].db, names[0].table),
+                                     fmt::format("`{}`.`{}`", names[1].db, names[1].table),
+                                     fmt::format("lower_case_table_names = {}", lower)})
+        EXPECT_NE(st.message().find(word), std::string::npos) << word << " in " << st.message();
+      SinkFacts sink;
+      sink.lower_case_table_names = lower;
+      auto line = EvaluateSinkNames(f, my, sink);
+      ASSERT_TRUE(line.has_value());
+      EXPECT_EQ(line->outcome, CheckOutcome::kFail);
+      EXPECT_EQ(line->detail, st.message());
+    }
+  }
+  Config pg = GoodConfig();
+  pg.sink.type = SinkType::kPostgres;
+  EXPECT_TRUE(CheckNameCollisions({{"d", "T"}, {"d", "t"}}, pg.sink, 1).ok());
 }
 
 // A MySQL destination that is the source server: every database sluice writes there (the
@@ -399,7 +436,7 @@ TEST(Check, TwoTablesPublishingToOneTopicOrSubjectFail) {
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
     for (const std::string& word : {std::string("`coll`.`we ird`"), std::string("`coll`.`we_ird`"), std::string(dest)})
       EXPECT_NE(st.message().find(word), std::string::npos) << word << " in " << st.message();
-    auto line = EvaluateSinkNames(f, config);
+    auto line = EvaluateSinkNames(f, config, SinkFacts{});
     ASSERT_TRUE(line.has_value());
     EXPECT_EQ(line->outcome, CheckOutcome::kFail);
     EXPECT_TRUE(line->fatal);

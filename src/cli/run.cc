@@ -132,7 +132,7 @@ const char* SinkName(SinkType type) {
 // configured template or prefix: two tables there would mix their records under equal keys,
 // and a delete in one would send a tombstone for a live row of the other. Refused before
 // anything is copied (kInvalidArgument: a configuration error, exit code 2), naming both.
-Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfig& sink) {
+Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfig& sink, int mysql_lower_case_table_names) {
   auto quoted = [](const TableName& t) { return fmt::format("`{}`.`{}`", t.db, t.table); };
   if (sink.type == SinkType::kKafka || sink.type == SinkType::kNats) {
     const bool kafka = sink.type == SinkType::kKafka;
@@ -187,12 +187,30 @@ Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfi
   if (sink.type != SinkType::kPostgres && sink.type != SinkType::kMysql) return Status::Ok();
   const bool pg = sink.type == SinkType::kPostgres;
   const char* key = pg ? "sink.postgres.schemas" : "sink.mysql.databases";
+  // A MySQL destination with lower_case_table_names 1 or 2 ignores the case of table and
+  // database names: `db`.`T` and `db`.`t` are one table there (a new user's probe saw the two
+  // tables' rows merged into one, silently).
+  const bool fold = !pg && mysql_lower_case_table_names != 0;
+  const auto folded = [fold](std::string s) {
+    if (fold)
+      for (char& c : s)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return s;
+  };
   std::map<std::pair<std::string, std::string>, const TableName*> dest;
   for (const auto& t : tables) {
     std::string ns = pg ? PostgresSchemaName(sink.postgres, t.db) : MysqlDestinationDatabase(sink.mysql, t.db);
-    auto [it, inserted] = dest.emplace(std::make_pair(ns, t.table), &t);
+    auto [it, inserted] = dest.emplace(std::make_pair(folded(ns), folded(t.table)), &t);
     if (inserted) continue;
     const TableName& first = *it->second;
+    const std::string first_ns = MysqlDestinationDatabase(sink.mysql, first.db);
+    if (fold && (first_ns != ns || first.table != t.table))
+      return Status::InvalidArgument(fmt::format(
+          "source tables {} and {} would both become the MySQL table {}.{}: the destination ignores the case of "
+          "table and database names (lower_case_table_names = {}), so their rows would be mixed in one table; "
+          "leave one out (source.exclude){}",
+          quoted(first), quoted(t), first_ns, first.table, mysql_lower_case_table_names,
+          first.db != t.db ? fmt::format(", or map {} onto another database (sink.mysql.databases)", t.db) : ""));
     auto mapped = [&](const std::string& db) {
       const auto& m = pg ? sink.postgres.schemas : sink.mysql.databases;
       return m.count(db) ? fmt::format("{}.{} = \"{}\"", key, db, m.at(db)) : fmt::format("{} unmapped", db);
@@ -490,6 +508,10 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
                      WaitOutUnavailable("sink: connecting", options,
                                         [&] { return Connection::Connect(config.sink.mysql.connect); }));
     RETURN_IF_ERROR(RefuseSelfDestination(config, *meta, conn_opts, *dest));
+    // Table names that differ only in case are one table there when it ignores case.
+    ASSIGN_OR_RETURN(QueryResult lower, dest->Query("SELECT @@lower_case_table_names"));
+    if (!lower.rows.empty() && !lower.rows[0].empty() && lower.rows[0][0])
+      RETURN_IF_ERROR(CheckNameCollisions(tables, config.sink, std::atoi(lower.rows[0][0]->c_str())));
   }
   // Tables of modes incremental/full/snapshot_only are read by cursor or copied
   // (snapshot/incremental.h), never streamed; the rest go through snapshot + binlog.

@@ -44,9 +44,11 @@ ConnectOptions SourceConnectOptions(const SourceConfig& source);
 // PostgreSQL schema (sink.postgres.schemas) / MySQL database (sink.mysql.databases) that both
 // hold a table of one name; for Kafka and NATS, two tables whose topics/subjects are one
 // (sink/kafka_sink.h KafkaTopicFor, sink/nats_sink.h NatsSubjectFor) or a table topic that is
-// one of sluice's own Kafka topics. The message names both source tables, the shared name and
-// the key.
-Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfig& sink);
+// one of sluice's own Kafka topics; for a MySQL destination whose
+// `mysql_lower_case_table_names` (its @@lower_case_table_names) is 1 or 2, names that differ
+// only in case. The message names both source tables, the shared name and the key.
+Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfig& sink,
+                           int mysql_lower_case_table_names = 0);
 // kInvalidArgument (a configuration error) when the sink would cut a name one of `tables`
 // becomes there, so that two names could become one (PostgreSQL keeps 63 bytes of a name:
 // sink/postgres_sink.h CheckPostgresNames): its schema, its table name, or a column's (read

@@ -199,12 +199,14 @@ class MyConnection : public SqlConnection {
       }
     }
     if (st.ok()) {
-      Result<QueryResult> r = conn_->Query("SELECT @@max_allowed_packet");
+      Result<QueryResult> r = conn_->Query("SELECT @@max_allowed_packet, @@lower_case_table_names");
       if (r.ok() && !r->rows.empty() && r->rows[0][0]) {
         const size_t packet = std::stoull(*r->rows[0][0]);
         max_allowed_packet_ = packet;
         max_statement_bytes_ = std::max<size_t>(std::min(options_.max_statement_bytes, packet / 2), 1024);
       }
+      if (r.ok() && !r->rows.empty() && r->rows[0].size() > 1 && r->rows[0][1])
+        lower_case_table_names_ = std::atoi(r->rows[0][1]->c_str());
     }
     if (!st.ok()) {
       conn_.reset();
@@ -265,6 +267,7 @@ class MyConnection : public SqlConnection {
 
   size_t max_statement_bytes() const { return max_statement_bytes_; }
   uint64_t max_allowed_packet() const { return max_allowed_packet_; }
+  int lower_case_table_names() const { return lower_case_table_names_; }
   Connection* connection() { return conn_.get(); }
 
  private:
@@ -273,6 +276,7 @@ class MyConnection : public SqlConnection {
   std::string describe_;
   size_t max_statement_bytes_ = 1u << 20;
   uint64_t max_allowed_packet_ = 0;  // the server's, 0 until read
+  int lower_case_table_names_ = 0;   // the server's (1, 2: table and database names ignore case)
   std::unique_ptr<Connection> conn_;
   // Statements by text. Declared after conn_: destroyed first (mysql_stmt_close needs the
   // MYSQL handle alive).
@@ -399,11 +403,22 @@ Result<std::vector<std::vector<std::optional<std::string>>>> MyStatement::Query(
 
 class MyDialect : public SqlDialect {
  public:
-  MyDialect(MysqlSinkOptions options, size_t max_statement_bytes)
+  MyDialect(MysqlSinkOptions options, size_t max_statement_bytes, bool names_ignore_case)
       : options_(std::move(options)), max_statement_bytes_(max_statement_bytes),
-        meta_(QuoteIdentifier(options_.database)) {}
+        names_ignore_case_(names_ignore_case), meta_(QuoteIdentifier(options_.database)) {}
 
   std::string_view name() const override { return "mysql"; }
+  // With lower_case_table_names 1 or 2 the server compares table and database names without
+  // case (ASCII letters here; the server folds others too). A rename that changes only the
+  // case must not drop its target first: that is the table itself.
+  bool NamesEqual(std::string_view a, std::string_view b) const override {
+    if (!names_ignore_case_) return a == b;
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+        return false;
+    return true;
+  }
   std::string Quote(std::string_view identifier) const override { return QuoteIdentifier(identifier); }
   std::string Placeholder(int index) const override {
     (void)index;
@@ -516,7 +531,10 @@ class MyDialect : public SqlDialect {
         return "INSERT INTO " + meta_ +
                ".`_sluice_checkpoint` (id, state) VALUES (1, ?) ON DUPLICATE KEY UPDATE state = VALUES(state)";
       case SqlMeta::kLookupTable:
-        return "SELECT source_db, source_table FROM " + meta_ + ".`_sluice_tables` WHERE name = ?";
+        // A destination that ignores the case of names (lower_case_table_names 1 or 2) holds
+        // `db`.`T` and `db`.`t` as one table: the row of either is the holder's.
+        return "SELECT source_db, source_table FROM " + meta_ + ".`_sluice_tables` WHERE " +
+               (names_ignore_case_ ? "LOWER(name) = LOWER(?)" : "name = ?");
       case SqlMeta::kStoreTable:
         return "INSERT INTO " + meta_ +
                ".`_sluice_tables` (name, source_db, source_table, columns) VALUES (?, ?, ?, ?) "
@@ -604,6 +622,7 @@ class MyDialect : public SqlDialect {
 
   MysqlSinkOptions options_;
   size_t max_statement_bytes_;
+  bool names_ignore_case_;  // lower_case_table_names 1 or 2
   std::string meta_;  // the bookkeeping database, quoted
 };
 
@@ -700,9 +719,11 @@ Result<std::unique_ptr<MysqlSink>> MysqlSink::Open(MysqlSinkOptions options) {
   RETURN_IF_ERROR(conn->Connect(/*reconnect=*/false));
   const size_t max_bytes = conn->max_statement_bytes();
   const uint64_t packet = conn->max_allowed_packet();
-  std::unique_ptr<MysqlSink> sink(
-      new MysqlSink(std::make_unique<MyDialect>(std::move(options), max_bytes), std::move(conn)));
+  const int lower_case = conn->lower_case_table_names();
+  std::unique_ptr<MysqlSink> sink(new MysqlSink(
+      std::make_unique<MyDialect>(std::move(options), max_bytes, lower_case != 0), std::move(conn)));
   sink->max_allowed_packet_ = packet;
+  sink->lower_case_table_names_ = lower_case;
   RETURN_IF_ERROR(sink->Init());
   return sink;
 }

@@ -86,10 +86,15 @@ class MysqlSink : public SqlApplier {
   // server did not say). A row's statement must fit in it (`sluice check`, "sink
   // max_allowed_packet").
   uint64_t max_allowed_packet() const { return max_allowed_packet_; }
+  // The destination's @@lower_case_table_names, read when the sink opened: 1 or 2 = table
+  // and database names ignore case there, so source tables `db`.`T` and `db`.`t` would be one
+  // table (refused: cli/run.h CheckNameCollisions, SqlApplier::PrepareTable).
+  int lower_case_table_names() const { return lower_case_table_names_; }
 
  private:
   using SqlApplier::SqlApplier;
   uint64_t max_allowed_packet_ = 0;
+  int lower_case_table_names_ = 0;
 };
 
 }  // namespace sluice

@@ -31,6 +31,10 @@
 //                         when a database it would write is captured, before writing
 //                         anything (binlog end and rows unchanged), `check` fails the same;
 //                         a database no pattern captures is copied into as usual
+//   MysqlDestIgnoringCase a destination with lower_case_table_names = 1: source tables
+//                         differing only in case refused before anything is written (run,
+//                         check); case-only renames followed with their rows; a table created
+//                         while streaming onto another's name but for case stops the run
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -897,6 +901,90 @@ TEST(MysqlDestIsSource, AnotherDatabaseOfTheSameServerIsCopiedInto) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(Rows("SELECT id, v FROM it_selfb.t ORDER BY id"), "1,11;3,30");
   EXPECT_EQ(Rows("SELECT id, v FROM it_selfa.t ORDER BY id"), "1,11;3,30");
+}
+
+// A destination started with lower_case_table_names = 1 (as on Windows, macOS with 2, or a
+// managed server set so) holds `T` and `t` as one table. A new user's probe: source tables
+// it_lc.T {1, 2} and it_lc.t {1, 3} became one destination table {1, 2, 3}, exit 0; a table
+// created while streaming under a name that differed only in case dropped the other's rows
+// (the CREATE's DROP TABLE IF EXISTS), and a rename that changed only the case dropped the
+// table itself before renaming it. Now: the pair is refused before anything is written
+// (`run` exit 2, `check` a FAIL line, both naming the setting); renames that change only the
+// case are followed, keeping the rows; a table created while streaming onto a name another
+// holds stops the run before anything of it is applied, the other's rows untouched.
+TEST(MysqlDestIgnoringCase, TablesDifferingOnlyInCaseAreRefusedAndACaseRenameIsFollowed) {
+  TempDir dest_dir;
+  const std::string start = TestServerScript() + " start " + dest_dir.path() + " --lower-case-table-names=1 >" +
+                            dest_dir.File("start.log") + " 2>&1";
+  ASSERT_EQ(std::system(start.c_str()), 0) << ReadFile(dest_dir.File("start.log"));
+  struct Stop {
+    std::string dir;
+    ~Stop() { (void)std::system((TestServerScript() + " stop " + dir + " >/dev/null 2>&1").c_str()); }
+  } stop{dest_dir.path()};
+  auto env = ReadTestServerEnv(dest_dir.path());
+  ASSERT_TRUE(env.has_value());
+  ::setenv("SLUICE_TEST_LC_DEST_PASSWORD", env->password.c_str(), 1);
+  auto dest = Connection::Connect(*env);
+  ASSERT_TRUE(dest.ok()) << dest.status().ToString();
+  const auto dest_rows = [&](const std::string& sql) {
+    auto r = (*dest)->Query(sql);
+    if (!r.ok()) return r.status().ToString();
+    std::string out;
+    for (const TextRow& row : r->rows) {
+      if (!out.empty()) out += ";";
+      for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + row[i].value_or("NULL");
+    }
+    return out;
+  };
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_lc; CREATE DATABASE it_lc;"
+                       "CREATE TABLE it_lc.T (a INT PRIMARY KEY); INSERT INTO it_lc.T VALUES (1), (2);"
+                       "CREATE TABLE it_lc.t (a INT PRIMARY KEY); INSERT INTO it_lc.t VALUES (1), (3);"),
+            0);
+  TempDir dir;
+  ConnectOptions o = TestServer();
+  const std::string config = dir.File("sluice.toml");
+  std::ofstream(config) << fmt::format(
+      "[source]\nhost = \"{}\"\nport = {}\nuser = \"{}\"\npassword_env = \"SLUICE_TEST_MYSQL_PASSWORD\"\n"
+      "server_id = 5615\ntables = [\"it_lc.*\"]\n\n[sink]\ntype = \"mysql\"\ngroup_max_ms = 50\n\n[sink.mysql]\n"
+      "host = \"127.0.0.1\"\nport = {}\nuser = \"{}\"\npassword_env = \"SLUICE_TEST_LC_DEST_PASSWORD\"\n",
+      o.host, o.port, o.user, env->port, env->user);
+
+  ProcessResult r = RunSluice({"check", "--config", config}, std::chrono::seconds(60));
+  const std::string line = CheckLine(r.output, "sink table names");
+  EXPECT_EQ(line.rfind("FAIL", 0), 0u) << r.output;
+  r = RunSluice({"run", "--config", config, "--until-caught-up"}, std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  for (const char* word : {"`it_lc`.`T`", "`it_lc`.`t`", "lower_case_table_names = 1", "source.exclude"}) {
+    EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+    EXPECT_NE(line.find(word), std::string::npos) << word << "\n" << line;
+  }
+  EXPECT_EQ(dest_rows("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'it_lc'"), "0");
+
+  // One of them: copied; renamed by case only, and on by case again, with rows between.
+  ASSERT_EQ(RunSqlText("DROP TABLE it_lc.t"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"}, std::chrono::seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(dest_rows("SELECT a FROM it_lc.t ORDER BY a"), "1;2");
+  ASSERT_EQ(RunSqlText("RENAME TABLE it_lc.T TO it_lc.t; INSERT INTO it_lc.t VALUES (11);"
+                       "RENAME TABLE it_lc.t TO it_lc.Q; INSERT INTO it_lc.Q VALUES (12);"
+                       "ALTER TABLE it_lc.Q ADD COLUMN z INT; RENAME TABLE it_lc.Q TO it_lc.q; INSERT INTO it_lc.q VALUES (13, 1)"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"}, std::chrono::seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(dest_rows("SELECT a, z FROM it_lc.q ORDER BY a"), "1,NULL;2,NULL;11,NULL;12,NULL;13,1");
+
+  // A table created while streaming under the name another holds, but for case: the run
+  // stops before it is applied.
+  const pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  ASSERT_TRUE(WaitForLog(dir.File("log"), "streaming from", pid, std::chrono::seconds(60))) << ReadFile(dir.File("log"));
+  ASSERT_EQ(RunSqlText("CREATE TABLE it_lc.Q (a INT PRIMARY KEY, z INT); INSERT INTO it_lc.Q VALUES (5, 5);"
+                       "INSERT INTO it_lc.q VALUES (14, 1)"),
+            0);
+  EXPECT_NE(WaitChild(pid, std::chrono::seconds(60)), 0);
+  const std::string log = ReadFile(dir.File("log"));
+  for (const char* word : {"`it_lc`.`q`", "`it_lc`.`Q`", "ignore case", "source.exclude"})
+    EXPECT_NE(log.find(word), std::string::npos) << word << "\n" << log;
+  EXPECT_EQ(dest_rows("SELECT a, z FROM it_lc.q ORDER BY a"), "1,NULL;2,NULL;11,NULL;12,NULL;13,1");
 }
 
 }  // namespace
