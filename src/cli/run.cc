@@ -188,8 +188,8 @@ Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfi
   const bool pg = sink.type == SinkType::kPostgres;
   const char* key = pg ? "sink.postgres.schemas" : "sink.mysql.databases";
   // A MySQL destination with lower_case_table_names 1 or 2 ignores the case of table and
-  // database names: `db`.`T` and `db`.`t` are one table there (a new user's probe saw the two
-  // tables' rows merged into one, silently).
+  // database names: `db`.`T` and `db`.`t` are one table there (before this check the two
+  // tables' rows were merged into one, silently).
   const bool fold = !pg && mysql_lower_case_table_names != 0;
   const auto folded = [fold](std::string s) {
     if (fold)

@@ -904,11 +904,11 @@ TEST(MysqlDestIsSource, AnotherDatabaseOfTheSameServerIsCopiedInto) {
 }
 
 // A destination started with lower_case_table_names = 1 (as on Windows, macOS with 2, or a
-// managed server set so) holds `T` and `t` as one table. A new user's probe: source tables
+// managed server set so) holds `T` and `t` as one table. Before the fix: source tables
 // it_lc.T {1, 2} and it_lc.t {1, 3} became one destination table {1, 2, 3}, exit 0; a table
-// created while streaming under a name that differed only in case dropped the other's rows
-// (the CREATE's DROP TABLE IF EXISTS), and a rename that changed only the case dropped the
-// table itself before renaming it. Now: the pair is refused before anything is written
+// created while streaming under a name that differed only in case replaced the other's rows
+// ({1, 2} became {5}, exit 0: the CREATE's DROP TABLE IF EXISTS), and a rename that changed
+// only the case dropped the table itself, then stopped on the RENAME ([1146]). Now: the pair is refused before anything is written
 // (`run` exit 2, `check` a FAIL line, both naming the setting); renames that change only the
 // case are followed, keeping the rows; a table created while streaming onto a name another
 // holds stops the run before anything of it is applied, the other's rows untouched.
