@@ -109,11 +109,29 @@ Result<std::vector<TableName>> ListTables(Connection& conn, const TableFilter& f
     bool any = std::any_of(all.begin(), all.end(), [&](const TableName& t) {
       return PatternMatchesTable(p, t.db, t.table);
     });
-    if (!any)
+    if (!any) {
+      // A pattern in another case than the server's names (e.g. 'Shop.*' on a server with
+      // lower_case_table_names = 1, which stores shop): say which table it would match.
+      const auto lower = [](std::string_view v) {
+        std::string out(v);
+        for (char& c : out)
+          if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        return out;
+      };
+      auto folded = std::find_if(all.begin(), all.end(), [&](const TableName& t) {
+        return PatternMatchesTable(lower(p), lower(t.db), lower(t.table));
+      });
+      if (folded != all.end())
+        return Status::NotFound(fmt::format(
+            "table pattern '{}' matches no table on {}: patterns match names with their case, and the server "
+            "holds `{}`.`{}` (with lower_case_table_names = 1 it stores every name in lower case); write the "
+            "pattern as the server spells the names",
+            p, conn.options().Describe(), folded->db, folded->table));
       return Status::NotFound(fmt::format(
           "table pattern '{}' matches no table on {} that this user can see (a table the user "
           "has no privilege on is invisible: if it exists, GRANT SELECT on it)",
           p, conn.options().Describe()));
+    }
   }
   std::vector<TableName> out;
   for (TableName& t : all)

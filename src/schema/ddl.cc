@@ -1322,6 +1322,23 @@ std::string Statement::Summary() const {
   return out;
 }
 
+void ForEachTableRef(Statement& st, const std::function<void(TableRef&)>& fn) {
+  for (TableRef& t : st.tables) fn(t);
+  for (auto& [from, to] : st.renames) {
+    fn(from);
+    fn(to);
+  }
+  if (st.like) fn(*st.like);
+  if (st.definition) {
+    TableRef t{st.definition->db, st.definition->table};
+    fn(t);
+    st.definition->db = std::move(t.db);
+    st.definition->table = std::move(t.table);
+  }
+  for (AlterOp& op : st.ops)
+    if (!op.new_table.table.empty()) fn(op.new_table);
+}
+
 Result<Statement> Parse(std::string_view sql, std::string_view default_db,
                         const ParseOptions& options) {
   ASSIGN_OR_RETURN(std::vector<sql::Token> tokens, sql::Tokenize(sql, options.server_version, options.ansi_quotes));

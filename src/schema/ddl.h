@@ -22,6 +22,7 @@
 // Pure; thread-safe.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -159,6 +160,13 @@ struct ParseOptions {
 
 Result<Statement> Parse(std::string_view sql, std::string_view default_db,
                         const ParseOptions& options = {});
+
+// Calls `fn` on every table name `st` holds, to be rewritten in place: `tables`, both sides
+// of `renames`, `like`, the CREATE definition's db/table and the ALTER clauses' `new_table`
+// (drop_database is the caller's). For a server with lower_case_table_names, where a
+// statement's text keeps the case it was written in and row events name the stored table
+// (stream/streamer.cc folds or checks the names).
+void ForEachTableRef(Statement& st, const std::function<void(TableRef&)>& fn);
 
 // Column definition tokens (after the name) -> the typed column: type, length/precision/
 // scale/fsp, unsigned, charset/collation, labels, NULL/NOT NULL, DEFAULT (literal,

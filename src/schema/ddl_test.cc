@@ -133,6 +133,33 @@ TEST(Ddl, RenameSwapListsSourcesThenTargets) {
   EXPECT_EQ(s.tables, (std::vector<TableRef>{{"app", "a"}, {"x", "c"}, {"app", "b"}, {"app", "a"}}));
 }
 
+// ForEachTableRef reaches every name a statement holds (the stream lowers them for a source
+// with lower_case_table_names = 1): renames both ways, LIKE, ALTER ... RENAME and EXCHANGE
+// PARTITION targets.
+TEST(Ddl, ForEachTableRefReachesEveryName) {
+  const auto lowered = [](std::string sql) {
+    Statement s = P(sql);
+    ForEachTableRef(s, [](TableRef& t) {
+      for (char& c : t.db) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (char& c : t.table) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    });
+    return s;
+  };
+  Statement s = lowered("RENAME TABLE Shop.A TO B, X.C TO Shop.A");
+  EXPECT_EQ(s.tables, (std::vector<TableRef>{{"shop", "a"}, {"x", "c"}, {"app", "b"}, {"shop", "a"}}));
+  EXPECT_EQ(s.renames[1], (std::pair<TableRef, TableRef>{{"x", "c"}, {"shop", "a"}}));
+  s = lowered("CREATE TABLE Shop.N LIKE Shop.Orders");
+  ASSERT_TRUE(s.like.has_value());
+  EXPECT_EQ(*s.like, (TableRef{"shop", "orders"}));
+  EXPECT_EQ(s.tables, (std::vector<TableRef>{{"shop", "n"}}));
+  s = lowered("ALTER TABLE Shop.T EXCHANGE PARTITION p0 WITH TABLE Shop.U");
+  ASSERT_EQ(s.ops.size(), 1u);
+  EXPECT_EQ(s.ops[0].new_table, (TableRef{"shop", "u"}));
+  s = lowered("ALTER TABLE Shop.T RENAME TO Shop.V");
+  ASSERT_EQ(s.renames.size(), 1u);
+  EXPECT_EQ(s.renames[0].second, (TableRef{"shop", "v"}));
+}
+
 TEST(Ddl, VersionCommentsFollowTheServerVersion) {
   auto old = Parse("CREATE TABLE t (g geometry /*!80003 SRID 4326 */)", "app", {.server_version = 50730});
   ASSERT_TRUE(old.ok());

@@ -78,9 +78,11 @@ std::string ResnapshotTargets(const ddl::Statement& st, const std::string& table
 // the server as before and checked with CheckRowLayout; a DDL on such a table stops the run.
 class SchemaRegistry {
  public:
+  // `lower_case_table_names`: the source's (NormalizeNames).
   SchemaRegistry(Connection& conn, const TableFilter& filter, const Checkpoint& ckpt, Flavor flavor,
-                 bool can_reread)
-      : conn_(conn), filter_(filter), flavor_(flavor), can_reread_(can_reread) {
+                 bool can_reread, int lower_case_table_names)
+      : conn_(conn), filter_(filter), flavor_(flavor), can_reread_(can_reread),
+        lower_case_table_names_(lower_case_table_names) {
     for (const auto& [name, progress] : ckpt.tables) {
       if (!progress.copied_at.empty()) copied_at_[name] = progress.copied_at;
       CopyPoints c{progress.copied_at, progress.copied_at, progress.read_until};
@@ -181,6 +183,7 @@ class SchemaRegistry {
     // RENAME and ALTER of captured tables were passed as no table-shaping statement at all).
     auto parsed = ddl::Parse(txn.ddl_query, txn.ddl_schema,
                              {.mariadb = flavor_ == Flavor::kMariaDB, .ansi_quotes = binlog::AnsiQuotes(SqlMode(ev).value_or(0))});
+    if (parsed.ok()) RETURN_IF_ERROR(NormalizeNames(*parsed, where, txn.ddl_query));
     if (!parsed.ok()) {
       if (!MentionsCaptured(txn.ddl_schema, txn.ddl_query)) return Status::Ok();
       return Status::FailedPrecondition(fmt::format(
@@ -738,6 +741,15 @@ class SchemaRegistry {
         "was logged as a statement, not as rows (binlog_format=STATEMENT or MIXED in some session), and sluice "
         "reads row events only";
     ddl::DmlTables d = ddl::TablesChangedBy(query, schema, sql::kAnyServerVersion, ansi_quotes);
+    if (lower_case_table_names_ != 0)
+      for (ddl::TableRef& t : d.tables) {
+        if (lower_case_table_names_ == 1) {
+          t.db = AsciiLower(t.db);
+          t.table = AsciiLower(t.table);
+        } else if (auto stored = StoredNameIgnoringCase(t)) {
+          t = *stored;
+        }
+      }
     if (!d.known) {
       if (!MentionsCaptured(schema, query)) return Status::Ok();
       return Status::FailedPrecondition(fmt::format(
@@ -819,8 +831,14 @@ class SchemaRegistry {
 
   // Whether a statement that could not be parsed may touch a captured table: its default
   // database, or a literal database name of the patterns written in it.
-  bool MentionsCaptured(std::string_view schema, std::string_view query) const {
-    for (const auto& pattern : filter_.include) {
+  bool MentionsCaptured(std::string_view schema_text, std::string_view query_text) const {
+    // Where names ignore case, so does the search.
+    const std::string lowered_schema = lower_case_table_names_ ? AsciiLower(schema_text) : std::string();
+    const std::string lowered_query = lower_case_table_names_ ? AsciiLower(query_text) : std::string();
+    const std::string_view schema = lower_case_table_names_ ? std::string_view(lowered_schema) : schema_text;
+    const std::string_view query = lower_case_table_names_ ? std::string_view(lowered_query) : query_text;
+    for (const auto& p : filter_.include) {
+      const std::string pattern = lower_case_table_names_ ? AsciiLower(p) : p;
       std::string_view db = std::string_view(pattern).substr(0, pattern.find('.'));
       if (GlobMatch(db, schema)) return true;
       bool literal = db.find_first_of("*?") == std::string_view::npos;
@@ -865,9 +883,65 @@ class SchemaRegistry {
   }
 
   Connection& conn_;
+  static std::string AsciiLower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+  }
+
+  // The name the history holds for `t` (a table that exists: a live version) when it differs
+  // from `t` only in ASCII case; nothing when the history holds `t` itself, or no such table.
+  std::optional<ddl::TableRef> StoredNameIgnoringCase(const ddl::TableRef& t) const {
+    if (const TableVersion* v = history_.Latest(t.db, t.table); v && v->schema) return std::nullopt;
+    const std::string want = AsciiLower(t.db + "." + t.table);
+    for (const std::string& name : history_.Tables()) {
+      if (name.size() != want.size() || AsciiLower(name) != want) continue;
+      ddl::TableRef stored{name.substr(0, t.db.size()), name.substr(t.db.size() + 1)};
+      const TableVersion* v = history_.Latest(stored.db, stored.table);
+      if (v && v->schema) return stored;
+    }
+    return std::nullopt;
+  }
+
+  // A statement's table names as the server stores them. Row events (TABLE_MAP) name a table
+  // as stored, the statement as it was written, and with lower_case_table_names the two may
+  // differ in case: `ALTER TABLE Shop.Orders ...` changes shop.orders. Read as another table's
+  // statement, its change was missed, and a reorder of two columns of one type put their
+  // values in each other's columns (binlog_row_metadata=MINIMAL, where rows carry no names).
+  // 1: names are stored in lower case: the statement's are lowered (ASCII letters; the
+  // server lowers others too). 2: names are stored as created and compared without case: a
+  // name that differs from a table the history holds only in case stops the run (which of
+  // the statement's names are new and which are existing ones is not worth guessing).
+  Status NormalizeNames(ddl::Statement& st, const std::string& where, std::string_view query) {
+    if (lower_case_table_names_ == 0) return Status::Ok();
+    if (lower_case_table_names_ == 1) {
+      ddl::ForEachTableRef(st, [](ddl::TableRef& t) {
+        t.db = AsciiLower(t.db);
+        t.table = AsciiLower(t.table);
+      });
+      st.drop_database = AsciiLower(st.drop_database);
+      return Status::Ok();
+    }
+    std::string mismatch;
+    ddl::ForEachTableRef(st, [&](ddl::TableRef& t) {
+      if (!mismatch.empty() || t.table.empty()) return;
+      if (auto stored = StoredNameIgnoringCase(t))
+        mismatch = fmt::format("`{}`.`{}`, which the server holds as `{}`.`{}`", t.db, t.table, stored->db, stored->table);
+    });
+    if (mismatch.empty()) return Status::Ok();
+    return Status::FailedPrecondition(fmt::format(
+        "{}: the statement \"{}\" names {} (lower_case_table_names = 2: names are compared without case, and "
+        "row events name the table as stored); sluice stops rather than guess which definition its rows follow: "
+        "copy the table again with `sluice resnapshot --config FILE db.table`, then run sluice again; write "
+        "table names in statements as they were created (docs/schema-changes.md)",
+        where, Shorten(std::string(query)), mismatch));
+  }
+
   const TableFilter& filter_;
   Flavor flavor_;
   bool can_reread_;
+  int lower_case_table_names_;  // the source's @@lower_case_table_names (NormalizeNames)
   SchemaHistory history_;
   std::shared_ptr<const SchemaHistory> frozen_;
   // Resolve's memo, by table id: the layout last resolved and its result (a null schema for
@@ -1251,7 +1325,15 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     reader.join();
   };
 
-  SchemaRegistry schemas(*meta_conn, options_.filter, checkpoint_, flavor, options_.reread != nullptr);
+  // With lower_case_table_names the binlog's statements may name tables in another case than
+  // its row events (SchemaRegistry::NormalizeNames).
+  int lower_case_table_names = 0;
+  {
+    ASSIGN_OR_RETURN(QueryResult lc, meta_conn->Query("SELECT @@lower_case_table_names"));
+    if (!lc.rows.empty() && !lc.rows[0].empty() && lc.rows[0][0]) lower_case_table_names = std::atoi(lc.rows[0][0]->c_str());
+  }
+  SchemaRegistry schemas(*meta_conn, options_.filter, checkpoint_, flavor, options_.reread != nullptr,
+                         lower_case_table_names);
   HandoffRule handoff = SnapshotHandoff(checkpoint_, *meta_conn);
   BinlogPosition current_event;
   const std::shared_ptr<const binlog::TableMap>* current_map = nullptr;  // the event's, while handle() runs

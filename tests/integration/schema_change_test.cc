@@ -936,5 +936,69 @@ TEST(SchemaChange, ATableCreatedOrRenamedOntoACapturedTablesSqliteNameStopsTheRu
   }
 }
 
+// A source with lower_case_table_names = 1 stores every name in lower case, and its row
+// events name the table so, while a statement in the binlog keeps the case it was written
+// in: `ALTER TABLE Shop.Orders CHANGE a a INT AFTER b` changes shop.orders. Before the fix
+// the stream took it for another table's statement: with binlog_row_metadata=MINIMAL (rows
+// carry no column names) the next insert's a and b landed in each other's columns, exit 0;
+// an ADD COLUMN stopped the run. Now the statements' names are lowered as the server does:
+// a reorder, an ADD COLUMN under `USE Shop` with a bare name, and a RENAME in mixed case are
+// followed, every value in its column. A pattern in another case than the server's names
+// ('Shop.*') is refused at the first start, naming the table it would match.
+TEST(SchemaChange, MixedCaseStatementsOnASourceWithLowerCaseTableNamesAreFollowed) {
+  TempDir server_dir;
+  const std::string start = TestServerScript() + " start " + server_dir.path() +
+                            " --lower-case-table-names=1 --binlog-row-metadata=MINIMAL >" +
+                            server_dir.File("start.log") + " 2>&1";
+  ASSERT_EQ(std::system(start.c_str()), 0) << ReadFile(server_dir.File("start.log"));
+  struct Stop {
+    std::string dir;
+    ~Stop() { (void)std::system((TestServerScript() + " stop " + dir + " >/dev/null 2>&1").c_str()); }
+  } stop{server_dir.path()};
+  auto env = ReadTestServerEnv(server_dir.path());
+  ASSERT_TRUE(env.has_value());
+  ::setenv("SLUICE_TEST_LC_SOURCE_PASSWORD", env->password.c_str(), 1);
+  auto conn = Connection::Connect(*env);
+  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+  const auto exec = [&](const std::string& sql) {
+    Status st = (*conn)->Execute(sql);
+    EXPECT_TRUE(st.ok()) << sql << ": " << st.ToString();
+  };
+  exec("CREATE DATABASE Shop");
+  exec("CREATE TABLE Shop.Orders (id INT PRIMARY KEY, a INT, b INT)");
+  exec("INSERT INTO Shop.Orders VALUES (1, 10, 100)");
+
+  TempDir dir;
+  const std::string replica = dir.File("replica.db");
+  const auto config = [&](const std::string& pattern) {
+    const std::string path = dir.File("sluice.toml");
+    std::ofstream(path) << fmt::format(
+        "[source]\nhost = \"127.0.0.1\"\nport = {}\nuser = \"{}\"\npassword_env = \"SLUICE_TEST_LC_SOURCE_PASSWORD\"\n"
+        "server_id = 5617\ntables = [\"{}\"]\n\n[sink]\ntype = \"sqlite\"\npath = \"{}\"\n",
+        env->port, env->user, pattern, replica);
+    return path;
+  };
+  ProcessResult r = RunSluice({"run", "--config", config("Shop.*"), "--until-caught-up"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the server holds `shop`.`orders`"), std::string::npos) << r.output;
+  std::remove(replica.c_str());
+
+  r = RunSluice({"run", "--config", config("shop.*"), "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  exec("ALTER TABLE Shop.Orders CHANGE a a INT AFTER b");
+  exec("INSERT INTO shop.orders (id, a, b) VALUES (2, 20, 200)");
+  exec("USE Shop");
+  exec("ALTER TABLE ORDERS ADD COLUMN c INT FIRST");
+  exec("INSERT INTO shop.orders (id, a, b, c) VALUES (3, 30, 300, 3)");
+  exec("RENAME TABLE Shop.ORDERS TO SHOP.Orders2");
+  exec("INSERT INTO shop.orders2 (id, a, b, c) VALUES (4, 40, 400, 4)");
+  r = RunSluice({"run", "--config", config("shop.*"), "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(ReplicaColumn(replica, "SELECT printf('%s/%s/%s/%s', id, a, b, c) FROM \"shop.orders2\" ORDER BY id"),
+            "1/10/100/,2/20/200/,3/30/300/3,4/40/400/4");
+  EXPECT_EQ(ReplicaColumn(replica, "SELECT group_concat(name, ' ') FROM pragma_table_info('shop.orders2')"),
+            "c id b a");
+}
+
 }  // namespace
 }  // namespace sluice::testing
