@@ -275,6 +275,29 @@ std::optional<ConnectOptions> ReadTestServerEnv(const std::string& dir) {
   return o;
 }
 
+ThrowawayServer::ThrowawayServer(const std::string& options, const std::string& password_env) {
+  const std::string cmd = TestServerScript() + " start " + dir_.path() + " " + options + " >" +
+                          dir_.File("start.log") + " 2>&1";
+  if (std::system(cmd.c_str()) != 0) return;
+  options_ = ReadTestServerEnv(dir_.path());
+  if (options_) ::setenv(password_env.c_str(), options_->password.c_str(), 1);
+}
+
+ThrowawayServer::~ThrowawayServer() {
+  (void)std::system((TestServerScript() + " stop " + dir_.path() + " >/dev/null 2>&1").c_str());
+}
+
+std::string RowsOf(Connection& conn, const std::string& sql) {
+  auto r = conn.Query(sql);
+  if (!r.ok()) return r.status().ToString();
+  std::string out;
+  for (const TextRow& row : r->rows) {
+    if (!out.empty()) out += ";";
+    for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + row[i].value_or("NULL");
+  }
+  return out;
+}
+
 bool WaitForFile(const std::string& path, pid_t child, std::chrono::seconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < until) {

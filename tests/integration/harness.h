@@ -111,6 +111,28 @@ std::string CheckLine(const std::string& output, const std::string& name);
 // when the file holds no port (the server did not start).
 std::optional<ConnectOptions> ReadTestServerEnv(const std::string& dir);
 
+// A MariaDB of a test's own: scripts/mariadb-test-server.sh started in a temporary directory
+// with `options` (mariadbd options, e.g. "--lower-case-table-names=1"), its password in the
+// environment variable `password_env` (for a config's password_env), stopped at destruction.
+class ThrowawayServer {
+ public:
+  ThrowawayServer(const std::string& options, const std::string& password_env);
+  ~ThrowawayServer();
+  ThrowawayServer(const ThrowawayServer&) = delete;
+  ThrowawayServer& operator=(const ThrowawayServer&) = delete;
+  bool started() const { return options_.has_value(); }
+  const ConnectOptions& options() const { return *options_; }
+  std::string StartLog() const { return ReadFile(dir_.File("start.log")); }
+
+ private:
+  TempDir dir_;
+  std::optional<ConnectOptions> options_;
+};
+
+// The rows `sql` returns on `conn`: values joined by ',', rows by ';' (NULL for null); the
+// error's text when the query fails.
+std::string RowsOf(Connection& conn, const std::string& sql);
+
 // Sets `env`, a test hook of the snapshot (snapshot/coordinator.h PauseForTest; default
 // SLUICE_TEST_SNAPSHOT_PAUSE_FILE), to `path` for the sluice processes started while it
 // lives: they pause there, create the file, and go on once it is removed.

@@ -751,17 +751,7 @@ std::string BinlogEnd() {
 }
 
 // The rows of `sql` as "a,b;c,d".
-std::string Rows(const std::string& sql) {
-  auto c = Connect();
-  auto r = c->Query(sql);
-  if (!r.ok()) return r.status().ToString();
-  std::string out;
-  for (const TextRow& row : r->rows) {
-    if (!out.empty()) out += ";";
-    for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + row[i].value_or("NULL");
-  }
-  return out;
-}
+std::string Rows(const std::string& sql) { return RowsOf(*Connect(), sql); }
 
 // A config whose MySQL destination is the test server itself, through 127.0.0.1:`dest_port`
 // (a proxy); `meta` is sink.mysql.database, `map` [sink.mysql.databases] lines.
@@ -913,29 +903,12 @@ TEST(MysqlDestIsSource, AnotherDatabaseOfTheSameServerIsCopiedInto) {
 // case are followed, keeping the rows; a table created while streaming onto a name another
 // holds stops the run before anything of it is applied, the other's rows untouched.
 TEST(MysqlDestIgnoringCase, TablesDifferingOnlyInCaseAreRefusedAndACaseRenameIsFollowed) {
-  TempDir dest_dir;
-  const std::string start = TestServerScript() + " start " + dest_dir.path() + " --lower-case-table-names=1 >" +
-                            dest_dir.File("start.log") + " 2>&1";
-  ASSERT_EQ(std::system(start.c_str()), 0) << ReadFile(dest_dir.File("start.log"));
-  struct Stop {
-    std::string dir;
-    ~Stop() { (void)std::system((TestServerScript() + " stop " + dir + " >/dev/null 2>&1").c_str()); }
-  } stop{dest_dir.path()};
-  auto env = ReadTestServerEnv(dest_dir.path());
-  ASSERT_TRUE(env.has_value());
-  ::setenv("SLUICE_TEST_LC_DEST_PASSWORD", env->password.c_str(), 1);
+  ThrowawayServer server("--lower-case-table-names=1", "SLUICE_TEST_LC_DEST_PASSWORD");
+  ASSERT_TRUE(server.started()) << server.StartLog();
+  const ConnectOptions* env = &server.options();
   auto dest = Connection::Connect(*env);
   ASSERT_TRUE(dest.ok()) << dest.status().ToString();
-  const auto dest_rows = [&](const std::string& sql) {
-    auto r = (*dest)->Query(sql);
-    if (!r.ok()) return r.status().ToString();
-    std::string out;
-    for (const TextRow& row : r->rows) {
-      if (!out.empty()) out += ";";
-      for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + row[i].value_or("NULL");
-    }
-    return out;
-  };
+  const auto dest_rows = [&](const std::string& sql) { return RowsOf(**dest, sql); };
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_lc; CREATE DATABASE it_lc;"
                        "CREATE TABLE it_lc.T (a INT PRIMARY KEY); INSERT INTO it_lc.T VALUES (1), (2);"
                        "CREATE TABLE it_lc.t (a INT PRIMARY KEY); INSERT INTO it_lc.t VALUES (1), (3);"),

@@ -946,18 +946,9 @@ TEST(SchemaChange, ATableCreatedOrRenamedOntoACapturedTablesSqliteNameStopsTheRu
 // followed, every value in its column. A pattern in another case than the server's names
 // ('Shop.*') is refused at the first start, naming the table it would match.
 TEST(SchemaChange, MixedCaseStatementsOnASourceWithLowerCaseTableNamesAreFollowed) {
-  TempDir server_dir;
-  const std::string start = TestServerScript() + " start " + server_dir.path() +
-                            " --lower-case-table-names=1 --binlog-row-metadata=MINIMAL >" +
-                            server_dir.File("start.log") + " 2>&1";
-  ASSERT_EQ(std::system(start.c_str()), 0) << ReadFile(server_dir.File("start.log"));
-  struct Stop {
-    std::string dir;
-    ~Stop() { (void)std::system((TestServerScript() + " stop " + dir + " >/dev/null 2>&1").c_str()); }
-  } stop{server_dir.path()};
-  auto env = ReadTestServerEnv(server_dir.path());
-  ASSERT_TRUE(env.has_value());
-  ::setenv("SLUICE_TEST_LC_SOURCE_PASSWORD", env->password.c_str(), 1);
+  ThrowawayServer server("--lower-case-table-names=1 --binlog-row-metadata=MINIMAL", "SLUICE_TEST_LC_SOURCE_PASSWORD");
+  ASSERT_TRUE(server.started()) << server.StartLog();
+  const ConnectOptions* env = &server.options();
   auto conn = Connection::Connect(*env);
   ASSERT_TRUE(conn.ok()) << conn.status().ToString();
   const auto exec = [&](const std::string& sql) {
