@@ -323,14 +323,14 @@ bool CopyingBesideTheStream(const nlohmann::json& doc, const std::string& table)
 // continues the copy and replays the table's binlog since its mark, skipping the other
 // table's changes the sink already holds. The SQLite replica equals the source, and the JSON
 // lines stream holds each key's changes once and in order: after a key's last copied row (r),
-// its updates count on by one, without a gap or a repeat. The table holds 60,000 rows so that
+// its updates count on by one, without a gap or a repeat. The table holds 30,000 rows so that
 // the copy outlasts the stream's reconnect: with 10,000, a CI run's ASan copy (0.76 s) ended
 // before the stream had applied anything beside it, and the kill never came.
 TEST(OnlineReread, SigkillDuringACopyBesideTheStream) {
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_orx; CREATE DATABASE it_orx;"
                        "CREATE TABLE it_orx.t (id INT PRIMARY KEY, p DECIMAL(8,2), n INT, pad VARCHAR(100));"
                        "CREATE TABLE it_orx.other (id INT PRIMARY KEY, n INT); INSERT INTO it_orx.other VALUES (1, 0), (2, 0);"
-                       "USE it_orx; INSERT INTO it_orx.t SELECT seq, seq / 7, 0, REPEAT('x', 100) FROM seq_1_to_60000;"),
+                       "USE it_orx; INSERT INTO it_orx.t SELECT seq, seq / 7, 0, REPEAT('x', 100) FROM seq_1_to_30000;"),
             0);
   TempDir dir;
   SluiceConfigSpec spec;
