@@ -5,6 +5,7 @@
 // PERSISTENT, /*M! */ comments).
 #include "schema/ddl.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -20,6 +21,31 @@ std::string Lower(std::string_view s) {
   for (char& c : out)
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return out;
+}
+
+// A plain decimal literal ([-+]digits[.digits], or .digits) as a DECIMAL(precision, scale)
+// column prints it: no leading zeros, `scale` fraction digits, no sign on zero. Nothing when it
+// is not such a literal, or holds more digits than the column keeps (the server rounds).
+std::optional<std::string> CanonicalDecimal(std::string_view v, uint32_t precision, uint32_t scale) {
+  bool negative = false;
+  if (!v.empty() && (v[0] == '-' || v[0] == '+')) {
+    negative = v[0] == '-';
+    v.remove_prefix(1);
+  }
+  const size_t dot = v.find('.');
+  std::string_view whole = v.substr(0, dot);
+  const std::string_view frac = dot == std::string_view::npos ? std::string_view() : v.substr(dot + 1);
+  const auto digits = [](std::string_view d) {
+    return std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if ((whole.empty() && frac.empty()) || !digits(whole) || !digits(frac) || (dot != std::string_view::npos && frac.empty()))
+    return std::nullopt;
+  while (!whole.empty() && whole[0] == '0') whole.remove_prefix(1);
+  if (precision == 0 || precision < scale || frac.size() > scale || whole.size() > precision - scale) return std::nullopt;
+  std::string out(whole.empty() ? "0" : whole);
+  if (scale > 0) out += "." + std::string(frac) + std::string(scale - frac.size(), '0');
+  const bool zero = out.find_first_not_of("0.") == std::string::npos;
+  return negative && !zero ? "-" + out : out;
 }
 
 std::string QuoteLiteral(std::string_view s) {
@@ -881,19 +907,42 @@ class Parser {
       c.default_value = QuoteLiteral(text);
       return true;
     }
+    // A number at token k: `5`, `5.2`, `1e3`, or `.5` (after a word such as DEFAULT the
+    // tokenizer reads the point as punctuation, as in db.t: a point and digits right after it
+    // make 0.5). Sets *used to the tokens it takes.
+    const auto number_at = [&](size_t k, size_t* used) -> std::optional<std::string> {
+      const Token* a = Peek(k);
+      if (a == nullptr) return std::nullopt;
+      if (a->kind == TokenKind::kNumber) {
+        *used = 1;
+        return a->text;
+      }
+      const Token* b = Peek(k + 1);
+      if (a->IsPunct('.') && b != nullptr && b->kind == TokenKind::kNumber && b->offset == a->offset + 1 &&
+          !b->text.empty() && b->text[0] >= '0' && b->text[0] <= '9' && b->text.find('.') == std::string::npos &&
+          b->text.find_first_of("xX") == std::string::npos) {
+        *used = 2;
+        return "0." + b->text;
+      }
+      return std::nullopt;
+    };
     if (p->IsPunct('-') || p->IsPunct('+')) {
-      const Token* n = Peek(1);
-      if (n == nullptr || n->kind != TokenKind::kNumber) return false;
-      i_ += 2;
+      size_t used = 0;
+      std::optional<std::string> n = number_at(1, &used);
+      if (!n) return false;
+      i_ += 1 + used;
       c.default_kind = DefaultKind::kLiteral;
-      c.default_value = (p->text == "-" ? "-" : "") + n->text;
+      c.default_value = (p->text == "-" ? "-" : "") + *n;
       return true;
     }
-    if (p->kind == TokenKind::kNumber) {
-      ++i_;
-      c.default_kind = DefaultKind::kLiteral;
-      c.default_value = p->text;
-      return true;
+    {
+      size_t used = 0;
+      if (std::optional<std::string> n = number_at(0, &used)) {
+        i_ += used;
+        c.default_kind = DefaultKind::kLiteral;
+        c.default_value = *n;
+        return true;
+      }
     }
     if (p->Is("TRUE") || p->Is("FALSE")) {
       ++i_;
@@ -1099,6 +1148,25 @@ class Parser {
       c.nullable = false;
       c.auto_increment = true;
     }
+    // ENUM/SET members lose their trailing spaces when the server creates the column (a
+    // character set's spaces; a binary column keeps them: sql_table.cc, the interval's
+    // lengthsp). Kept, every row of `ENUM('x ', ...)` read with binlog_row_metadata=MINIMAL
+    // (where rows carry no labels) came out as 'x ' (a new user's probe). A column that takes
+    // a binary table default is not known to be binary here; with FULL metadata its labels
+    // are checked against the binlog's (CheckTableMap).
+    if ((c.type == SqlType::kEnum || c.type == SqlType::kSet) && c.charset != "binary")
+      for (std::string& label : c.labels) {
+        const size_t end = label.find_last_not_of(' ');
+        label.resize(end == std::string::npos ? 0 : end + 1);
+      }
+    // A DECIMAL's literal default as the server prints it (information_schema, SHOW CREATE):
+    // `007.5` is 7.50, `-0.00` is 0.00, `.5` is 0.50 in a DECIMAL(6,2). The sinks fill
+    // existing rows from it and schema records carry it (a new user's probe: records said
+    // "007.5"). A literal with more digits than the column keeps is left as written: the
+    // server rounds it, and DefaultNotExact has the table copied again.
+    if (c.type == SqlType::kDecimal && c.default_kind == DefaultKind::kLiteral && c.default_value)
+      if (std::optional<std::string> canonical = CanonicalDecimal(*c.default_value, c.numeric_precision, c.numeric_scale))
+        c.default_value = std::move(canonical);
     // COLUMN_TYPE as the server prints it (display widths left out).
     std::string ct(c.data_type);
     if (c.type == SqlType::kEnum || c.type == SqlType::kSet) {

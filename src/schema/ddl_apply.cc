@@ -173,7 +173,9 @@ std::string DefaultNotExact(const ColumnDesc& col, std::string_view written, uin
     const size_t dot = v.find('.');
     const std::string_view whole = v.substr(0, dot);
     const std::string_view frac = dot == std::string_view::npos ? std::string_view() : v.substr(dot + 1);
-    if (!AllDigits(whole) || (dot != std::string_view::npos && !AllDigits(frac)))
+    // `.5`: no digit before the point (MariaDB and MySQL read it as 0.5).
+    const bool bare_fraction = whole.empty() && dot != std::string_view::npos;
+    if ((!bare_fraction && !AllDigits(whole)) || (dot != std::string_view::npos && !AllDigits(frac)))
       return no("not a plain decimal number; " + converted);
     const size_t nz = whole.find_first_not_of('0');
     const size_t int_digits = nz == std::string_view::npos ? 0 : whole.size() - nz;

@@ -2,6 +2,8 @@
 // the typed column model the parser builds for column definitions.
 #include "schema/ddl.h"
 
+#include "schema/ddl_apply.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -131,6 +133,38 @@ TEST(Ddl, RenameSwapListsSourcesThenTargets) {
   Statement s = P("RENAME TABLE a TO b, x.c TO a");
   ASSERT_EQ(s.renames.size(), 2u);
   EXPECT_EQ(s.tables, (std::vector<TableRef>{{"app", "a"}, {"x", "c"}, {"app", "b"}, {"app", "a"}}));
+}
+
+// What the server makes of a definition, not what it says: ENUM/SET members lose trailing
+// spaces (a binary column keeps them), and a DECIMAL's numeric default is printed with the
+// column's scale, without leading zeros or a sign on zero (`.5` included; it stopped every
+// sink as "DEFAULT value not understood"). Found by a new user's probe with
+// binlog_row_metadata=MINIMAL, where the labels are sluice's own.
+TEST(Ddl, EnumMembersAndDecimalDefaultsAsTheServerStoresThem) {
+  Statement s = P("CREATE TABLE t (e ENUM('x ','y','z  ') DEFAULT 'x ', s SET('a ','b'), "
+                  "bin ENUM('x ','y') CHARACTER SET binary, "
+                  "d1 DECIMAL(6,2) DEFAULT 007.5, d2 DECIMAL(6,2) DEFAULT -0.00, d3 DECIMAL(6,2) DEFAULT .5, "
+                  "d4 DECIMAL(6,2) DEFAULT -.5, d5 DECIMAL(6,2) DEFAULT 1.234, d6 DECIMAL(5,0) DEFAULT +12, "
+                  "d7 DECIMAL(6,2) DEFAULT '7.5')");
+  ASSERT_TRUE(s.understood) << s.not_understood;
+  const auto& c = s.definition->columns;
+  ASSERT_EQ(c.size(), 10u);
+  EXPECT_EQ(c[0].labels, (std::vector<std::string>{"x", "y", "z"}));
+  EXPECT_EQ(c[0].column_type, "enum('x','y','z')");
+  EXPECT_EQ(c[0].default_value, "'x '");  // not a member as written: DefaultNotExact says so
+  EXPECT_NE(DefaultNotExact(c[0], "'x '", 0), "");
+  EXPECT_EQ(c[1].labels, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(c[2].labels, (std::vector<std::string>{"x ", "y"}));
+  EXPECT_EQ(c[3].default_value, "7.50");
+  EXPECT_EQ(c[4].default_value, "0.00");
+  EXPECT_EQ(c[5].default_value, "0.50");
+  EXPECT_EQ(c[6].default_value, "-0.50");
+  EXPECT_EQ(c[7].default_value, "1.234");  // rounded by the server: left as written
+  EXPECT_NE(DefaultNotExact(c[7], "1.234", 0), "");
+  EXPECT_EQ(c[8].default_value, "12");
+  EXPECT_EQ(c[9].default_value, "'7.5'");
+  EXPECT_EQ(DefaultNotExact(c[5], ".5", 0), "");
+  EXPECT_EQ(DefaultNotExact(c[6], "-.5", 0), "");
 }
 
 // ForEachTableRef reaches every name a statement holds (the stream lowers them for a source

@@ -991,5 +991,43 @@ TEST(SchemaChange, MixedCaseStatementsOnASourceWithLowerCaseTableNamesAreFollowe
             "c id b a");
 }
 
+// Definitions as the server stores them, not as written (a new user's probe, all silent
+// before): with binlog_row_metadata=MINIMAL the labels of a table created while streaming are
+// sluice's own parse, and ENUM('x ', ...) members kept their trailing spaces, so every row
+// came out as 'x ' in every sink; ADD COLUMN ... ENUM('x ', 'y') DEFAULT 'x ' filled the
+// existing rows with 'x ' (the server stores 'x'); ADD COLUMN ... DECIMAL(6,2) DEFAULT .5
+// stopped every sink ("DEFAULT value not understood"). Now the replica equals the source.
+TEST(SchemaChange, EnumMembersWithTrailingSpacesAndABareFractionDefaultAreStoredAsTheServerStoresThem) {
+  RowMetadata mode("MINIMAL");
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_enumsp; CREATE DATABASE it_enumsp; USE it_enumsp;"
+                       "CREATE TABLE seed (id INT PRIMARY KEY); INSERT INTO seed VALUES (1);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_enumsp.*"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("USE it_enumsp;"
+                       "CREATE TABLE en (id INT PRIMARY KEY, e ENUM('x ','y','z  '), s SET('a ','b'));"
+                       "INSERT INTO en VALUES (1, 'x', 'a'), (2, 'y', 'a,b'), (3, 'z', 'b');"
+                       "CREATE TABLE t (id INT PRIMARY KEY, a INT); INSERT INTO t VALUES (1, 1), (2, 2);"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_enumsp.*"}, spec.sink_path);
+  ASSERT_EQ(RunSqlText("USE it_enumsp; ALTER TABLE t ADD COLUMN h DECIMAL(6,2) DEFAULT .5;"
+                       "ALTER TABLE t ADD COLUMN e ENUM('x ','y') DEFAULT 'x ';"
+                       "INSERT INTO t (id, a) VALUES (3, 3); UPDATE en SET e = 'z' WHERE id = 1;"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_enumsp.*"}, spec.sink_path);
+  EXPECT_EQ(ReplicaColumn(spec.sink_path, "SELECT printf('%s/%s', h, e) FROM \"it_enumsp.t\" ORDER BY id"),
+            "0.50/x,0.50/x,0.50/x");
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_enumsp;");
+}
+
 }  // namespace
 }  // namespace sluice::testing
