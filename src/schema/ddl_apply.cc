@@ -482,7 +482,14 @@ Result<Applied> ApplyAlter(const TableSchema& before, const Statement& stmt, con
           pk.push_back(static_cast<size_t>(idx));
         }
         for (size_t k : pk) {
-          // Key columns become NOT NULL; a NULL in one would have failed the statement.
+          // Key columns become NOT NULL. A NULL in one fails the statement under a strict
+          // sql_mode; otherwise the server turns it into the type's implicit default (0, '')
+          // without row events, as MODIFY ... NOT NULL does (WideningOrSame): the table is
+          // copied again (a new user's probe: SQLite kept the NULL under the new key, exit 0).
+          if (t.columns[k].nullable && !strict)
+            NotExact(a, fmt::format("ADD PRIMARY KEY makes `{}` NOT NULL under a non-strict sql_mode: NULLs may have "
+                                    "turned into implicit defaults",
+                                    t.columns[k].name));
           t.columns[k].nullable = false;
         }
         t.primary_key = std::move(pk);

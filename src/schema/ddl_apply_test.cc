@@ -175,6 +175,23 @@ TEST(DdlApply, NotNullIsExactUnderAStrictSqlMode) {
   EXPECT_FALSE(strict->after.columns[3].nullable);
 }
 
+// ADD PRIMARY KEY makes its columns NOT NULL: under a non-strict sql_mode a NULL becomes the
+// implicit default without row events (a new user's probe: SQLite kept the NULL), so the
+// table is copied again; under a strict one, or on columns already NOT NULL, followed.
+TEST(DdlApply, AddPrimaryKeyOnANullableColumnIsExactOnlyUnderAStrictSqlMode) {
+  const char* sql = "ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (id, a)";
+  auto lax = Alter(Base(), sql);
+  auto strict = Alter(Base(), sql, {.strict = true});
+  ASSERT_TRUE(lax.ok() && strict.ok());
+  EXPECT_FALSE(lax->exact);
+  EXPECT_NE(lax->why_not_exact.find("`a`"), std::string::npos) << lax->why_not_exact;
+  EXPECT_TRUE(strict->exact) << strict->why_not_exact;
+  EXPECT_FALSE(strict->after.columns[1].nullable);
+  auto same = Alter(Base(), "ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (id)");
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->exact) << same->why_not_exact;
+}
+
 TEST(DdlApply, WideningsAndNoOpsAreExact) {
   for (const char* sql : {"ALTER TABLE t MODIFY a BIGINT", "ALTER TABLE t MODIFY a INT UNSIGNED DEFAULT 3",
                           "ALTER TABLE t MODIFY s TEXT", "ALTER TABLE t MODIFY p DECIMAL(9,2)",

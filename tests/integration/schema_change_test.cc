@@ -1029,5 +1029,32 @@ TEST(SchemaChange, EnumMembersWithTrailingSpacesAndABareFractionDefaultAreStored
   (void)RunSqlText("DROP DATABASE IF EXISTS it_enumsp;");
 }
 
+// ADD PRIMARY KEY on a nullable column under a non-strict sql_mode: the server turns the
+// NULLs into 0 without row events. Before: SQLite kept the NULL under the new key, exit 0 (a
+// new user's probe; PostgreSQL and MySQL destinations stopped in the rebuild). Now the table
+// is copied again and equals the source.
+TEST(SchemaChange, AddPrimaryKeyUnderANonStrictSqlModeCopiesTheTableAgain) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_pknull; CREATE DATABASE it_pknull; USE it_pknull;"
+                       "CREATE TABLE t (id INT PRIMARY KEY, i INT, v VARCHAR(5));"
+                       "INSERT INTO t VALUES (1, NULL, 'a'), (2, 5, 'b');"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_pknull.*"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("USE it_pknull; SET sql_mode = ''; ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (id, i);"
+                       "INSERT INTO t VALUES (3, 7, 'c');"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_pknull.*"}, spec.sink_path);
+  EXPECT_EQ(ReplicaColumn(spec.sink_path, "SELECT printf('%s/%s', id, i) FROM \"it_pknull.t\" ORDER BY id"),
+            "1/0,2/5,3/7");
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_pknull;");
+}
+
 }  // namespace
 }  // namespace sluice::testing
