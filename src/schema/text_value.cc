@@ -17,6 +17,7 @@
 // Sources: MariaDB/MySQL manuals, "Data Types"; compare binlog/value_decoder.h.
 #include "schema/text_value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -143,10 +144,83 @@ Result<Value> DefaultFromText(const ColumnDesc& col, std::string_view text) {
   return v;
 }
 
+// What a NOT NULL column without a DEFAULT stores when an INSERT leaves it out (allowed
+// under a non-strict sql_mode): the type's implicit default (MariaDB/MySQL manual, "Data Type
+// Default Values"). A binlog_row_image=MINIMAL row then lacks the column, and the sink fills
+// it from here (a new user's probe: NULL was stored where the server stored 0, '', the first
+// ENUM member or the zero date). Types whose implicit default sluice does not know for sure
+// are an error, which stops the sink only when a row needs it.
+Result<Value> ImplicitDefault(const ColumnDesc& col) {
+  const auto unknown = [&]() -> Result<Value> {
+    return Status::NotSupported(fmt::format("column {} ({}) is NOT NULL without a DEFAULT, and sluice does not know "
+                                            "the implicit default the server gives such a column",
+                                            col.name, col.column_type.empty() ? col.data_type : col.column_type));
+  };
+  const auto fraction = [&] { return col.fsp > 0 ? "." + std::string(col.fsp, '0') : std::string(); };
+  switch (KindOf(col)) {
+    case Kind::kSigned:
+    case Kind::kYear: return Value::Int(0);
+    case Kind::kUnsigned:
+    case Kind::kBit: return Value::UInt(0);
+    case Kind::kFloat: return Value::Float(0);
+    case Kind::kDouble: return Value::Double(0);
+    case Kind::kText:
+      switch (col.type) {
+        case SqlType::kDecimal: {
+          auto zero = RescaleDecimal("0", col.numeric_scale);
+          if (!zero.ok()) return unknown();
+          return Value::Text(std::move(*zero));
+        }
+        case SqlType::kEnum:
+          if (col.labels.empty()) return unknown();
+          return Value::Text(col.labels[0]);
+        case SqlType::kSet: return Value::Text("");
+        case SqlType::kDate: return Value::Text("0000-00-00");
+        case SqlType::kDateTime:
+        case SqlType::kTimestamp: return Value::Text("0000-00-00 00:00:00" + fraction());
+        case SqlType::kTime: return Value::Text("00:00:00" + fraction());
+        case SqlType::kJson: return unknown();
+        default:
+          if (IsFixedBinaryTextType(col.type) || !IsCharacterType(col.type)) return unknown();
+          return Value::Text("");
+      }
+    case Kind::kBytes:
+      if (IsGeometryType(col.type)) return unknown();
+      if (col.type == SqlType::kBinary) return Value::Bytes(std::string(col.octet_length, '\0'));
+      return Value::Bytes("");
+    case Kind::kVector:
+    case Kind::kUnknown: break;
+  }
+  return unknown();
+}
+
+// A hexadecimal literal (0x4142: information_schema prints a BLOB's default so, and a
+// statement may write any default so) as the bytes it stands for; nothing when `d` is not one.
+std::optional<std::string> HexLiteralBytes(std::string_view d) {
+  if (d.size() < 3 || d[0] != '0' || (d[1] != 'x' && d[1] != 'X') || d.size() % 2 != 0) return std::nullopt;
+  std::string out;
+  for (size_t i = 2; i < d.size(); i += 2) {
+    const auto nibble = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    const int hi = nibble(d[i]), lo = nibble(d[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi << 4 | lo));
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<Value> DefaultValue(const ColumnDesc& col) {
-  if (!col.default_value.has_value()) return Value::Null();
+  if (!col.default_value.has_value()) {
+    const bool implicit = !col.nullable && col.default_kind == DefaultKind::kNone && !col.auto_increment &&
+                          col.generated == GeneratedKind::kNone && col.versioning == VersioningRole::kNone;
+    return implicit ? ImplicitDefault(col) : Value::Null();
+  }
   std::string_view d = *col.default_value;
   DefaultKind kind = col.default_kind;
   if (kind == DefaultKind::kNone) kind = ClassifyDefault(d, false, false);
@@ -177,6 +251,19 @@ Result<Value> DefaultValue(const ColumnDesc& col) {
     }
     if (col.type == SqlType::kBinary && text.size() < col.octet_length) text.resize(col.octet_length, '\0');
     return DefaultFromText(col, text);
+  }
+  if (std::optional<std::string> bytes = HexLiteralBytes(d)) {
+    if (KindOf(col) == Kind::kBytes) {
+      if (col.type == SqlType::kBinary && bytes->size() < col.octet_length) bytes->resize(col.octet_length, '\0');
+      return Value::Bytes(std::move(*bytes));
+    }
+    // In a character column the bytes are text in the column's character set: ASCII is the
+    // same in every one sluice reads; other bytes are not converted here.
+    if (KindOf(col) == Kind::kText && IsCharacterType(col.type) &&
+        std::all_of(bytes->begin(), bytes->end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
+      return Value::Text(std::move(*bytes));
+    return Status::NotSupported(fmt::format("column {}: DEFAULT {}: a hexadecimal literal sluice does not convert "
+                                            "to the column's type", col.name, d.substr(0, 40)));
   }
   if (KindOf(col) == Kind::kBit && d.size() >= 3 && (d[0] == 'b' || d[0] == 'B') && d[1] == '\'') {
     uint64_t v = 0;

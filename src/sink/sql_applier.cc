@@ -251,6 +251,12 @@ Status SqlApplier::BuildTable(const TableSchema& schema, SqlTable* t) const {
     Result<Value> d = DefaultValue(*col.source);
     col.default_value = d.ok() ? std::move(d).value() : Value::Null();
     col.default_error = d.ok() ? "" : d.status().ToString();
+    // An expression's value (CURRENT_TIMESTAMP, UUID(), a default information_schema cannot
+    // print exactly) is the server's alone: a row that leaves the column out cannot be filled.
+    if (col.source->default_kind == DefaultKind::kExpression && col.default_error.empty())
+      col.default_error = fmt::format("the DEFAULT {} is not known exactly (an expression only the server "
+                                      "evaluates, or a binary string information_schema cannot print)",
+                                      col.source->default_value.value_or("(unknown)"));
   }
   for (size_t k : schema.primary_key) t->columns[k].is_pk = true;
   t->row_locator.clear();
@@ -874,8 +880,8 @@ Status SqlApplier::ApplyInsert(SqlTable& t, const std::vector<const Value*>& ima
     }
     // A column the image leaves out (binlog_row_image=MINIMAL) takes the source DEFAULT.
     if (!present && !t.columns[i].default_error.empty()) {
-      return Status::InvalidArgument(fmt::format("table {}: column {} is not in the row image and "
-                                                 "its DEFAULT is not understood: {}",
+      return Status::InvalidArgument(fmt::format("table {}: column {} is not in the row image "
+                                                 "(binlog_row_image=MINIMAL) and sluice cannot fill it from its DEFAULT: {}",
                                                  t.name.display, t.column_name(i), t.columns[i].default_error));
     }
     key_[1 + i] = present ? '1' : '2';

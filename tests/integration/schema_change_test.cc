@@ -1056,5 +1056,43 @@ TEST(SchemaChange, AddPrimaryKeyUnderANonStrictSqlModeCopiesTheTableAgain) {
   (void)RunSqlText("DROP DATABASE IF EXISTS it_pknull;");
 }
 
+// binlog_row_image=MINIMAL and an INSERT under a non-strict sql_mode that leaves out NOT NULL
+// columns without a DEFAULT: the server stores the type's implicit default (0, the first ENUM
+// member, '', the zero date), and a BLOB DEFAULT 0x4142 its bytes. Before, the sink stored NULL
+// and the text '0x4142' (a new user's probe). A VARBINARY DEFAULT 0x00FF, which
+// information_schema prints as '\0?', is not known exactly: a row that needs it stops the run,
+// naming the column, instead of storing 0x003F.
+TEST(SchemaChange, MinimalRowImagesTakeImplicitDefaultsAndStopOnADefaultNotKnownExactly) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_impl; CREATE DATABASE it_impl; USE it_impl;"
+                       "CREATE TABLE df (id INT PRIMARY KEY, note VARCHAR(10), nn INT NOT NULL, e2 ENUM('p','q') NOT NULL,"
+                       " c3 CHAR(3) NOT NULL, d DATE NOT NULL, dt DATETIME(3) NOT NULL, de DECIMAL(5,2) NOT NULL,"
+                       " bn BINARY(2) NOT NULL, bl BLOB DEFAULT 0x4142);"
+                       "CREATE TABLE dfb (id INT PRIMARY KEY, note VARCHAR(10), vb VARBINARY(4) DEFAULT 0x00FF);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_impl.*"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("USE it_impl; SET sql_mode = ''; SET binlog_row_image = 'MINIMAL';"
+                       "INSERT INTO df (id, note) VALUES (1, 'minimal');"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_impl.df"}, spec.sink_path);
+  EXPECT_EQ(ReplicaColumn(spec.sink_path, "SELECT printf('%s/%s/[%s]/%s/%s/%s/%s/%s', nn, e2, c3, d, dt, de, hex(bn), "
+                                          "hex(bl)) FROM \"it_impl.df\""),
+            "0/p/[]/0000-00-00/0000-00-00 00:00:00.000/0.00/0000/4142");
+  ASSERT_EQ(RunSqlText("USE it_impl; SET binlog_row_image = 'MINIMAL'; INSERT INTO dfb (id, note) VALUES (1, 'x');"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  for (const char* word : {"it_impl.dfb", "vb", "not known exactly"})
+    EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+  EXPECT_EQ(ReplicaColumn(spec.sink_path, "SELECT count(*) FROM \"it_impl.dfb\""), "0");
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_impl;");
+}
+
 }  // namespace
 }  // namespace sluice::testing
