@@ -704,6 +704,13 @@ Result<std::string> MysqlColumnDefinition(const ColumnDesc& c) {
     } else if (c.default_kind == DefaultKind::kNull && c.nullable) {
       def += " DEFAULT NULL";
     }
+  } else if (c.default_kind == DefaultKind::kLiteral && !IsGeometryType(c.type) && c.type != SqlType::kVector) {
+    // TEXT/BLOB/JSON take a literal default only as an expression (MySQL 8.0.13+, MariaDB
+    // 10.2+): without it, ADD COLUMN h TEXT DEFAULT 'abc' left the existing rows NULL in the
+    // destination where the source's hold 'abc' (a new user's probe).
+    ASSIGN_OR_RETURN(Value d, DefaultValue(c));
+    ASSIGN_OR_RETURN(std::string lit, MysqlLiteral(c, d));
+    def += " DEFAULT (" + lit + ")";
   }
   return def;
 }

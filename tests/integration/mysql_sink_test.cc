@@ -486,6 +486,34 @@ TEST_F(MysqlDest, ACopyAgainCommitsTheFetchesReadyTogetherAsOne) {
 // killed and started again while chunks are being applied; the coordinator waits for it and
 // applies the same chunk again (snapshot/coordinator.cc CallSinkRetrying), so no row is lost
 // and none applied twice (the keyless table would show a repeated chunk as extra rows).
+// ADD COLUMN ... TEXT DEFAULT <literal> (followed in place): the existing rows take the default
+// at the source; the destination column was created without it (TEXT, BLOB and JSON take a
+// literal default only as an expression there), and its rows stayed NULL, exit 0 (a new user's
+// probe). Now created with DEFAULT (<literal>). (A BLOB's literal default has the table copied
+// again: the server converts it in ways sluice does not reproduce.)
+TEST_F(MysqlDest, ATextColumnsDefaultFillsTheExistingRows) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_textdef; CREATE DATABASE it_textdef; USE it_textdef;"
+                       "CREATE TABLE t (id INT PRIMARY KEY, a INT);"
+                       "INSERT INTO t (id, a) VALUES (1, 1), (2, 2);"),
+            0);
+  TempDir dir;
+  const std::string config = WriteMysqlConfig(dir, {"it_textdef.*"}, 5418, "it_meta_textdef");
+  auto dest = DestConnect();
+  ASSERT_NE(dest, nullptr);
+  ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_textdef").ok());
+  ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_meta_textdef").ok());
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("USE it_textdef; ALTER TABLE t ADD COLUMN h TEXT DEFAULT 'abc';"
+                       "INSERT INTO t (id, a) VALUES (3, 3);"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string last;
+  EXPECT_TRUE(WaitEqual({"it_textdef.*"}, std::chrono::seconds(10), &last)) << last;
+  EXPECT_EQ(RowsOf(*dest, "SELECT id, h FROM it_textdef.t ORDER BY id"), "1,abc;2,abc;3,abc");
+}
+
 TEST_F(MysqlDest, DestinationRestartDuringTheSnapshotIsWaitedOut) {
   const int rows = SluiceSanitized() ? 30000 : 40000;
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_snapfault; CREATE DATABASE it_snapfault;"), 0);
