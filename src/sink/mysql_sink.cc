@@ -81,10 +81,13 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// Lower case, integer display widths and YEAR(4)'s width left out.
+// Lower case, integer display widths and YEAR(4)'s width left out, and FLOAT(M,D)/DOUBLE(M,D)
+// compared as FLOAT/DOUBLE (MysqlColumnDefinition creates them without M,D; tables created
+// before kept them).
 std::string NormalizedType(std::string_view type) {
   static const std::regex kWidth("\\b(tinyint|smallint|mediumint|int|bigint|year)\\(\\d+\\)");
-  return std::regex_replace(Lower(type), kWidth, "$1");
+  static const std::regex kFloatDigits("\\b(float|double)\\(\\d+,\\d+\\)");
+  return std::regex_replace(std::regex_replace(Lower(type), kWidth, "$1"), kFloatDigits, "$1");
 }
 
 // A normalised column definition cut into its type, character set, collation and the rest
@@ -691,6 +694,15 @@ Result<std::string> MysqlColumnDefinition(const ColumnDesc& c) {
     return Status::NotSupported(fmt::format("column {}: no column type to create it with ({})", c.name,
                                             c.data_type));
   std::string def = c.column_type;
+  // FLOAT(M,D)/DOUBLE(M,D) without M,D: the destination would round every value it stores to
+  // D decimals, also the exact floats the binlog carries and the rows a rebuild copies. The
+  // source rounds a value when it stores it (the binlog then carries the rounded float), but
+  // an ALTER to FLOAT(7,3) keeps the stored floats, and the destination's rebuild rounded
+  // them (a new user's probe: 1.23456 became 1.235, 0.0004 became 0).
+  if ((c.type == SqlType::kFloat || c.type == SqlType::kDouble) && def.find('(') != std::string::npos) {
+    const size_t open = def.find('('), close = def.find(')', open);
+    if (close != std::string::npos) def.erase(open, close - open + 1);
+  }
   if (HasCharset(c.type) && !c.charset.empty() && c.charset != "binary") {
     def += " CHARACTER SET " + c.charset;
     if (!c.collation.empty()) def += " COLLATE " + c.collation;

@@ -514,6 +514,35 @@ TEST_F(MysqlDest, ATextColumnsDefaultFillsTheExistingRows) {
   EXPECT_EQ(RowsOf(*dest, "SELECT id, h FROM it_textdef.t ORDER BY id"), "1,abc;2,abc;3,abc");
 }
 
+// ALTER ... MODIFY f FLOAT(7,3): the source keeps the floats it stored (its rows are not
+// rewritten); the destination's rebuild copied them into a FLOAT(7,3) column, which rounded
+// them (1.23456 -> 1.235, 0.0004 -> 0; a new user's probe). FLOAT(M,D)/DOUBLE(M,D) columns
+// are created without M,D there, so every value is kept as the binlog carries it.
+TEST_F(MysqlDest, FloatsKeepTheirStoredValueWhenTheColumnGainsDecimals) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_floatmd; CREATE DATABASE it_floatmd; USE it_floatmd;"
+                       "CREATE TABLE t (id INT PRIMARY KEY, f FLOAT, d DOUBLE);"
+                       "INSERT INTO t VALUES (1, -3.5e-39, 1.23456789), (2, 1.23456, 0.0004), (3, 0.0004, -2.5e-300);"),
+            0);
+  TempDir dir;
+  const std::string config = WriteMysqlConfig(dir, {"it_floatmd.*"}, 5419, "it_meta_floatmd");
+  auto dest = DestConnect();
+  ASSERT_NE(dest, nullptr);
+  ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_floatmd").ok());
+  ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_meta_floatmd").ok());
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("USE it_floatmd; ALTER TABLE t MODIFY f FLOAT(7,3), MODIFY d DOUBLE(12,4);"
+                       "INSERT INTO t VALUES (4, 1.23456, 9.87654321);"),
+            0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string last;
+  EXPECT_TRUE(WaitEqual({"it_floatmd.*"}, std::chrono::seconds(10), &last)) << last;
+  const std::string values = "SELECT id, CAST(f AS DOUBLE), CAST(d AS DOUBLE) FROM {} ORDER BY id";
+  EXPECT_EQ(RowsOf(*dest, fmt::format(fmt::runtime(values), "it_floatmd.t")),
+            RowsOf(*Connect(), fmt::format(fmt::runtime(values), "it_floatmd.t")));
+}
+
 TEST_F(MysqlDest, DestinationRestartDuringTheSnapshotIsWaitedOut) {
   const int rows = SluiceSanitized() ? 30000 : 40000;
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_snapfault; CREATE DATABASE it_snapfault;"), 0);
