@@ -882,7 +882,6 @@ class SchemaRegistry {
     return coll;
   }
 
-  Connection& conn_;
   static std::string AsciiLower(std::string_view s) {
     std::string out(s);
     for (char& c : out)
@@ -938,6 +937,7 @@ class SchemaRegistry {
         where, Shorten(std::string(query)), mismatch));
   }
 
+  Connection& conn_;
   const TableFilter& filter_;
   Flavor flavor_;
   bool can_reread_;
