@@ -50,7 +50,7 @@ Result<bool> HandoffRule::Applies(const Table& t, const TableSchema& schema, con
   return ComparePositions(event, t.pieces[piece].point) >= 0;
 }
 
-Status HandoffRule::Filter(std::vector<RowChange>* changes) {
+Status HandoffRule::Filter(std::vector<RowChange>* changes, const BinlogPosition* at) {
   if (tables_.empty()) return Status::Ok();
   if (changes->empty()) return Status::Ok();
   const BinlogPosition last_event{changes->back().source.file, changes->back().source.pos};
@@ -62,7 +62,7 @@ Status HandoffRule::Filter(std::vector<RowChange>* changes) {
       continue;
     }
     const std::string name = c.table->QualifiedName();
-    const BinlogPosition event{c.source.file, c.source.pos};
+    const BinlogPosition event = at ? *at : BinlogPosition{c.source.file, c.source.pos};
     switch (Quick(name, event)) {
       case Verdict::kApply:
         kept.push_back(std::move(c));

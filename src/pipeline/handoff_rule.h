@@ -51,7 +51,9 @@ class HandoffRule {
   HandoffRule(const std::map<std::string, std::vector<KeyPointPiece>>& by_table, Locate locate);
 
   // Removes (or narrows, for key-changing updates) the changes the copy already holds.
-  Status Filter(std::vector<RowChange>* changes);
+  // `at`: judge every change as made there, not at its own event (an XA transaction's rows,
+  // committed at its XA COMMIT).
+  Status Filter(std::vector<RowChange>* changes, const BinlogPosition* at = nullptr);
 
   // Whether a change to a key at `event` is applied, given the index of the piece holding it.
   // Exposed for tests.

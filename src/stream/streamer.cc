@@ -100,8 +100,10 @@ class SchemaRegistry {
   // `event` is where the rows event starts: rows of a table whose snapshot copy was read
   // at a later point are already in the sink, and are skipped (null schema).
   // `owner`, when given, owns `map` (the EventStream's shared TABLE_MAP object).
+  // `xa`: the rows belong to an XA transaction, judged at its XA COMMIT (RowsDroppedAt), not
+  // at `event`: a copy read between the PREPARE and the COMMIT does not hold them.
   Result<TableSchemaPtr> Resolve(const binlog::TableMap& map, const BinlogPosition& event,
-                                 const std::shared_ptr<const binlog::TableMap>& owner = nullptr) {
+                                 const std::shared_ptr<const binlog::TableMap>& owner = nullptr, bool xa = false) {
     // Every rows event asks again with the TABLE_MAP before it, which repeats the same
     // layout: once a table's latest version has been checked against a layout, the same
     // layout needs no new check (filter glob, history lookup and CheckTableMap cost more than
@@ -120,7 +122,7 @@ class SchemaRegistry {
         }
       }
     }
-    ASSIGN_OR_RETURN(TableSchemaPtr schema, ResolveUncached(map, event));
+    ASSIGN_OR_RETURN(TableSchemaPtr schema, ResolveUncached(map, event, xa));
     if (copied_at_.empty() && skipping_.empty() && memo_.size() < 4096) {
       const TableVersion* latest = schema ? history_.Latest(map.db, map.table) : nullptr;
       const bool cacheable = !schema || (latest && latest->schema == schema);
@@ -129,11 +131,11 @@ class SchemaRegistry {
     return schema;
   }
 
-  Result<TableSchemaPtr> ResolveUncached(const binlog::TableMap& map, const BinlogPosition& event) {
+  Result<TableSchemaPtr> ResolveUncached(const binlog::TableMap& map, const BinlogPosition& event, bool xa) {
     if (!TableSelected(filter_, map.db, map.table)) return TableSchemaPtr();
     std::string key = map.db + "." + map.table;
-    if (!skipping_.empty() && Skipped(key, event)) return TableSchemaPtr();
-    if (!copied_at_.empty()) {
+    if (!xa && !skipping_.empty() && Skipped(key, event)) return TableSchemaPtr();
+    if (!xa && !copied_at_.empty()) {
       auto c = copied_at_.find(key);
       if (c != copied_at_.end()) {
         if (ComparePositions(event, c->second) < 0) return TableSchemaPtr();
@@ -163,6 +165,10 @@ class SchemaRegistry {
     legacy_[key] = ptr;  // the sink prepares the table when it first meets its rows
     return TableSchemaPtr(ptr);
   }
+
+  // Whether the stream drops rows of `key` committed at `at` (an XA COMMIT's rows, decoded
+  // at their PREPARE without this judgement: Resolve's `xa`).
+  bool RowsDroppedAt(const std::string& key, const BinlogPosition& at) const { return RowsDropped(key, at); }
 
   // The history as of now, for checkpoints (null when empty).
   const std::shared_ptr<const SchemaHistory>& history() const { return frozen_; }
@@ -1342,7 +1348,8 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   TransactionAssembler assembler(
       flavor,
       [&](const binlog::TableMap& m) {
-        return schemas.Resolve(m, current_event, current_map && current_map->get() == &m ? *current_map : nullptr);
+        return schemas.Resolve(m, current_event, current_map && current_map->get() == &m ? *current_map : nullptr,
+                               assembler.in_xa());
       },
       StreamPoint{checkpoint_.stream_start, checkpoint_.gtid});
 
@@ -1658,7 +1665,19 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
                  "cannot be delivered", committed->unknown_xa, ev.file, ev.pos);
     }
     const size_t before_filter = committed->changes.size();
-    RETURN_IF_ERROR(handoff.Filter(&committed->changes));
+    if (committed->xa_commit) {
+      // Rows prepared before a copy's point and committed after it are not in the copy (a
+      // consistent snapshot does not see a prepared transaction): judged at the XA COMMIT.
+      // Judged at the PREPARE, a table re-read while the transaction was prepared lost them
+      // (a new user's probe).
+      const BinlogPosition at{ev.file, ev.pos};
+      std::erase_if(committed->changes, [&](const RowChange& c) {
+        return c.table && schemas.RowsDroppedAt(c.table->QualifiedName(), at);
+      });
+      RETURN_IF_ERROR(handoff.Filter(&committed->changes, &at));
+    } else {
+      RETURN_IF_ERROR(handoff.Filter(&committed->changes));
+    }
     item.txn.changes = std::move(committed->changes);
     item.txn.counted = std::move(committed->counted);
     item.txn.preformatted = std::move(committed->text);

@@ -374,6 +374,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::FinishXa(const
     committed->bytes = (committed->text ? committed->text->size() : 0) + committed->counted.HeapBytes();
     for (const RowChange& c : committed->changes) committed->bytes += ApproxBytes(c);
     if (commit && !found) committed->unknown_xa = xid;
+    committed->xa_commit = commit && found;
   }
   return committed;
 }

@@ -64,6 +64,10 @@ struct CommittedTransaction {
   // decoded: the table has no recorded definition yet); the table is copied from the source.
   bool create_select = false;
   std::string unknown_xa;  // XA COMMIT of a transaction prepared before the start point
+  // The rows were held from an XA PREPARE and committed by this XA COMMIT: a snapshot read
+  // between the two did not see them, so they are judged against copy points at this
+  // event's position, not at their own (stream/streamer.cc).
+  bool xa_commit = false;
   // Earlier changes of this transaction were handed on by TakePart (they come first).
   bool has_parts = false;
   // The transaction ended in ROLLBACK: nothing of it may be applied (parts included).
@@ -106,6 +110,8 @@ class TransactionAssembler {
   // Prepared XA transactions waiting for their XA COMMIT or XA ROLLBACK.
   size_t held_xa_count() const { return held_xa_.size(); }
   bool in_transaction() const { return in_txn_; }
+  // Whether the group being read is an XA transaction's (its rows are held until XA COMMIT).
+  bool in_xa() const { return xa_ || !xa_xid_.empty(); }
 
   // Bounded memory for large transactions (issue 8): ApproxBytes of the changes of the open
   // transaction held now, and TakePart, which hands them on before the transaction ends
