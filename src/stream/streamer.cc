@@ -1659,11 +1659,36 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
         mark(marks, &item);
       }
     }
-    stamp(item);
     if (!committed->unknown_xa.empty()) {
-      LogWarning("XA COMMIT {} at {}:{}: its XA PREPARE came before the start point, so its rows "
-                 "cannot be delivered", committed->unknown_xa, ev.file, ev.pos);
+      // Prepared before the point the stream started from (the first snapshot's), committed
+      // after it: its rows are in no copy (a consistent snapshot does not see a prepared
+      // transaction) and its PREPARE group is behind the stream, so which tables it changed is
+      // not known here. Every captured table is copied again (a new user's probe: the rows
+      // were lost with only a warning, exit 0).
+      std::vector<SinkItem::Mark> marks;
+      if (const auto& h = schemas.history())
+        for (const std::string& name : h->Tables())
+          for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+            const std::string db = name.substr(0, dot), table = name.substr(dot + 1);
+            const TableVersion* v = h->Latest(db, table);
+            if (v && v->schema && TableSelected(options_.filter, db, table)) {
+              marks.push_back({name, db});
+              break;
+            }
+          }
+      const std::string why = fmt::format(
+          "XA COMMIT {} at {}:{}: its XA PREPARE came before the point the stream started from, so its rows are "
+          "in no copy (a snapshot does not see a prepared transaction) and the stream cannot read them",
+          committed->unknown_xa, ev.file, ev.pos);
+      if (!marks.empty() && !options_.reread)
+        return Status::FailedPrecondition(why + "; copy the captured tables again with `sluice resnapshot --config "
+                                                "FILE db.table ...`, then run sluice again");
+      if (!marks.empty()) {
+        LogWarning("{}; copying the {} captured table(s) again", why, marks.size());
+        mark(marks, &item);
+      }
     }
+    stamp(item);
     const size_t before_filter = committed->changes.size();
     if (committed->xa_commit) {
       // Rows prepared before a copy's point and committed after it are not in the copy (a
