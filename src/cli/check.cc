@@ -395,6 +395,33 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bo
     if (IsLargeObject(type)) lob_columns[it->second].push_back(*row[2]);
     else f.tables[it->second].largest_row += DeclaredBytes(type, ToU64(row[4]), ToU64(row[5]));
   }
+  // Cascades: changes InnoDB makes to the child rows are not in the binlog (a new user's
+  // probe: parents deleted and re-keyed, the replica's children kept; `check` was READY).
+  if (auto fks = conn.Query("SELECT CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, UNIQUE_CONSTRAINT_SCHEMA, "
+                            "REFERENCED_TABLE_NAME, DELETE_RULE, UPDATE_RULE FROM "
+                            "information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA IN (" + in +
+                            ") ORDER BY 1, 2, 3");
+      fks.ok()) {
+    for (const TextRow& row : fks->rows) {
+      if (row.size() < 7 || !row[0] || !row[1] || !index.count(*row[0] + '\0' + *row[1])) continue;
+      std::string rules;
+      for (const auto& [what, rule] : {std::pair{"DELETE", row[5]}, std::pair{"UPDATE", row[6]}})
+        if (rule && *rule != "RESTRICT" && *rule != "NO ACTION")
+          rules += fmt::format("{}ON {} {}", rules.empty() ? "" : ", ", what, *rule);
+      if (rules.empty()) continue;
+      f.fk_cascades.push_back(fmt::format("{}.{} ({}: {} from {}.{})", *row[0], *row[1], row[2].value_or("?"), rules,
+                                          row[3].value_or("?"), row[4].value_or("?")));
+    }
+  } else if (fks.status().code() == StatusCode::kUnavailable) {
+    return fks.status();
+  }
+  if (auto xa = conn.Query("XA RECOVER"); xa.ok()) {
+    const int data = xa->ColumnIndex("data");
+    for (const TextRow& row : xa->rows)
+      if (data >= 0 && row[data]) f.prepared_xa.push_back(*row[data]);
+  } else if (xa.status().code() == StatusCode::kUnavailable) {
+    return xa.status();
+  }
   for (TableFacts& t : f.tables) {
     const std::string q = QuoteIdentifier(t.name.db) + "." + QuoteIdentifier(t.name.table);
     if (exact_counts && t.rows < config.snapshot.exact_count_max_rows) {
@@ -538,6 +565,30 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
                          "ALTER TABLE ... ENGINE=InnoDB, leave them out (source.exclude), or accept an "
                          "inconsistent copy (snapshot.allow_inconsistent_read)"));
     }
+  }
+  if (!f.fk_cascades.empty()) {
+    std::string list;
+    for (size_t i = 0; i < f.fk_cascades.size() && i < 5; ++i) list += (i ? "; " : "") + f.fk_cascades[i];
+    if (f.fk_cascades.size() > 5) list += fmt::format("; and {} more", f.fk_cascades.size() - 5);
+    out.push_back(Line("foreign key cascades", CheckOutcome::kWarn,
+                       fmt::format("rows of captured tables change by cascade, which the binlog does not carry (the "
+                                   "server makes those changes itself): {}; the replica keeps the child rows as "
+                                   "they were",
+                                   list),
+                       "have the application change the child rows itself (the binlog then holds them), or copy "
+                       "those tables again after such changes (`sluice resnapshot`); docs/design.md, Known limits"));
+  }
+  if (!f.prepared_xa.empty()) {
+    std::string list;
+    for (size_t i = 0; i < f.prepared_xa.size() && i < 5; ++i) list += (i ? ", " : "") + f.prepared_xa[i];
+    if (f.prepared_xa.size() > 5) list += fmt::format(" and {} more", f.prepared_xa.size() - 5);
+    out.push_back(Line("prepared XA transactions", CheckOutcome::kWarn,
+                       fmt::format("{} XA transaction(s) prepared and not committed or rolled back (XA RECOVER): {}; "
+                                   "while one is pending the resume point stays at its PREPARE (binlogs purged past "
+                                   "it make the next run stop), and one prepared before a first snapshot has every "
+                                   "captured table copied again when it commits",
+                                   f.prepared_xa.size(), list),
+                       "XA COMMIT or XA ROLLBACK them"));
   }
   {
     const uint32_t id = config.source.server_id;

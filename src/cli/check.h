@@ -81,6 +81,12 @@ struct SourceFacts {
   // The message of each source.tables pattern that selects no table (ListTables' words): the
   // first is the error a first run stops with.
   std::vector<std::string> unmatched_patterns;
+  // Foreign keys whose rows change by cascade (ON DELETE/UPDATE CASCADE, SET NULL, SET
+  // DEFAULT), for each selected child table: "db.child (constraint: ON DELETE CASCADE from
+  // db.parent)". InnoDB carries them out and the binlog does not hold them.
+  std::vector<std::string> fk_cascades;
+  // Prepared XA transactions (XA RECOVER: their data column); empty when none or not readable.
+  std::vector<std::string> prepared_xa;
 };
 
 // Reads the facts over an open connection. Network errors are returned; refusals become facts.

@@ -77,6 +77,30 @@ TEST(Check, OldServersAndMySqlWithoutGtidsWarn) {
   EXPECT_EQ(Find(EvaluateServer(f, GoodConfig()), "GTID")->outcome, CheckOutcome::kPass);
 }
 
+// Cascading foreign keys on captured tables and prepared XA transactions: WARN lines (the run
+// starts and logs them) naming the constraint and the transactions (a new user's probe: check
+// was READY while the replica's child rows diverged; a pending XA held the resume point until
+// a PURGE made the destination unrecoverable).
+TEST(Check, CascadesAndPreparedXaTransactionsWarn) {
+  SourceFacts f = GoodFacts();
+  EXPECT_EQ(Find(EvaluateServer(f, GoodConfig()), "foreign key cascades"), nullptr);
+  EXPECT_EQ(Find(EvaluateServer(f, GoodConfig()), "prepared XA transactions"), nullptr);
+  f.fk_cascades = {"shop.items (fk_i: ON DELETE CASCADE from shop.orders)"};
+  f.prepared_xa = {"x1", "x2"};
+  auto lines = EvaluateServer(f, GoodConfig());
+  const CheckLine* fk = Find(lines, "foreign key cascades");
+  ASSERT_NE(fk, nullptr);
+  EXPECT_EQ(fk->outcome, CheckOutcome::kWarn);
+  EXPECT_FALSE(fk->fatal);
+  EXPECT_NE(fk->detail.find("shop.items (fk_i: ON DELETE CASCADE from shop.orders)"), std::string::npos) << fk->detail;
+  const CheckLine* xa = Find(lines, "prepared XA transactions");
+  ASSERT_NE(xa, nullptr);
+  EXPECT_EQ(xa->outcome, CheckOutcome::kWarn);
+  EXPECT_NE(xa->detail.find("2 XA transaction(s)"), std::string::npos) << xa->detail;
+  EXPECT_NE(xa->detail.find("x1, x2"), std::string::npos) << xa->detail;
+  EXPECT_TRUE(RefuseOnFatal(lines).ok());
+}
+
 TEST(Check, FatalLinesAndTheCodeRunReturns) {
   SourceFacts f = GoodFacts();
   f.info.log_bin = false;

@@ -275,6 +275,36 @@ TEST(EndToEnd, XaTransactionsAppearOnlyWhenCommitted) {
   EXPECT_EQ(*rows->rows[0][0], "4");  // 1, 10, 20, 40
 }
 
+// `sluice check` (and the run's log) warn of cascading foreign keys on captured tables, naming
+// the constraint, and of prepared XA transactions (XA RECOVER); a plain foreign key is no
+// cascade.
+TEST(EndToEnd, CheckWarnsOfCascadesAndPreparedXaTransactions) {
+  (void)RunSqlText("XA ROLLBACK 'it_fkxa1'");
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_fkxa; CREATE DATABASE it_fkxa; USE it_fkxa;"
+                       "CREATE TABLE p (id INT PRIMARY KEY); INSERT INTO p VALUES (1);"
+                       "CREATE TABLE c (id INT PRIMARY KEY, pid INT, CONSTRAINT fk_c FOREIGN KEY (pid) REFERENCES p (id) "
+                       "ON DELETE CASCADE);"
+                       "CREATE TABLE r (id INT PRIMARY KEY, pid INT, CONSTRAINT fk_r FOREIGN KEY (pid) REFERENCES p (id));"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_fkxa.*"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"check", "--config", config});
+  std::string fk = CheckLine(r.output, "foreign key cascades");
+  EXPECT_EQ(fk.rfind("WARN", 0), 0u) << r.output;
+  EXPECT_NE(fk.find("it_fkxa.c (fk_c: ON DELETE CASCADE from it_fkxa.p)"), std::string::npos) << fk;
+  EXPECT_EQ(fk.find("fk_r"), std::string::npos) << fk;
+  EXPECT_EQ(CheckLine(r.output, "prepared XA transactions"), "") << r.output;
+  ASSERT_EQ(RunSqlText("XA START 'it_fkxa1'; INSERT INTO it_fkxa.p VALUES (2); XA END 'it_fkxa1'; XA PREPARE 'it_fkxa1';"), 0);
+  r = RunSluice({"check", "--config", config});
+  const std::string xa = CheckLine(r.output, "prepared XA transactions");
+  (void)RunSqlText("XA ROLLBACK 'it_fkxa1'");
+  EXPECT_EQ(xa.rfind("WARN", 0), 0u) << r.output;
+  EXPECT_NE(xa.find("it_fkxa1"), std::string::npos) << xa;
+}
+
 // An XA transaction prepared before the first snapshot and committed after it: the copies do
 // not hold its rows (a prepared transaction is invisible to a snapshot) and the stream starts
 // after its PREPARE, so it cannot tell which tables it changed. Before: a warning, its
