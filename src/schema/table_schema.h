@@ -87,4 +87,14 @@ struct TableSchema {
 
 using TableSchemaPtr = std::shared_ptr<const TableSchema>;
 
+// Why a system-versioned table (MariaDB WITH SYSTEM VERSIONING) is not captured in mode cdc,
+// and what to do instead: the snapshot's refusal and the stream's, in one text.
+inline std::string SystemVersionedNotCaptured(const std::string& name) {
+  return "table " + name +
+         " is system-versioned (WITH SYSTEM VERSIONING): its binlog rows carry the hidden ROW START/ROW END columns "
+         "and a history row for every change, which sluice does not decode, so it cannot be captured in mode cdc; "
+         "read its current rows by queries instead ([table.\"" + name +
+         "\"] mode = \"full\" or \"incremental\", docs/incremental.md), or leave it out (source.exclude)";
+}
+
 }  // namespace sluice

@@ -633,13 +633,7 @@ bool ConsistentReadEngine(std::string_view engine) {
 
 Status CheckSnapshotTable(const TableSchema& schema, const SnapshotRunOptions& options) {
   const std::string name = schema.QualifiedName();
-  if (schema.system_versioned)
-    return Status::FailedPrecondition(fmt::format(
-        "table {} is system-versioned (WITH SYSTEM VERSIONING): its binlog rows carry the hidden ROW START/ROW "
-        "END columns and a history row for every change, which sluice does not decode, so it cannot be "
-        "captured in mode cdc; read its current rows by queries instead ([table.\"{}\"] mode = \"full\" or "
-        "\"incremental\", docs/incremental.md), or leave it out (source.exclude)",
-        name, name));
+  if (schema.system_versioned) return Status::FailedPrecondition(SystemVersionedNotCaptured(name));
   if (ConsistentReadEngine(schema.engine)) return Status::Ok();
   const bool allowed = TableSelected(options.allow_inconsistent_read, schema.db, schema.table);
   if (!schema.has_primary_key())

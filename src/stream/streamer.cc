@@ -372,7 +372,13 @@ class SchemaRegistry {
       return v->schema;
     };
     SchemaHistory next = history_;
-    auto add = [&](const ddl::TableRef& t, TableSchemaPtr schema) {
+    auto add = [&](const ddl::TableRef& t, TableSchemaPtr schema) -> Status {
+      // A table made system-versioned (CREATE ... WITH SYSTEM VERSIONING, renamed in) cannot
+      // be streamed: said here, with the remedy, not at its first row as a misread statement
+      // (a new user's probe).
+      if (schema && schema->system_versioned && selected(t))
+        return Status::FailedPrecondition(fmt::format("{}: \"{}\": {}", where, Shorten(txn.ddl_query),
+                                                      SystemVersionedNotCaptured(t.ToString())));
       return next.Add(t.db, t.table, TableVersion{since, std::move(schema), txn.ddl_query});
     };
 
