@@ -778,6 +778,22 @@ class SchemaRegistry {
       std::string& list = RowsDropped(key, at) ? recopied : changed;
       list += (list.empty() ? "" : " ") + key;
     }
+    // What the text cannot show is asked first: a copy again does not get past it, and the
+    // advice to copy again came first (a new user's probe followed it into the second stop).
+    if (MentionsCaptured(schema, query)) {
+      ASSIGN_OR_RETURN(std::string hidden, HiddenChanges(d));
+      if (!hidden.empty())
+        return Status::FailedPrecondition(fmt::format(
+            "{}: \"{}\" {}; {}{}, which may change selected tables, and sluice stops rather than guess. "
+            "No run of this destination can get past it (copying tables again does not: the tables the "
+            "server changed are not known): start over into a new destination (a new sink path or "
+            "database; its snapshot is taken after this statement), and set binlog_format=ROW globally "
+            "and in every session (docs/schema-changes.md)",
+            where, text, kLogged,
+            changed.empty() ? "it names no selected table it changes, but "
+                            : "it changes selected table(s) " + changed + ", and ",
+            hidden));
+    }
     if (!changed.empty())
       return Status::FailedPrecondition(fmt::format(
           "{}: \"{}\" changes selected table(s) {} and {}: it cannot be applied. To get past it, copy "
@@ -785,17 +801,6 @@ class SchemaRegistry {
           "sluice again (the stream passes the statement for tables copied after it); and set "
           "binlog_format=ROW globally and in every session (docs/schema-changes.md)",
           where, text, changed, kLogged, changed));
-    if (MentionsCaptured(schema, query)) {
-      ASSIGN_OR_RETURN(std::string hidden, HiddenChanges(d));
-      if (!hidden.empty())
-        return Status::FailedPrecondition(fmt::format(
-            "{}: \"{}\" {}; it names no selected table it changes, but {}, which may change selected "
-            "tables, and sluice stops rather than guess. No run of this destination can get past it: "
-            "start over into a new destination (a new sink path or database; its snapshot is taken after "
-            "this statement), and set binlog_format=ROW globally and in every session "
-            "(docs/schema-changes.md)",
-            where, text, kLogged, hidden));
-    }
     if (recopied.empty())
       LogInfo("{}: \"{}\" was logged as a statement and changes no selected table: skipped", where, text);
     else
@@ -820,9 +825,16 @@ class SchemaRegistry {
       const std::string tables = in(d.tables);
       parts.push_back("SELECT 'is a view', TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
                       "TABLE_TYPE = 'VIEW' AND (TABLE_SCHEMA, TABLE_NAME) IN (" + tables + ")");
-      parts.push_back("SELECT 'has a trigger', EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE FROM "
-                      "information_schema.TRIGGERS WHERE (EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE) IN (" +
-                      tables + ")");
+      // Only triggers the statement's kind can fire (an UPDATE does not fire an INSERT trigger;
+      // INSERT ... ON DUPLICATE KEY UPDATE fires both; REPLACE deletes and inserts).
+      const char* events = d.kind == ddl::DmlKind::kUpdate   ? "'UPDATE'"
+                           : d.kind == ddl::DmlKind::kDelete  ? "'DELETE'"
+                           : d.kind == ddl::DmlKind::kInsert  ? "'INSERT', 'UPDATE'"
+                           : d.kind == ddl::DmlKind::kReplace ? "'INSERT', 'DELETE'"
+                                                              : "'INSERT', 'UPDATE', 'DELETE'";
+      parts.push_back("SELECT CONCAT('has an ', LOWER(EVENT_MANIPULATION), ' trigger'), EVENT_OBJECT_SCHEMA, "
+                      "EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE (EVENT_OBJECT_SCHEMA, "
+                      "EVENT_OBJECT_TABLE) IN (" + tables + ") AND EVENT_MANIPULATION IN (" + events + ")");
     }
     if (!d.calls.empty())
       parts.push_back("SELECT 'is a stored function it calls', ROUTINE_SCHEMA, ROUTINE_NAME FROM "
