@@ -35,7 +35,22 @@ Result<std::optional<TableName>> OpenTable(Connection& conn, const std::string& 
 
 // Where "db.table" is at the source as a base table (its split into database and table), or
 // nullopt when it no longer exists there: information_schema first, then opening it.
-Result<std::optional<TableName>> FindTable(Connection& meta, const std::string& name) {
+// `db_part`, when known (the stream marks a table with its database), is the only split
+// looked at: with the database `a.b` renamed into the patterns, "a.b.c" found `a`.`b.c` first
+// and copied that table in its place (a new user's probe).
+Result<std::optional<TableName>> FindTable(Connection& meta, const std::string& name, const std::string& db_part) {
+  if (!db_part.empty() && name.size() > db_part.size() && name.starts_with(db_part + ".")) {
+    const TableName t{db_part, name.substr(db_part.size() + 1)};
+    ASSIGN_OR_RETURN(QueryResult r,
+                     meta.Query("SELECT 1 FROM information_schema.TABLES WHERE TABLE_TYPE IN ('BASE TABLE', "
+                                "'SYSTEM VERSIONED') AND TABLE_SCHEMA = " + meta.Quote(t.db) +
+                                " AND TABLE_NAME = " + meta.Quote(t.table)));
+    if (!r.rows.empty()) return std::optional<TableName>(t);
+    auto opened = meta.Query("SELECT 1 FROM " + Ident(t.db) + "." + Ident(t.table) + " LIMIT 0");
+    if (opened.ok()) return std::optional<TableName>(t);
+    if (opened.status().code() != StatusCode::kNotFound) return opened.status();
+    return std::optional<TableName>();
+  }
   ASSIGN_OR_RETURN(QueryResult r,
                    meta.Query("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
                               "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND "
@@ -131,7 +146,7 @@ Result<size_t> RecordTablesGoneDuringTheCopy(const SnapshotRunOptions& options, 
     const TableSnapshotProgress& p = ckpt.tables[name];
     std::optional<TableName> found = t;
     if (!p.done) {
-      ASSIGN_OR_RETURN(found, FindTable(meta, name));
+      ASSIGN_OR_RETURN(found, FindTable(meta, name, p.db));
     }
     if (found) {
       left.push_back(*found);
@@ -167,7 +182,7 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
   std::vector<std::pair<std::string, std::string>> gone;  // "db.table" name, its db part if known
   for (const auto& [name, p] : ckpt.tables) {
     if (p.done) continue;
-    ASSIGN_OR_RETURN(std::optional<TableName> found, FindTable(*meta, name));
+    ASSIGN_OR_RETURN(std::optional<TableName> found, FindTable(*meta, name, p.db));
     if (found) {
       names.push_back(*found);
     } else {

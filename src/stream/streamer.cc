@@ -231,6 +231,33 @@ class SchemaRegistry {
       if (op.kind == ddl::OpKind::kPartition && !op.new_table.table.empty()) partition_others.push_back(op.new_table);
     for (const auto& t : partition_others) touches = touches || selected(t);
     if (!touches) return Status::Ok();
+    {
+      // A table that comes in under a "db.table" name another captured table has with another
+      // split (`a.b`.`c` beside `a`.`b.c`): the checkpoint, the re-reads and the sinks name
+      // tables so, and the start refuses such a pair. Coming by RENAME, it was copied as the
+      // other table (a new user's probe); it stops here, before anything of it is applied.
+      std::vector<ddl::TableRef> arriving;
+      if (st.kind == ddl::Kind::kCreateTable && !st.tables.empty()) arriving.push_back(st.tables[0]);
+      for (const auto& [from, to] : st.renames) arriving.push_back(to);
+      for (const ddl::TableRef& t : arriving) {
+        if (!selected(t)) continue;
+        const std::string name = t.ToString();
+        for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+          const ddl::TableRef other{name.substr(0, dot), name.substr(dot + 1)};
+          if (other == t || !selected(other)) continue;
+          const TableVersion* v = history_.Latest(other.db, other.table);
+          if (!v || !v->schema) continue;
+          bool leaving = false;  // renamed away by this statement
+          for (const auto& [from, to] : st.renames) leaving = leaving || from == other;
+          if (leaving) continue;
+          return Status::FailedPrecondition(fmt::format(
+              "{}: \"{}\" brings `{}`.`{}` into the capture beside `{}`.`{}`: both are named {} in sluice's "
+              "checkpoint and sinks, and one would take the other's place; sluice stops before applying it: "
+              "leave one out (source.exclude) and run again",
+              where, Shorten(txn.ddl_query), t.db, t.table, other.db, other.table, name));
+        }
+      }
+    }
     if (!skipping_.empty()) {
       // Beside an online re-read: a statement on a table being copied waits for the copy
       // (the caller stops before it); one on the other tables before others_at is applied.

@@ -1094,5 +1094,41 @@ TEST(SchemaChange, MinimalRowImagesTakeImplicitDefaultsAndStopOnADefaultNotKnown
   (void)RunSqlText("DROP DATABASE IF EXISTS it_impl;");
 }
 
+// A table renamed into the patterns whose "db.table" name is another captured table's with
+// another split: `it_dot.x`.`c` beside `it_dot`.`x.c`. The re-read looked the name up, found
+// `it_dot`.`x.c` first and copied it in the new table's place (a new user's probe: SQLite held
+// the other table's rows, PostgreSQL and MariaDB no table at all, exit 0). Now the run stops at
+// the RENAME, naming both, before anything of it is applied; the table already there keeps its
+// rows.
+TEST(SchemaChange, ATableRenamedInUnderAnotherTablesDottedNameStopsTheRun) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_dot; DROP DATABASE IF EXISTS `it_dot.x`; DROP DATABASE IF EXISTS it_doto;"
+                       "CREATE DATABASE it_dot; CREATE DATABASE `it_dot.x`; CREATE DATABASE it_doto;"
+                       "CREATE TABLE it_dot.`x.c` (id INT PRIMARY KEY, v INT); INSERT INTO it_dot.`x.c` VALUES (1, 1);"
+                       "CREATE TABLE it_doto.c (id INT PRIMARY KEY, v INT); INSERT INTO it_doto.c VALUES (10, 10), (20, 20);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_dot*.*"};
+  spec.exclude = {"it_doto.*"};
+  spec.sink_path = dir.File("replica.db");
+  const std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const pid_t pid = StartSluice({"run", "--config", config}, dir.File("log"));
+  ASSERT_TRUE(WaitForLog(dir.File("log"), "streaming from", pid, std::chrono::seconds(60))) << ReadFile(dir.File("log"));
+  ASSERT_EQ(RunSqlText("RENAME TABLE it_doto.c TO `it_dot.x`.c; INSERT INTO `it_dot.x`.c VALUES (30, 30);"
+                       "INSERT INTO it_dot.`x.c` VALUES (2, 2);"),
+            0);
+  EXPECT_EQ(WaitChild(pid, std::chrono::seconds(60)), 1);
+  const std::string log = ReadFile(dir.File("log"));
+  for (const char* word : {"`it_dot.x`.`c`", "`it_dot`.`x.c`", "leave one out"})
+    EXPECT_NE(log.find(word), std::string::npos) << word << "\n" << log;
+  // The next run refuses at start: both are at the source now.
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(ReplicaColumn(spec.sink_path, "SELECT group_concat(id) FROM \"it_dot.x.c\""), "1");
+  (void)RunSqlText("DROP DATABASE IF EXISTS it_dot; DROP DATABASE IF EXISTS `it_dot.x`; DROP DATABASE IF EXISTS it_doto;");
+}
+
 }  // namespace
 }  // namespace sluice::testing
