@@ -200,6 +200,15 @@ Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfi
   std::map<std::pair<std::string, std::string>, const TableName*> dest;
   for (const auto& t : tables) {
     std::string ns = pg ? PostgresSchemaName(sink.postgres, t.db) : MysqlDestinationDatabase(sink.mysql, t.db);
+    if (!pg && folded(ns) == folded(sink.mysql.database))
+      return Status::InvalidArgument(fmt::format(
+          "source table {} would go to the MySQL database {}, which holds sluice's bookkeeping (sink.mysql.database "
+          "= \"{}\"; {}); set sink.mysql.database to another name, map {} onto another database "
+          "(sink.mysql.databases), or leave it out (source.exclude)",
+          quoted(t), ns, sink.mysql.database,
+          sink.mysql.databases.count(t.db) ? fmt::format("sink.mysql.databases.{} = \"{}\"", t.db, ns)
+                                           : "its database unmapped",
+          t.db));
     auto [it, inserted] = dest.emplace(std::make_pair(folded(ns), folded(t.table)), &t);
     if (inserted) continue;
     const TableName& first = *it->second;

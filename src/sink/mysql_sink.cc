@@ -423,6 +423,10 @@ class MyDialect : public SqlDialect {
     return true;
   }
   std::string Quote(std::string_view identifier) const override { return QuoteIdentifier(identifier); }
+  // The bookkeeping database (sink.mysql.database): a source database mapped onto it put its
+  // tables among sluice's own, and a source table named _sluice_checkpoint had its rows
+  // overwritten by every checkpoint (a new user's probe).
+  std::string_view ReservedNamespace() const override { return options_.database; }
   std::string Placeholder(int index) const override {
     (void)index;
     return "?";

@@ -320,7 +320,7 @@ bool MatchesSchema(const SqlDialect& d, const std::vector<SqlExistingColumn>& ha
 // named or mapped "_sluice") would overwrite or be overwritten by the checkpoint.
 static Status RefuseReserved(const SqlDialect& dialect, const TableSchema& schema, const SqlTableName& name) {
   const std::string_view reserved = dialect.ReservedNamespace();
-  if (reserved.empty() || name.namespace_name != reserved) return Status::Ok();
+  if (reserved.empty() || !dialect.NamesEqual(name.namespace_name, reserved)) return Status::Ok();
   return Status::FailedPrecondition(fmt::format(
       "table {}.{} would go to {}, among sluice's own tables (the checkpoint); map its database to another "
       "destination namespace (docs/config.md)",

@@ -543,6 +543,29 @@ TEST_F(MysqlDest, FloatsKeepTheirStoredValueWhenTheColumnGainsDecimals) {
             RowsOf(*Connect(), fmt::format(fmt::runtime(values), "it_floatmd.t")));
 }
 
+// A source database that maps onto the bookkeeping database (sink.mysql.database): its tables
+// would go among sluice's own, and a source table named _sluice_checkpoint had its row 1
+// overwritten by every checkpoint, exit 0 (a new user's probe). Refused at start (exit 2),
+// before anything is written to the destination, and by `check`, naming the key.
+TEST_F(MysqlDest, ASourceDatabaseOnTheBookkeepingDatabaseIsRefused) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_bk; CREATE DATABASE it_bk;"
+                       "CREATE TABLE it_bk._sluice_checkpoint (id INT NOT NULL PRIMARY KEY, state LONGTEXT NOT NULL);"
+                       "INSERT INTO it_bk._sluice_checkpoint VALUES (1, 'user data');"),
+            0);
+  TempDir dir;
+  const std::string config = WriteMysqlConfig(dir, {"it_bk.*"}, 5420, "it_bk");
+  auto dest = DestConnect();
+  ASSERT_NE(dest, nullptr);
+  ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_bk").ok());
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  for (const char* word : {"`it_bk`.`_sluice_checkpoint`", "sink.mysql.database", "bookkeeping"})
+    EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+  EXPECT_EQ(RowsOf(*dest, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'it_bk'"), "0");
+  r = RunSluice({"check", "--config", config});
+  EXPECT_EQ(CheckLine(r.output, "sink table names").rfind("FAIL", 0), 0u) << r.output;
+}
+
 TEST_F(MysqlDest, DestinationRestartDuringTheSnapshotIsWaitedOut) {
   const int rows = SluiceSanitized() ? 30000 : 40000;
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_snapfault; CREATE DATABASE it_snapfault;"), 0);
