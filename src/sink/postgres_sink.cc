@@ -986,6 +986,21 @@ Status CheckPostgresNames(const PostgresSinkOptions& options, const std::string&
                     fmt::format("give the column a shorter name in the source, or leave `{}`.`{}` out "
                                 "(source.exclude)",
                                 db, table));
+  // Names PostgreSQL keeps for itself (a new user's probe got its raw error at the first copy,
+  // after `check` said READY): schemas starting with pg_, and the system columns every table has.
+  if (schema.starts_with("pg_"))
+    return Status::InvalidArgument(fmt::format(
+        "table `{}`.`{}`: its schema would be {}, and PostgreSQL keeps names starting with pg_ for its own "
+        "schemas; map the database onto another schema (sink.postgres.schemas.{} = \"...\"), or leave its "
+        "tables out (source.exclude)",
+        db, table, schema, db));
+  for (const std::string& c : columns)
+    for (const char* system : {"tableoid", "xmin", "cmin", "xmax", "cmax", "ctid"})
+      if (c == system)
+        return Status::InvalidArgument(fmt::format(
+            "table `{}`.`{}`: column {} is the name of a PostgreSQL system column, which every table has; "
+            "rename the column in the source, or leave `{}`.`{}` out (source.exclude)",
+            db, table, c, db, table));
   return Status::Ok();
 }
 

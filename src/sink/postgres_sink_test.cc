@@ -26,6 +26,26 @@ TEST(PostgresNames, KeptBytesCutAtACharacterBoundary) {
   EXPECT_EQ(PostgresKeptNameBytes(std::string(62, 'x') + "\xf0\x9f\x98\x80"), 62u);  // a 4-byte one at 63
 }
 
+// Names PostgreSQL keeps for itself are refused before anything is written, with the remedy:
+// a schema starting with pg_ (a source database pg_data, unmapped) and the system columns
+// (ctid, xmin, ...). A column "CTID" or "oid" is an ordinary name there (PostgreSQL 12+).
+TEST(PostgresNames, SystemSchemasAndColumnsAreRefusedNamingTheRemedy) {
+  PostgresSinkOptions o;
+  Status st = CheckPostgresNames(o, "pg_data", "t", {"id"});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("sink.postgres.schemas.pg_data"), std::string::npos) << st.message();
+  o.schemas["pg_data"] = "data";
+  EXPECT_TRUE(CheckPostgresNames(o, "pg_data", "t", {"id"}).ok());
+  for (const char* c : {"tableoid", "xmin", "cmin", "xmax", "cmax", "ctid"}) {
+    st = CheckPostgresNames(o, "d", "t", {"id", c});
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << c;
+    EXPECT_NE(st.message().find(std::string("column ") + c + " is the name of a PostgreSQL system column"),
+              std::string::npos)
+        << st.message();
+  }
+  EXPECT_TRUE(CheckPostgresNames(o, "d", "t", {"id", "CTID", "oid", "xmin2"}).ok());
+}
+
 // Every name a table becomes is checked: the schema (mapped or not), the table, each
 // column; the message names the table, the name, its length, the limit and the remedy.
 // Names of up to 63 bytes are fine and mapped as before.
