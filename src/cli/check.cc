@@ -448,6 +448,14 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bo
   return f;
 }
 
+// The first `max` of `items` joined by `sep`, then " and N more" when there are others.
+static std::string FirstOf(const std::vector<std::string>& items, size_t max, std::string_view sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < max; ++i) out += (i ? std::string(sep) : std::string()) + items[i];
+  if (items.size() > max) out += fmt::format("{}and {} more", sep == ", " ? " " : sep, items.size() - max);
+  return out;
+}
+
 std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config) {
   std::vector<CheckLine> out;
   const ServerInfo& info = f.info;
@@ -545,9 +553,7 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
     } else if (bad.empty() && allowed.empty()) {
       out.push_back(Line("table engines", CheckOutcome::kPass, fmt::format("{} table(s): {}", f.tables.size(), summary)));
     } else if (bad.empty()) {
-      std::string list;
-      for (size_t i = 0; i < allowed.size() && i < 10; ++i) list += (i ? ", " : "") + allowed[i];
-      if (allowed.size() > 10) list += fmt::format(" and {} more", allowed.size() - 10);
+      const std::string list = FirstOf(allowed, 10);
       out.push_back(Line("table engines", CheckOutcome::kWarn,
                          fmt::format("not transactional, copied without a consistent read "
                                      "(snapshot.allow_inconsistent_read): {} (one without a primary key is "
@@ -555,9 +561,7 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
                                      list),
                          "ALTER TABLE ... ENGINE=InnoDB"));
     } else {
-      std::string list;
-      for (size_t i = 0; i < bad.size() && i < 10; ++i) list += (i ? ", " : "") + bad[i];
-      if (bad.size() > 10) list += fmt::format(" and {} more", bad.size() - 10);
+      const std::string list = FirstOf(bad, 10);
       out.push_back(Line("table engines", CheckOutcome::kFail,
                          fmt::format("not transactional: {}: their copy is not one consistent read (rows change "
                                      "while they are read; the stream repairs them only with FULL row images)",
@@ -567,9 +571,7 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
     }
   }
   if (!f.fk_cascades.empty()) {
-    std::string list;
-    for (size_t i = 0; i < f.fk_cascades.size() && i < 5; ++i) list += (i ? "; " : "") + f.fk_cascades[i];
-    if (f.fk_cascades.size() > 5) list += fmt::format("; and {} more", f.fk_cascades.size() - 5);
+    const std::string list = FirstOf(f.fk_cascades, 5, "; ");
     out.push_back(Line("foreign key cascades", CheckOutcome::kWarn,
                        fmt::format("rows of captured tables change by cascade, which the binlog does not carry (the "
                                    "server makes those changes itself): {}; the replica keeps the child rows as "
@@ -579,9 +581,7 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
                        "those tables again after such changes (`sluice resnapshot`); docs/design.md, Known limits"));
   }
   if (!f.prepared_xa.empty()) {
-    std::string list;
-    for (size_t i = 0; i < f.prepared_xa.size() && i < 5; ++i) list += (i ? ", " : "") + f.prepared_xa[i];
-    if (f.prepared_xa.size() > 5) list += fmt::format(" and {} more", f.prepared_xa.size() - 5);
+    const std::string list = FirstOf(f.prepared_xa, 5);
     out.push_back(Line("prepared XA transactions", CheckOutcome::kWarn,
                        fmt::format("{} XA transaction(s) prepared and not committed or rolled back (XA RECOVER): {}; "
                                    "while one is pending the resume point stays at its PREPARE (binlogs purged past "
