@@ -72,10 +72,28 @@ Status RequestResnapshot(const Config& config, const std::vector<std::string>& t
   if (config.sink.type != SinkType::kSqlite && config.sink.type != SinkType::kJsonl && !server_sink)
     return Status::InvalidArgument("resnapshot works with sink.type = \"sqlite\", \"jsonl\", \"mysql\" or \"postgres\"");
   const TableFilter filter{config.source.tables, config.source.exclude};
-  for (const std::string& t : tables)
+  for (const std::string& t : tables) {
+    // A pattern is not a table: `w.t?a?x` was "marked" as a table of that name, and the next
+    // run only warned that it no longer exists (a new user's probe).
+    if (t.find_first_of("*?") != std::string::npos)
+      return Status::InvalidArgument(fmt::format(
+          "{} is a pattern; resnapshot takes table names (db.table), each as the source names it", t));
     if (!Selected(filter, t))
       return Status::InvalidArgument(fmt::format(
           "table {} is not selected by source.tables/source.exclude; name tables as db.table", t));
+  }
+  // A name that is no table at the source (a typo) is refused while it can be said; when the
+  // source does not answer, the next run says it (a marked table that is gone is recorded so).
+  if (auto source = Connection::Connect(SourceConnectOptions(config.source)); source.ok()) {
+    for (const std::string& t : tables) {
+      auto r = (*source)->Query("SELECT 1 FROM information_schema.TABLES WHERE CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) = " +
+                                (*source)->Quote(t));
+      if (r.ok() && r->rows.empty())
+        return Status::InvalidArgument(fmt::format(
+            "table {} does not exist at the source ({}); name tables as db.table, as the source names them", t,
+            config.source.host + ":" + std::to_string(config.source.port)));
+    }
+  }
   // Tables of modes incremental, full and snapshot_only are read when a run starts: they are
   // marked in the checkpoint to start over (snapshot/reread.h MarkForReread), which needs the
   // run stopped; one never read yet needs nothing (its first run copies it).

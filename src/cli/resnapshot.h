@@ -10,7 +10,8 @@
 // destination's checkpoint, which needs the run stopped (a running run holds the
 // destination's one-writer lock: the sink's kFailedPrecondition). Kafka and NATS sinks:
 // refused (kInvalidArgument).
-// Errors: kInvalidArgument for a table the configuration does not select or a sink without a
+// Errors: kInvalidArgument for a pattern (`*`, `?`), a table the configuration does not select,
+// a name that is no table at the source (asked when the source answers), or a sink without a
 // checkpoint (the first run copies every table anyway); the sink's errors otherwise.
 #pragma once
 

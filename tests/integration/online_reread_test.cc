@@ -808,6 +808,14 @@ TEST(Resnapshot, RereadsChosenTablesWhenStoppedAndWhileRunning) {
   r = RunSluice({"resnapshot", "--config", config, "it_ors_no.x"});
   EXPECT_EQ(r.exit_code, 2) << "a table the config does not select: " << r.output;
   EXPECT_NE(r.output.find("it_ors_no.x"), std::string::npos) << r.output;
+  // A pattern, or a name that is no table at the source (a new user's probe: both were "marked",
+  // exit 0, and the next run only warned): refused, naming it.
+  r = RunSluice({"resnapshot", "--config", config, "it_ors.?"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("it_ors.? is a pattern"), std::string::npos) << r.output;
+  r = RunSluice({"resnapshot", "--config", config, "it_ors.nope"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("table it_ors.nope does not exist at the source"), std::string::npos) << r.output;
 
   // Stopped: damage the replica, mark, run.
   ASSERT_EQ(ReplicaExec(spec.sink_path, "UPDATE \"it_ors.t\" SET v = 'damaged'; DELETE FROM \"it_ors.u\";"), SQLITE_OK);
