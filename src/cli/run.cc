@@ -22,6 +22,7 @@
 #include "cli/table_config.h"
 #include "mysql/schema_loader.h"
 #include "mysql/server_probe.h"
+#include "schema/sql_tokenizer.h"
 #include "sink/jsonl_sink.h"
 #include "sink/mysql_sink.h"
 #include "sink/postgres_sink.h"
@@ -191,12 +192,7 @@ Status CheckNameCollisions(const std::vector<TableName>& tables, const SinkConfi
   // database names: `db`.`T` and `db`.`t` are one table there (before this check the two
   // tables' rows were merged into one, silently).
   const bool fold = !pg && mysql_lower_case_table_names != 0;
-  const auto folded = [fold](std::string s) {
-    if (fold)
-      for (char& c : s)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return s;
-  };
+  const auto folded = [fold](const std::string& s) { return fold ? sql::AsciiLower(s) : s; };
   std::map<std::pair<std::string, std::string>, const TableName*> dest;
   for (const auto& t : tables) {
     std::string ns = pg ? PostgresSchemaName(sink.postgres, t.db) : MysqlDestinationDatabase(sink.mysql, t.db);

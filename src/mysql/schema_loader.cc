@@ -1,5 +1,6 @@
 #include "mysql/schema_loader.h"
 
+#include "schema/sql_tokenizer.h"
 #include "schema/text_value.h"
 
 #include <algorithm>
@@ -112,14 +113,8 @@ Result<std::vector<TableName>> ListTables(Connection& conn, const TableFilter& f
     if (!any) {
       // A pattern in another case than the server's names (e.g. 'Shop.*' on a server with
       // lower_case_table_names = 1, which stores shop): say which table it would match.
-      const auto lower = [](std::string_view v) {
-        std::string out(v);
-        for (char& c : out)
-          if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-        return out;
-      };
       auto folded = std::find_if(all.begin(), all.end(), [&](const TableName& t) {
-        return PatternMatchesTable(lower(p), lower(t.db), lower(t.table));
+        return PatternMatchesTable(sql::AsciiLower(p), sql::AsciiLower(t.db), sql::AsciiLower(t.table));
       });
       if (folded != all.end())
         return Status::NotFound(fmt::format(

@@ -32,6 +32,9 @@ enum class TokenKind : uint8_t { kWord, kQuotedIdent, kString, kNumber, kPunct }
 // Whether `a` and `b` are equal ignoring ASCII case (SQL keywords; identifiers compared as
 // MySQL compares column and alias names).
 bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b);
+// `s` with ASCII letters in lower case (how sluice folds names where the server ignores case:
+// lower_case_table_names; other letters are left as they are).
+std::string AsciiLower(std::string_view s);
 
 struct Token {
   TokenKind kind;

@@ -20,6 +20,7 @@
 #include <regex>
 #include <unordered_map>
 
+#include "schema/sql_tokenizer.h"
 #include "schema/text_value.h"
 #include "util/hex.h"
 #include "util/log.h"
@@ -415,12 +416,7 @@ class MyDialect : public SqlDialect {
   // case (ASCII letters here; the server folds others too). A rename that changes only the
   // case must not drop its target first: that is the table itself.
   bool NamesEqual(std::string_view a, std::string_view b) const override {
-    if (!names_ignore_case_) return a == b;
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-        return false;
-    return true;
+    return names_ignore_case_ ? sql::EqualsIgnoreAsciiCase(a, b) : a == b;
   }
   std::string Quote(std::string_view identifier) const override { return QuoteIdentifier(identifier); }
   // The bookkeeping database (sink.mysql.database): a source database mapped onto it put its

@@ -27,6 +27,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
+#include "schema/sql_tokenizer.h"
 #include "schema/text_value.h"
 
 namespace sluice {
@@ -565,13 +566,7 @@ class SqliteDialect : public SqlDialect {
     n.table_name = n.key;
     return n;
   }
-  bool NamesEqual(std::string_view a, std::string_view b) const override {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-        return false;
-    return true;
-  }
+  bool NamesEqual(std::string_view a, std::string_view b) const override { return sql::EqualsIgnoreAsciiCase(a, b); }
   Result<std::string> ColumnType(const ColumnDesc& column) const override { return SqliteColumnType(column); }
   uint8_t BindKind(const ColumnDesc& column) const override {
     const std::string type = SqliteColumnType(column);

@@ -17,6 +17,7 @@
 #include "mysql/server_probe.h"
 #include "pipeline/bounded_queue.h"
 #include "pipeline/handoff_rule.h"
+#include "schema/sql_tokenizer.h"
 #include "sink/sink_retry.h"
 #include "schema/ddl.h"
 #include "schema/ddl_apply.h"
@@ -783,8 +784,8 @@ class SchemaRegistry {
     if (lower_case_table_names_ != 0)
       for (ddl::TableRef& t : d.tables) {
         if (lower_case_table_names_ == 1) {
-          t.db = AsciiLower(t.db);
-          t.table = AsciiLower(t.table);
+          t.db = sql::AsciiLower(t.db);
+          t.table = sql::AsciiLower(t.table);
         } else if (auto stored = StoredNameIgnoringCase(t)) {
           t = *stored;
         }
@@ -884,12 +885,12 @@ class SchemaRegistry {
   // database, or a literal database name of the patterns written in it.
   bool MentionsCaptured(std::string_view schema_text, std::string_view query_text) const {
     // Where names ignore case, so does the search.
-    const std::string lowered_schema = lower_case_table_names_ ? AsciiLower(schema_text) : std::string();
-    const std::string lowered_query = lower_case_table_names_ ? AsciiLower(query_text) : std::string();
+    const std::string lowered_schema = lower_case_table_names_ ? sql::AsciiLower(schema_text) : std::string();
+    const std::string lowered_query = lower_case_table_names_ ? sql::AsciiLower(query_text) : std::string();
     const std::string_view schema = lower_case_table_names_ ? std::string_view(lowered_schema) : schema_text;
     const std::string_view query = lower_case_table_names_ ? std::string_view(lowered_query) : query_text;
     for (const auto& p : filter_.include) {
-      const std::string pattern = lower_case_table_names_ ? AsciiLower(p) : p;
+      const std::string pattern = lower_case_table_names_ ? sql::AsciiLower(p) : p;
       std::string_view db = std::string_view(pattern).substr(0, pattern.find('.'));
       if (GlobMatch(db, schema)) return true;
       bool literal = db.find_first_of("*?") == std::string_view::npos;
@@ -933,20 +934,13 @@ class SchemaRegistry {
     return coll;
   }
 
-  static std::string AsciiLower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return out;
-  }
-
   // The name the history holds for `t` (a table that exists: a live version) when it differs
   // from `t` only in ASCII case; nothing when the history holds `t` itself, or no such table.
   std::optional<ddl::TableRef> StoredNameIgnoringCase(const ddl::TableRef& t) const {
     if (const TableVersion* v = history_.Latest(t.db, t.table); v && v->schema) return std::nullopt;
-    const std::string want = AsciiLower(t.db + "." + t.table);
+    const std::string want = t.db + "." + t.table;
     for (const std::string& name : history_.Tables()) {
-      if (name.size() != want.size() || AsciiLower(name) != want) continue;
+      if (!sql::EqualsIgnoreAsciiCase(name, want)) continue;
       ddl::TableRef stored{name.substr(0, t.db.size()), name.substr(t.db.size() + 1)};
       const TableVersion* v = history_.Latest(stored.db, stored.table);
       if (v && v->schema) return stored;
@@ -967,10 +961,10 @@ class SchemaRegistry {
     if (lower_case_table_names_ == 0) return Status::Ok();
     if (lower_case_table_names_ == 1) {
       ddl::ForEachTableRef(st, [](ddl::TableRef& t) {
-        t.db = AsciiLower(t.db);
-        t.table = AsciiLower(t.table);
+        t.db = sql::AsciiLower(t.db);
+        t.table = sql::AsciiLower(t.table);
       });
-      st.drop_database = AsciiLower(st.drop_database);
+      st.drop_database = sql::AsciiLower(st.drop_database);
       return Status::Ok();
     }
     std::string mismatch;
