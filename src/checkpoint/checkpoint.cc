@@ -6,6 +6,8 @@
 //     "version": 1 | 2 | 3,                          integer; anything else -> kFailedPrecondition
 //     "flavor": "mariadb" | "mysql" | "unknown",
 //     "stream_start": {"file": string, "pos": unsigned integer},
+//     "witness": {"file": string, "created": n, "event_pos": n, "event_size": n,
+//                 "event_crc32": n}          optional (checkpoint.h PositionWitness)
 //     "gtid": string,                                may be ""
 //     "source": {"server_id": n, "server_uuid": string}   optional (absent: not recorded)
 //     "snapshot": {
@@ -206,6 +208,19 @@ Result<Checkpoint> FromParsed(const Json& doc) {
   ASSIGN_OR_RETURN(const Json* start, GetObject(doc, "stream_start", "stream_start"));
   ASSIGN_OR_RETURN(cp.stream_start.file, GetString(*start, "file", "stream_start.file"));
   ASSIGN_OR_RETURN(cp.stream_start.pos, GetUnsigned(*start, "pos", "stream_start.pos"));
+  if (auto w = doc.find("witness"); w != doc.end()) {
+    if (!w->is_object()) return Missing("witness", "an object");
+    ASSIGN_OR_RETURN(cp.witness.file, GetString(*w, "file", "witness.file"));
+    ASSIGN_OR_RETURN(cp.witness.event_pos, GetUnsigned(*w, "event_pos", "witness.event_pos"));
+    uint32_t* narrow[] = {&cp.witness.created, &cp.witness.event_size, &cp.witness.event_crc32};
+    const char* names[] = {"created", "event_size", "event_crc32"};
+    for (int i = 0; i < 3; ++i) {
+      const std::string field = std::string("witness.") + names[i];
+      ASSIGN_OR_RETURN(uint64_t n, GetUnsigned(*w, names[i], field));
+      if (n > 0xffffffffu) return Missing(field, "a 32-bit unsigned integer");
+      *narrow[i] = static_cast<uint32_t>(n);
+    }
+  }
   ASSIGN_OR_RETURN(cp.gtid, GetString(doc, "gtid", "gtid"));
   if (auto src = doc.find("source"); src != doc.end()) {
     if (!src->is_object()) return Missing("source", "an object");
@@ -544,6 +559,12 @@ std::string Checkpoint::ToJsonWithoutSchemas() const {
   doc["version"] = !others_at.empty() ? kVersionWithAhead : with_schemas ? kVersionWithSchemas : kVersion;
   doc["flavor"] = std::string(FlavorName(flavor));
   doc["stream_start"] = OJson{{"file", stream_start.file}, {"pos", stream_start.pos}};
+  if (!witness.file.empty())
+    doc["witness"] = OJson{{"file", witness.file},
+                           {"created", witness.created},
+                           {"event_pos", witness.event_pos},
+                           {"event_size", witness.event_size},
+                           {"event_crc32", witness.event_crc32}};
   doc["gtid"] = gtid;
   if (source.known())
     doc["source"] = OJson{{"server_id", source.server_id}, {"server_uuid", source.server_uuid}};

@@ -143,6 +143,32 @@ struct SourceIdentity {
   friend bool operator==(const SourceIdentity&, const SourceIdentity&) = default;
 };
 
+// What the binlog held at a checkpoint's stream_start when the checkpoint was written, so that a
+// resume can tell that the server's file there still holds that history: after RESET MASTER (or
+// a restore from an older backup) a file of the same name may hold events that line up with the
+// checkpoint's offset and GTIDs, and the file/length/GTID checks (stream/resume.h) pass while
+// every transaction in between is skipped (a new user's probe, exit 0). Applies only while
+// `file` is stream_start's file; each part is checked when recorded (stream/resume.h
+// WitnessCheck):
+//   created     the file's FORMAT_DESCRIPTION_EVENT header timestamp: when the server created
+//               the file (a reset or a restore makes a new one). 0: not recorded.
+//   event_*     the event that ends at stream_start (the last one applied): its offset, size
+//               and the CRC-32 of all its bytes as the dump sent them. event_size 0: none
+//               recorded (a snapshot's point: the event before it was never read).
+struct PositionWitness {
+  std::string file;
+  uint32_t created = 0;
+  uint64_t event_pos = 0;
+  uint32_t event_size = 0;
+  uint32_t event_crc32 = 0;
+  // Whether it says anything about `at`.
+  bool AppliesTo(const BinlogPosition& at) const { return !file.empty() && file == at.file; }
+  bool HasEventEndingAt(const BinlogPosition& at) const {
+    return AppliesTo(at) && event_size > 0 && event_pos + event_size == at.pos;
+  }
+  friend bool operator==(const PositionWitness&, const PositionWitness&) = default;
+};
+
 struct Checkpoint {
   static constexpr int kVersion = 1;             // without schemas
   static constexpr int kVersionWithSchemas = 2;  // with schemas
@@ -153,6 +179,7 @@ struct Checkpoint {
 
   Flavor flavor = Flavor::kUnknown;
   BinlogPosition stream_start;
+  PositionWitness witness;  // of stream_start (recorded by the stream; empty: none)
   std::string gtid;
   SourceIdentity source;
   bool snapshot_done = false;

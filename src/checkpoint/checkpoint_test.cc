@@ -214,6 +214,38 @@ TEST(CheckpointTest, SourceIdentityRoundTripsAndIsOptional) {
   EXPECT_NE(broken.status().message().find("source.server_id"), std::string::npos) << broken.status().ToString();
 }
 
+TEST(CheckpointTest, PositionWitnessRoundTripsAndIsOptional) {
+  Checkpoint cp = Sample();
+  cp.witness = PositionWitness{cp.stream_start.file, 1764982800u, cp.stream_start.pos - 31, 31, 4294967295u};
+  const std::string text = cp.ToJson();
+  EXPECT_NE(text.find(R"("witness":{"file":")" + cp.stream_start.file + R"(","created":1764982800,"event_pos":)"),
+            std::string::npos) << text;
+  auto back = Checkpoint::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->witness, cp.witness);
+  EXPECT_TRUE(back->witness.HasEventEndingAt(back->stream_start));
+  EXPECT_EQ(back->ToJson(), text);
+
+  EXPECT_EQ(Sample().ToJson().find("\"witness\""), std::string::npos);
+  auto old = Checkpoint::FromJson(Sample().ToJson());
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old->witness.AppliesTo(old->stream_start));
+
+  std::string bad = text;
+  bad.replace(bad.find("4294967295"), 10, "4294967296");
+  auto broken = Checkpoint::FromJson(bad);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find("witness.event_crc32"), std::string::npos) << broken.status().ToString();
+
+  // A witness of another file, or of an event that does not end at the position, says nothing.
+  PositionWitness w = cp.witness;
+  EXPECT_FALSE(w.HasEventEndingAt({cp.stream_start.file, cp.stream_start.pos + 1}));
+  EXPECT_FALSE(w.AppliesTo({"other-bin.000001", cp.stream_start.pos}));
+  w.event_size = 0;
+  EXPECT_TRUE(w.AppliesTo(cp.stream_start));
+  EXPECT_FALSE(w.HasEventEndingAt(cp.stream_start));
+}
+
 TEST(CheckpointTest, EmptyDefaultRoundTrips) {
   Checkpoint cp;
   Result<Checkpoint> back = Checkpoint::FromJson(cp.ToJson());

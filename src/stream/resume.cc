@@ -1,5 +1,6 @@
 #include "stream/resume.h"
 
+#include "binlog/checksum.h"
 #include "gtid/gtid_set.h"
 #include "mysql/server_probe.h"
 
@@ -155,6 +156,60 @@ std::string HistoryResetMessage(const HistoryCheck& check) {
       "read from it. This replica cannot be continued: take a new snapshot into a new destination "
       "(a new sink.path, snapshot.mode = \"initial\")",
       check.detail);
+}
+
+WitnessCheck::WitnessCheck(const PositionWitness& witness, const BinlogPosition& start)
+    : witness_(witness), start_(start) {
+  check_created_ = witness.AppliesTo(start) && witness.created != 0;
+  check_event_ = witness.HasEventEndingAt(start);
+  done_ = !check_created_ && !check_event_;
+}
+
+BinlogPosition WitnessCheck::dump_start() const {
+  return check_event_ ? BinlogPosition{start_.file, witness_.event_pos} : start_;
+}
+
+Result<WitnessCheck::Action> WitnessCheck::Feed(std::span<const uint8_t> event) {
+  if (done_ || event.size() < 19) return Action::kPass;  // a short event: the decoder names it
+  auto u32 = [&](size_t at) {
+    return static_cast<uint32_t>(event[at]) | static_cast<uint32_t>(event[at + 1]) << 8 |
+           static_cast<uint32_t>(event[at + 2]) << 16 | static_cast<uint32_t>(event[at + 3]) << 24;
+  };
+  // The v4 header (binlog/event_header.h): timestamp, type, server_id, event_size, log_pos, flags.
+  const uint32_t timestamp = u32(0), size = u32(9), log_pos = u32(13);
+  const uint8_t type = event[4];
+  const uint16_t flags = static_cast<uint16_t>(event[17] | event[18] << 8);
+  constexpr uint8_t kRotate = 4, kFde = 15, kHeartbeat = 27, kHeartbeatV2 = 41;
+  constexpr uint16_t kArtificial = 0x20;
+  auto reset = [&](std::string what) {
+    HistoryCheck c;
+    c.verdict = HistoryVerdict::kReset;
+    c.detail = fmt::format("the server's binlog {} is not the one the checkpoint's position {} was read from: {}",
+                           start_.file, start_.ToString(), what);
+    return Status::DataLoss(HistoryResetMessage(c));
+  };
+  if (type == kFde) {
+    if (check_created_) {
+      check_created_ = false;
+      if (timestamp != witness_.created)
+        return reset(fmt::format("it was created at {} (unix time), the checkpoint's at {}", timestamp,
+                                 witness_.created));
+    }
+    return Action::kPass;
+  }
+  if (type == kRotate || type == kHeartbeat || type == kHeartbeatV2 || log_pos == 0 || (flags & kArtificial) != 0)
+    return Action::kPass;
+  done_ = true;
+  if (!check_event_) return Action::kPass;
+  const uint64_t at = log_pos >= size ? log_pos - size : 0;
+  if (at != witness_.event_pos || size != witness_.event_size)
+    return reset(fmt::format("the event the checkpoint ends with was {} bytes at offset {}, the server's there is {} "
+                             "bytes at offset {}",
+                             witness_.event_size, witness_.event_pos, size, at));
+  if (binlog::Crc32(event) != witness_.event_crc32)
+    return reset(fmt::format("the event the checkpoint ends with (offset {}, {} bytes) has other contents there",
+                             witness_.event_pos, witness_.event_size));
+  return Action::kDrop;
 }
 
 Result<ServerGtidState> ReadServerGtidState(Connection& conn, Flavor flavor, uint32_t server_id,

@@ -49,6 +49,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,6 +112,39 @@ HistoryCheck CheckHistoryHolds(const Checkpoint& ckpt, const HistoryFacts& serve
 
 // The kDataLoss message for a kReset verdict: the detail, what it means and the remedy.
 std::string HistoryResetMessage(const HistoryCheck& check);
+
+// The run's own check of a checkpoint's PositionWitness (checkpoint.h), on the dump that
+// resumes from it: what the checks above cannot see, because the server's file has the
+// checkpoint's name, length and GTIDs, but another history (RESET MASTER followed by
+// transactions of the same sizes, or a backup restored and written again; a new user's probe:
+// the transactions in between were skipped, exit 0). The dump starts at dump_start(): at the
+// witnessed event (the last one the sink holds) when there is one, else at the position. Every
+// raw event of the dump is fed in order:
+//   - the file's FORMAT_DESCRIPTION_EVENT (a dump sends it first, replayed when it starts past
+//     offset 4) must carry the recorded creation time;
+//   - the first event the dump reads from the file (not the fake ROTATE, a replayed or fake
+//     event with log_pos 0 or the artificial flag, or a heartbeat) must be the witnessed one:
+//     the same offset, size and CRC-32 of its bytes. It is dropped (kDrop): the stream resumes
+//     after it.
+// A mismatch is kDataLoss with HistoryResetMessage's wording, naming the file and what
+// differs. A witness that does not apply to the position (another file; checkpoints written
+// before it existed) checks nothing. Not used for a dump by GTID (no position to trust).
+// Thread safety: one thread (the replication reader).
+class WitnessCheck {
+ public:
+  WitnessCheck(const PositionWitness& witness, const BinlogPosition& start);
+  BinlogPosition dump_start() const;
+  enum class Action { kPass, kDrop };
+  Result<Action> Feed(std::span<const uint8_t> event);
+  bool done() const { return done_; }
+
+ private:
+  PositionWitness witness_;
+  BinlogPosition start_;
+  bool check_created_ = false;
+  bool check_event_ = false;
+  bool done_ = false;
+};
 
 struct ResumePlan {
   bool by_gtid = false;         // stream from ckpt.gtid instead of ckpt.stream_start

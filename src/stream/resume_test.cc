@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "binlog/checksum.h"
+
 namespace sluice {
 namespace {
 
@@ -31,6 +33,88 @@ Checkpoint Streamed(uint32_t from_server, std::string gtid) {
   t.ranges.push_back(r);
   c.tables["d.t"] = t;
   return c;
+}
+
+// A v4 event of `size` bytes: header fields as given, body bytes `fill`.
+std::vector<uint8_t> Event(uint8_t type, uint32_t timestamp, uint32_t size, uint32_t log_pos, uint16_t flags = 0,
+                           uint8_t fill = 0) {
+  std::vector<uint8_t> e(size, fill);
+  auto put = [&](size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) e[at + i] = static_cast<uint8_t>(v >> (8 * i));
+  };
+  put(0, timestamp);
+  e[4] = type;
+  put(5, 1);
+  put(9, size);
+  put(13, log_pos);
+  e[17] = static_cast<uint8_t>(flags);
+  e[18] = static_cast<uint8_t>(flags >> 8);
+  return e;
+}
+
+// The dump a resume at mariadb-bin.000002:900 reads when it starts at the witnessed XID event
+// (offset 869, 31 bytes): a fake ROTATE, the file's FDE replayed with log_pos 0, the event.
+TEST(WitnessCheckTest, TheWitnessedEventIsCheckedAndDropped) {
+  const BinlogPosition start{"mariadb-bin.000002", 900};
+  const std::vector<uint8_t> xid = Event(16, 1764982900, 31, 900, 0, 7);
+  const PositionWitness w{"mariadb-bin.000002", 1764982800, 869, 31, binlog::Crc32(xid)};
+  using A = WitnessCheck::Action;
+
+  WitnessCheck same(w, start);
+  EXPECT_EQ(same.dump_start(), (BinlogPosition{"mariadb-bin.000002", 869}));
+  EXPECT_EQ(*same.Feed(Event(4, 0, 40, 0, 0x20)), A::kPass);
+  EXPECT_EQ(*same.Feed(Event(15, 1764982800, 120, 0)), A::kPass);
+  EXPECT_EQ(*same.Feed(xid), A::kDrop);
+  EXPECT_TRUE(same.done());
+  EXPECT_EQ(*same.Feed(Event(162, 1764983000, 42, 942)), A::kPass);
+
+  // RESET MASTER, then a transaction of the same sizes: the same offsets, other bytes.
+  WitnessCheck other_bytes(w, start);
+  ASSERT_TRUE(other_bytes.Feed(Event(15, 1764982800, 120, 0)).ok());
+  auto r = other_bytes.Feed(Event(16, 1764982900, 31, 900, 0, 8));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("other contents"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("RESET MASTER"), std::string::npos) << r.status().ToString();
+
+  // The file was created at another time (its FDE), whatever follows.
+  WitnessCheck other_file(w, start);
+  r = other_file.Feed(Event(15, 1764999999, 120, 0));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("created at 1764999999"), std::string::npos) << r.status().ToString();
+
+  // An event of another size ends at the position.
+  WitnessCheck other_size(w, start);
+  r = other_size.Feed(Event(16, 1764982900, 27, 900));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("27 bytes at offset 873"), std::string::npos) << r.status().ToString();
+
+  // Heartbeats and artificial events before the first real one are passed on unchecked.
+  WitnessCheck beats(w, start);
+  EXPECT_EQ(*beats.Feed(Event(27, 0, 40, 869)), A::kPass);
+  EXPECT_EQ(*beats.Feed(Event(163, 0, 40, 869, 0x20)), A::kPass);
+  EXPECT_EQ(*beats.Feed(xid), A::kDrop);
+}
+
+// A snapshot's point: only the file's creation time was recorded; the dump starts at the
+// position and its first event is passed on.
+TEST(WitnessCheckTest, WithoutAnEventOnlyTheFilesCreationIsChecked) {
+  const BinlogPosition start{"mariadb-bin.000002", 900};
+  const PositionWitness w{"mariadb-bin.000002", 1764982800, 0, 0, 0};
+  WitnessCheck c(w, start);
+  EXPECT_EQ(c.dump_start(), start);
+  EXPECT_EQ(*c.Feed(Event(4, 0, 40, 0, 0x20)), WitnessCheck::Action::kPass);
+  EXPECT_EQ(*c.Feed(Event(15, 1764982800, 120, 0)), WitnessCheck::Action::kPass);
+  EXPECT_EQ(*c.Feed(Event(162, 1764983000, 42, 942)), WitnessCheck::Action::kPass);
+  EXPECT_TRUE(c.done());
+
+  // Of another file, or none: nothing is checked.
+  for (const PositionWitness& none : {PositionWitness{"mariadb-bin.000001", 1, 869, 31, 5}, PositionWitness{}}) {
+    WitnessCheck n(none, start);
+    EXPECT_TRUE(n.done());
+    EXPECT_EQ(n.dump_start(), start);
+    EXPECT_EQ(*n.Feed(Event(15, 99, 120, 0)), WitnessCheck::Action::kPass);
+  }
 }
 
 // By file/position, which is exact on the server that wrote it; a GTID is not once seq_nos

@@ -1041,6 +1041,13 @@ HandoffRule SnapshotHandoff(const Checkpoint& ckpt, Connection& conn) {
   });
 }
 
+// Whether the checkpoint's position has no recorded creation time of its file (a snapshot's
+// point, an older sluice's checkpoint): the stream learns it from the dump (RunOnce), even when
+// there is nothing to read up to the target.
+bool LacksCreationTime(const Checkpoint& c) {
+  return !c.stream_start.empty() && !(c.witness.AppliesTo(c.stream_start) && c.witness.created != 0);
+}
+
 struct RawEvent {
   std::string bytes;
   // Its CRC32 footer checked on the reader thread (about 7% of the decoding thread's CPU in
@@ -1211,6 +1218,7 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
       if (st.ok() && Stopping(options_.stop)) return st;
       again = st.ok();
     } else if (!options_.target.empty() && ComparePositions(checkpoint_.stream_start, options_.target) >= 0 &&
+               !LacksCreationTime(checkpoint_) &&
                (checkpoint_.others_at.empty() || ComparePositions(checkpoint_.stream_start, checkpoint_.others_at) >= 0) &&
                (checkpoint_.snapshot_done || !options_.reread)) {
       checkpoint_.others_at = BinlogPosition{};
@@ -1286,6 +1294,11 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   ropts.start = checkpoint_.stream_start;
   if (options_.resume_by_gtid && !checkpoint_.gtid.empty() && checkpoint_.stream_start.empty())
     ropts.gtid = checkpoint_.gtid;
+  // By position, the dump shows whether the server's file still holds the history the
+  // checkpoint was written on (checkpoint.h PositionWitness): it starts at the last event the
+  // sink holds, which the reader checks and drops (stream/resume.h WitnessCheck).
+  WitnessCheck witness_check(ropts.gtid.empty() ? checkpoint_.witness : PositionWitness{}, checkpoint_.stream_start);
+  if (ropts.gtid.empty()) ropts.start = witness_check.dump_start();
   ropts.heartbeat_period_s = options_.heartbeat_seconds;
   if (reconnecting_ && ropts.gtid.empty() && !checkpoint_.stream_start.empty()) {
     // A lost dump may have been ended by RESET MASTER: a file of the same name then holds
@@ -1339,6 +1352,14 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       if (ev->empty()) {
         queue.Close(Status::Ok());
         return;
+      }
+      if (!witness_check.done()) {
+        auto checked = witness_check.Feed(*ev);
+        if (!checked.ok()) {
+          queue.Close(checked.status());
+          return;
+        }
+        if (*checked == WitnessCheck::Action::kDrop) continue;
       }
       if (spare.empty()) {
         std::lock_guard<std::mutex> l(pool_mu);
@@ -1512,6 +1533,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   Checkpoint passed = checkpoint_;
   // ahead: the marks' resume point, fixed for this run of the loop (a later mark lies after it).
   BinlogPosition ahead_resume = resume_at;
+  PositionWitness ahead_witness = checkpoint_.witness;
   std::string ahead_gtid = resume_gtid;
 
   std::atomic<bool> copy_stop{false}, copy_finished{false};
@@ -1545,8 +1567,12 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   const SchemaHistory* history_of = nullptr;  // the history history_text was made of
   std::shared_ptr<const SchemaHistoryText> history_text;
   size_t txn_bytes = 0;  // binlog bytes read since the last transaction boundary
+  // A checkpoint without the creation time of its position's file (a snapshot's point, a
+  // checkpoint of an older sluice) learns it from the dump's first FORMAT_DESCRIPTION_EVENT
+  // (below): a run that is caught up at once waits for it, so that its checkpoint has it.
+  bool witness_pending = ropts.gtid.empty() && LacksCreationTime(checkpoint_);
   auto caught_up = [&] {
-    return !options_.target.empty() && !assembler.in_transaction() && !ahead && !copy_running &&
+    return !options_.target.empty() && !assembler.in_transaction() && !ahead && !copy_running && !witness_pending &&
            ComparePositions(assembler.read_position(), options_.target) >= 0;
   };
   // Metrics (util/metrics.h): looked up once, updated with atomics.
@@ -1602,6 +1628,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       if (!ahead) {
         ahead = true;
         ahead_resume = passed.stream_start;
+        ahead_witness = passed.witness;
         ahead_gtid = passed.gtid;
         passed.others_at = passed.stream_start;
       }
@@ -1652,12 +1679,57 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       schemas.SetSkipping({}, {}, {});
     }
     item.stream_start = !position_trusted ? BinlogPosition{} : ahead ? ahead_resume : passed.stream_start;
+    item.witness = !position_trusted ? PositionWitness{} : ahead ? ahead_witness : passed.witness;
     item.gtid = ahead ? ahead_gtid : passed.gtid;
     item.schemas = passed.schemas;
     item.others_at = passed.others_at;
     item.rereading = passed.rereading;
   };
+  // The file the stream reads and its creation time (its FORMAT_DESCRIPTION_EVENT's timestamp),
+  // for the witnesses of the positions it passes (checkpoint.h PositionWitness).
+  std::string fde_file;
+  uint32_t fde_created = 0;
+  auto witness_of = [&](const binlog::Event& ev, const BinlogPosition& end) {
+    PositionWitness w;
+    w.file = end.file;
+    if (fde_file == end.file) w.created = fde_created;
+    if (!ev.in_payload && ev.file == end.file && ev.end_pos == end.pos && ev.end_pos > ev.pos &&
+        ev.raw.size() == ev.end_pos - ev.pos) {
+      w.event_pos = ev.pos;
+      w.event_size = static_cast<uint32_t>(ev.raw.size());
+      w.event_crc32 = binlog::Crc32(ev.raw);
+    }
+    return w;
+  };
+  // The dump's first FORMAT_DESCRIPTION_EVENT is of the file the stream starts in: a witness
+  // without that file's creation time gets it, and is stored at once (a position-only item).
+  auto learn_created = [&](const binlog::Event& ev) -> Status {
+    fde_file = ev.file;
+    fde_created = ev.header.timestamp;
+    bool learned = false;
+    for (auto [w, at] : {std::pair{&passed.witness, &passed.stream_start}, std::pair{&ahead_witness, &ahead_resume}}) {
+      if (at->empty() || at->file != ev.file || (w->AppliesTo(*at) && w->created != 0)) continue;
+      if (!w->AppliesTo(*at)) *w = PositionWitness{at->file};
+      w->created = ev.header.timestamp;
+      learned = true;
+    }
+    if (!learned || !position_trusted || assembler.in_transaction()) return Status::Ok();
+    SinkItem item;
+    stamp(item);
+    if (passed.schemas.get() != history_of) {
+      history_of = passed.schemas.get();
+      history_text = passed.schemas && !passed.schemas->empty() ? SchemaHistoryTextOf(*passed.schemas) : nullptr;
+    }
+    item.txn.schemas = history_text;
+    return send(std::move(item));
+  };
   auto handle = [&](const binlog::Event& ev) -> Status {
+    if (ev.type() == static_cast<uint8_t>(binlog::EventType::FORMAT_DESCRIPTION_EVENT)) {
+      RETURN_IF_ERROR(learn_created(ev));
+      witness_pending = false;
+    } else if (witness_pending && ev.type() != static_cast<uint8_t>(binlog::EventType::ROTATE_EVENT)) {
+      witness_pending = false;  // no FORMAT_DESCRIPTION_EVENT came first: none will
+    }
     // Assigned in place: a new string per event was an allocation per event.
     current_event.file.assign(ev.file);
     current_event.pos = ev.pos;
@@ -1677,6 +1749,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       return send(std::move(item), held);
     }
     passed.stream_start = committed->end.position;
+    passed.witness = witness_of(ev, passed.stream_start);
     passed.gtid = committed->end.gtid;
     note_passed(committed->gtid);
     SinkItem item;
@@ -1988,6 +2061,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
   };
   auto advance = [&](Checkpoint& cp, const SinkItem& item) {
     cp.stream_start = item.stream_start;
+    cp.witness = item.witness;
     cp.gtid = item.gtid;
     stream_schemas = item.schemas;
     cp.schemas = merged();

@@ -141,6 +141,7 @@ class Streamer {
     // the checkpoint does not): copying a whole Checkpoint per transaction cost more than
     // decoding it.
     BinlogPosition stream_start;
+    PositionWitness witness;  // of stream_start
     std::string gtid;
     std::shared_ptr<const SchemaHistory> schemas;
     // Online re-reads beside the stream (checkpoint.h): tables marked at this item, and the

@@ -14,11 +14,13 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "harness.h"
 
@@ -204,6 +206,107 @@ TEST(ResumeHistory, ResetMasterStopsEveryRunWithExit3AndCheckFails) {
   EXPECT_EQ(exit_code, 3) << log;
   EXPECT_NE(log.find("the checkpoint's position " + at), std::string::npos) << at << "\n" << log;
   EXPECT_NE(log.find("RESET MASTER"), std::string::npos) << log;
+}
+
+// Rows of app.t in a SQLite replica as "id:n" in id order.
+std::string ReplicaRows(const std::string& path) {
+  sqlite3* db = nullptr;
+  std::string out;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT id, n FROM \"app.t\" ORDER BY id", -1, &st, nullptr) == SQLITE_OK)
+      while (sqlite3_step(st) == SQLITE_ROW)
+        out += std::to_string(sqlite3_column_int64(st, 0)) + ":" + std::to_string(sqlite3_column_int64(st, 1)) + " ";
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+// Rewrites the stored checkpoint's witness with `edit` (the checkpoint row, split form kept).
+void EditWitness(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT state FROM _sluice_checkpoint", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  auto cp = nlohmann::ordered_json::parse(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+  sqlite3_finalize(st);
+  ASSERT_TRUE(cp.contains("witness")) << cp.dump();
+  nlohmann::json w = cp["witness"];
+  edit(w);
+  cp["witness"] = w;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE _sluice_checkpoint SET state = ?", -1, &st, nullptr), SQLITE_OK);
+  const std::string text = cp.dump();
+  sqlite3_bind_text(st, 1, text.c_str(), -1, SQLITE_TRANSIENT);
+  EXPECT_EQ(sqlite3_step(st), SQLITE_DONE);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+// probe16 F4: RESET MASTER, and the new history lines up with the checkpoint: the same file
+// name, the checkpoint's offset an event boundary in it, the same GTID there. The file,
+// length and BINLOG_GTID_POS checks all pass; the run skipped the first insert after the
+// reset and exited 0. The checkpoint now records when its file was created and the event it
+// ends with (checkpoint.h PositionWitness), and the run refuses with exit code 3.
+TEST(ResumeHistory, AResetWhoseNewHistoryLinesUpWithTheCheckpointIsRefused) {
+  OwnServer s;
+  ASSERT_TRUE(s.Start()) << ReadFile(s.dir.File("start.log"));
+  auto c = s.Connect();
+  ASSERT_TRUE(c);
+  Exec(*c, "CREATE DATABASE app");
+  Exec(*c, "CREATE TABLE app.t (id INT PRIMARY KEY, n INT)");
+  TempDir dir;
+  const std::string replica = dir.File("replica.db");
+  const std::string config = Config(dir, s, "sqlite", replica);
+
+  // At the snapshot's point: only the file's creation time tells the histories apart.
+  Exec(*c, "RESET MASTER");
+  Exec(*c, "INSERT INTO app.t VALUES (2, 20)");
+  auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the creation time is in seconds
+  Exec(*c, "RESET MASTER");
+  Exec(*c, "INSERT INTO app.t VALUES (3, 30)");
+  Exec(*c, "INSERT INTO app.t VALUES (4, 40)");
+  auto second = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(second.exit_code, 3) << second.output;
+  EXPECT_NE(second.output.find("RESET MASTER"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("was created at"), std::string::npos) << second.output;
+  EXPECT_EQ(ReplicaRows(replica), "2:20 ");
+
+  // Streamed: the checkpoint ends with an event, checked byte for byte (and dropped: a run that
+  // resumes there applies each transaction once).
+  TempDir dir2;
+  const std::string replica2 = dir2.File("replica.db");
+  const std::string config2 = Config(dir2, s, "sqlite", replica2);
+  first = RunSluice({"run", "--config", config2, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  Exec(*c, "INSERT INTO app.t VALUES (5, 50)");
+  auto streamed = RunSluice({"run", "--config", config2, "--until-caught-up"});
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.output;
+  Exec(*c, "UPDATE app.t SET n = n + 1");
+  streamed = RunSluice({"run", "--config", config2, "--until-caught-up"});
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.output;
+  EXPECT_EQ(ReplicaRows(replica2), "2:21 3:31 4:41 5:51 ");
+  auto cp = nlohmann::json::parse(ReadSqliteCheckpoint(replica2));
+  ASSERT_TRUE(cp.contains("witness")) << cp.dump();
+  EXPECT_EQ(cp["witness"]["file"], cp["stream_start"]["file"]);
+  EXPECT_EQ(cp["witness"]["event_pos"].get<uint64_t>() + cp["witness"]["event_size"].get<uint64_t>(),
+            cp["stream_start"]["pos"].get<uint64_t>());
+  EXPECT_GT(cp["witness"]["created"].get<uint64_t>(), 0u);
+  // The same offsets and sizes with other bytes there: what a reset within the file's second
+  // of creation, or a restored backup written again, would leave.
+  EditWitness(replica2, [](nlohmann::json& w) { w["event_crc32"] = w["event_crc32"].get<uint32_t>() ^ 1u; });
+  Exec(*c, "UPDATE app.t SET n = n + 1 WHERE id = 5");
+  auto tampered = RunSluice({"run", "--config", config2, "--until-caught-up"});
+  EXPECT_EQ(tampered.exit_code, 3) << tampered.output;
+  EXPECT_NE(tampered.output.find("has other contents there"), std::string::npos) << tampered.output;
+  EXPECT_EQ(ReplicaRows(replica2), "2:21 3:31 4:41 5:51 ");
+  EditWitness(replica2, [](nlohmann::json& w) { w["event_crc32"] = w["event_crc32"].get<uint32_t>() ^ 1u; });
+  streamed = RunSluice({"run", "--config", config2, "--until-caught-up"});
+  EXPECT_EQ(streamed.exit_code, 0) << streamed.output;
+  EXPECT_EQ(ReplicaRows(replica2), "2:21 3:31 4:41 5:52 ");
 }
 
 // F2 and F3: a transaction logged with a lower seq_no than the one before it, once while
