@@ -539,6 +539,11 @@ Status JsonlSink::ResetTable(const TableSchema& table, const std::string& checkp
       [&] { return serializer_.AppendTruncate(table, options_.now_ms(), &batch_); }, checkpoint);
 }
 
+Status JsonlSink::TruncateTable(const TableSchema& table, const SourceInfo& at, const std::string& checkpoint) {
+  return WriteRecordsWithCheckpoint(
+      [&] { return serializer_.AppendTruncate(table, options_.now_ms(), &batch_, &at); }, checkpoint);
+}
+
 Status JsonlSink::ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
   return WriteRecordsWithCheckpoint(
       [&]() -> Status {

@@ -138,6 +138,7 @@ class JsonlSink : public Sink {
   // the checkpoint, as ResetTable does.
   Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
+  Status TruncateTable(const TableSchema& table, const SourceInfo& at, const std::string& checkpoint) override;
   Status Flush() override;
   // Flushes and closes the output; later calls fail.
   [[nodiscard]] Status Close();

@@ -112,6 +112,8 @@ class KafkaSink::Impl {
   template <class Body>
   Status Atomically(const std::string& last_checkpoint, Body&& body);
   Status Prepare(const TableSchema& table);
+  // Prepare without the schema record: the table's topic is claimed (and created).
+  Status Claim(const TableSchema& table);
   Status Publish(const std::string& checkpoint);  // batch's records, then the checkpoint
   Status Save(const std::string& checkpoint);
   Status FlushAll();
@@ -928,8 +930,10 @@ Result<std::optional<std::string>> KafkaSink::Impl::Load() {
   const int64_t deadline = SteadyMs() + 30000;
   for (;;) {
     if (SteadyMs() > deadline) {
-      st = Status::Unavailable(fmt::format("kafka sink: reading the checkpoint from topic {} took over 30 s",
-                                           o.state_topic));
+      st = Status::Unavailable(fmt::format(
+          "kafka sink: reading the checkpoint from topic {} took over 30 s (sink.kafka.bootstrap_servers = {}: is a "
+          "broker there? librdkafka's warnings above give its reason)",
+          o.state_topic, o.bootstrap_servers));
       break;
     }
     rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 200);
@@ -987,7 +991,7 @@ Result<std::optional<std::string>> KafkaSink::Impl::Load() {
   return last;
 }
 
-Status KafkaSink::Impl::Prepare(const TableSchema& table) {
+Status KafkaSink::Impl::Claim(const TableSchema& table) {
   RETURN_IF_ERROR(Check());
   RETURN_IF_ERROR(owners.Claim(table.db, table.table));
   if (o.create_topics) {
@@ -995,6 +999,11 @@ Status KafkaSink::Impl::Prepare(const TableSchema& table) {
     RETURN_IF_ERROR(CreateTopic(o.topic_prefix, 1, false));
     if (o.records.transaction_metadata) RETURN_IF_ERROR(CreateTopic(o.topic_prefix + ".transaction", 1, false));
   }
+  return Status::Ok();
+}
+
+Status KafkaSink::Impl::Prepare(const TableSchema& table) {
+  RETURN_IF_ERROR(Claim(table));
   return publish::PublishSchemaChange(*this, table);
 }
 
@@ -1041,6 +1050,13 @@ Status KafkaSink::ResetTable(const TableSchema& table, const std::string& checkp
   });
 }
 
+Status KafkaSink::TruncateTable(const TableSchema& table, const SourceInfo& at, const std::string& checkpoint) {
+  return impl_->Atomically(checkpoint, [&]() -> Status {
+    RETURN_IF_ERROR(impl_->owners.Claim(table.db, table.table));
+    return publish::PublishTruncate(*impl_, table, checkpoint, &at);
+  });
+}
+
 void KafkaSink::KnowTables(const std::vector<std::pair<std::string, std::string>>& tables) {
   for (const auto& [db, table] : tables) impl_->owners.Know(db, table);
 }
@@ -1049,8 +1065,9 @@ Status KafkaSink::ApplySchemaChanges(const std::vector<SchemaChange>& changes, c
   return impl_->Atomically(checkpoint, [&]() -> Status {
     for (const SchemaChange& c : changes) {
       impl_->owners.Leave(c);
-      if (c.after) RETURN_IF_ERROR(PrepareTable(*c.after));
+      if (c.after) RETURN_IF_ERROR(impl_->Claim(*c.after));
     }
+    RETURN_IF_ERROR(publish::PublishDdl(*impl_, changes));
     return SaveCheckpoint(checkpoint);
   });
 }

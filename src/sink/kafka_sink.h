@@ -115,6 +115,7 @@ class KafkaSink : public Sink {
   // in the middle of the group): a failure leaves none of it, and the retry sends it whole.
   Status ApplyGroup(const std::vector<Transaction>& group) override;
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
+  Status TruncateTable(const TableSchema& table, const SourceInfo& at, const std::string& checkpoint) override;
   // Prepares each new definition (a table dropped or renamed away leaves its topic to the
   // next), then saves the checkpoint; what was delivered stays as it is.
   Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;

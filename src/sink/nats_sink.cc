@@ -371,6 +371,8 @@ Status NatsSink::Impl::Publish(const std::string& checkpoint) {
   std::string id;
   const RowChange* last_change = nullptr;
   int n = 0;
+  const SourceInfo* last_source = nullptr;  // of the previous schema record
+  int schema_n = 0;                         // numbers the schema records of one statement
   for (const Record& r : batch.records) {
     std::string subject;
     switch (r.kind) {
@@ -388,12 +390,28 @@ Status NatsSink::Impl::Publish(const std::string& checkpoint) {
     if (r.change != nullptr) {
       n = r.change == last_change ? n + 1 : 0;
       last_change = r.change;
+      // An id names one record only: a copy read again at a later point (a run killed during
+      // its snapshot, a re-read after a DDL) is another record, and must not be dropped as a
+      // duplicate of the first copy's (a new user's probe: updates made meanwhile were lost).
+      // Rows without a binlog position (incremental, full, snapshot_only) have nothing that
+      // tells one read from the next, so they carry no id: at-least-once.
       const SourceInfo& src = r.change->source;
-      if (!src.snapshot) {
+      if (src.file.empty()) {
+      } else if (!src.snapshot) {
         id = fmt::format("{}:{}:{}:{}", src.file, src.pos, src.row, n);
       } else if (r.has_key) {
-        id = fmt::format("r:{}.{}:{}", r.table->db, r.table->table, batch.key(r));
+        id = fmt::format("r:{}.{}:{}:{}:{}", r.table->db, r.table->table, src.file, src.pos, batch.key(r));
       }
+    } else if ((r.kind == RecordKind::kTruncate || r.kind == RecordKind::kSchemaChange) && r.source != nullptr &&
+               !r.source->file.empty() && !r.source->snapshot) {
+      // A statement the stream read: its position (a truncate without one, a copy starting
+      // again, carries no id: sent again after a crash, it comes before the rows sent again).
+      schema_n = last_source != nullptr && last_source->file == r.source->file && last_source->pos == r.source->pos
+                     ? schema_n + 1
+                     : 0;
+      last_source = r.source;
+      id = r.kind == RecordKind::kTruncate ? fmt::format("{}:{}:t", r.source->file, r.source->pos)
+                                           : fmt::format("{}:{}:s{}", r.source->file, r.source->pos, schema_n);
     } else if (r.kind == RecordKind::kTxnBegin || r.kind == RecordKind::kTxnEnd) {
       std::string_view key = batch.key(r);  // {"id":"..."}: unique per transaction
       id = fmt::format("{}:{}", key, r.kind == RecordKind::kTxnBegin ? 'B' : 'E');
@@ -561,10 +579,12 @@ void NatsSink::KnowTables(const std::vector<std::pair<std::string, std::string>>
 }
 
 Status NatsSink::ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) {
+  RETURN_IF_ERROR(impl_->broken);
   for (const SchemaChange& c : changes) {
     impl_->owners.Leave(c);
-    if (c.after) RETURN_IF_ERROR(PrepareTable(*c.after));
+    if (c.after) RETURN_IF_ERROR(impl_->owners.Claim(c.after->db, c.after->table));
   }
+  RETURN_IF_ERROR(publish::PublishDdl(*impl_, changes));
   return SaveCheckpoint(checkpoint);
 }
 
@@ -573,6 +593,11 @@ Status NatsSink::Apply(const Transaction& txn) { return publish::PublishTransact
 Status NatsSink::ResetTable(const TableSchema& table, const std::string& checkpoint) {
   RETURN_IF_ERROR(impl_->owners.Claim(table.db, table.table));
   return publish::PublishTruncate(*impl_, table, checkpoint);
+}
+
+Status NatsSink::TruncateTable(const TableSchema& table, const SourceInfo& at, const std::string& checkpoint) {
+  RETURN_IF_ERROR(impl_->owners.Claim(table.db, table.table));
+  return publish::PublishTruncate(*impl_, table, checkpoint, &at);
 }
 
 Status NatsSink::SaveCheckpoint(const std::string& checkpoint) {

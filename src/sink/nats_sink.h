@@ -10,12 +10,18 @@
 // storage, `replicas` replicas and a 10-minute duplicate window, created at start when
 // missing; an existing stream whose subjects do not cover the prefix or whose replica count
 // differs is kFailedPrecondition (misconfigured, naming the stream).
-// De-duplication: each record of a source transaction is published with a Nats-Msg-Id
-// derived from its binlog position, "<file>:<pos>:<row>:<n>" (n counts the records of one
-// row change: delete, tombstone, create of a key change), BEGIN/END "<txn id>:B"/":E", and
-// snapshot rows of keyed tables "r:<db>.<table>:<key>". A run that is killed after
-// publishing and before storing its checkpoint publishes the same records again with the
-// same ids on restart, and JetStream drops them (within the duplicate window).
+// De-duplication: a record is published with a Nats-Msg-Id that names it and no other record,
+// derived from its binlog position: "<file>:<pos>:<row>:<n>" for a streamed row change (n
+// counts the records of one row change: delete, tombstone, create of a key change),
+// "<file>:<pos>:t" for a streamed TRUNCATE, "<file>:<pos>:s<n>" for the schema records of a
+// streamed DDL, BEGIN/END "<key>:B"/":E", and "r:<db>.<table>:<file>:<pos>:<key>" for a
+// snapshot row of a keyed table read at that point (a copy read again later is new records,
+// not duplicates: a new user's probe lost updates made while a killed snapshot was down, and
+// a re-read's rows, to ids without the point). Records with no position carry no id
+// (at-least-once): rows read without the binlog, keyless snapshot rows, the truncate before a
+// copy starts again, a table's first CREATE. A run that is killed after publishing and before
+// storing its checkpoint publishes the same records again with the same ids on restart, and
+// JetStream drops them (within the duplicate window).
 // Checkpoint: stored in the key-value bucket `kv_bucket` (default "<stream>_state") under
 // `state_key` (default "checkpoint"), only after JetStream acknowledged every record before
 // it: records are published asynchronously (at most max_pending unacknowledged: back-
@@ -77,6 +83,7 @@ class NatsSink : public Sink {
   Status PrepareTable(const TableSchema& table) override;
   Status Apply(const Transaction& txn) override;
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
+  Status TruncateTable(const TableSchema& table, const SourceInfo& at, const std::string& checkpoint) override;
   // Prepares each new definition (a table dropped or renamed away leaves its subject to the
   // next), then saves the checkpoint.
   Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;

@@ -124,11 +124,22 @@ template <class Impl>
   return impl.Publish("");
 }
 template <class Impl>
-[[nodiscard]] Status PublishTruncate(Impl& impl, const TableSchema& table, const std::string& checkpoint) {
+[[nodiscard]] Status PublishTruncate(Impl& impl, const TableSchema& table, const std::string& checkpoint,
+                                     const SourceInfo* at = nullptr) {
   RETURN_IF_ERROR(impl.broken);
   impl.batch.clear();
-  RETURN_IF_ERROR(impl.serializer.AppendTruncate(table, impl.o.now_ms(), &impl.batch));
+  RETURN_IF_ERROR(impl.serializer.AppendTruncate(table, impl.o.now_ms(), &impl.batch, at));
   return impl.Publish(checkpoint);
+}
+// The schema-change records of one followed DDL statement (record.h AppendDdl: the statement,
+// its position, CREATE/ALTER/DROP), as JSON lines writes them; the checkpoint is the caller's.
+template <class Impl>
+[[nodiscard]] Status PublishDdl(Impl& impl, const std::vector<SchemaChange>& changes) {
+  RETURN_IF_ERROR(impl.broken);
+  impl.batch.clear();
+  for (const SchemaChange& c : changes) RETURN_IF_ERROR(impl.serializer.AppendDdl(c, impl.o.now_ms(), &impl.batch));
+  if (impl.batch.records.empty()) return Status::Ok();
+  return impl.Publish("");
 }
 
 }  // namespace sluice::publish

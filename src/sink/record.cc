@@ -448,6 +448,7 @@ Status RecordSerializer::AppendDdl(const SchemaChange& c, int64_t ts_ms, RecordB
   std::string& b = out->buffer;
   const size_t mark = b.size();
   Record r;
+  r.source = &c.source;
   bool ok = AppendSchemaChangeKey(t, &r, &b);
   if (options_.schemas) b += "{\"schema\":null,\"payload\":";
   b += "{\"source\":{\"connector\":\"sluice\",\"db\":";
@@ -497,12 +498,14 @@ Status RecordSerializer::AppendDdl(const SchemaChange& c, int64_t ts_ms, RecordB
   return Status::Ok();
 }
 
-Status RecordSerializer::AppendTruncate(const TableSchema& t, int64_t ts_ms, RecordBatch* out) {
+Status RecordSerializer::AppendTruncate(const TableSchema& t, int64_t ts_ms, RecordBatch* out, const SourceInfo* at) {
   std::string& b = out->buffer;
   const size_t mark = b.size();
+  if (at != nullptr && at->file.empty()) at = nullptr;
   Record r;
   r.kind = RecordKind::kTruncate;
   r.table = &t;
+  r.source = at;
   r.has_value = true;
   r.value_begin = b.size();
   if (options_.schemas) b += "{\"schema\":null,\"payload\":";
@@ -512,6 +515,14 @@ Status RecordSerializer::AppendTruncate(const TableSchema& t, int64_t ts_ms, Rec
   bool ok = Str(t.db, &b);
   b += ",\"table\":";
   ok = Str(t.table, &b) && ok;
+  if (at != nullptr) {
+    b += ",\"file\":";
+    ok = Str(at->file, &b) && ok;
+    b += fmt::format(",\"pos\":{},\"gtid\":", at->pos);
+    if (at->gtid.empty()) b += "null";
+    else ok = Str(at->gtid, &b) && ok;
+    b += fmt::format(",\"ts_ms\":{}", uint64_t{at->timestamp} * 1000);
+  }
   b += "}}";
   if (options_.schemas) b.push_back('}');
   if (!ok) {

@@ -33,7 +33,9 @@
 //   "previousId":"<db>.<old>" (RENAME and ALTER ... RENAME only),"table":{...as above} |
 //   null for DROP}]}; a RENAME is an ALTER with previousId, as Debezium writes it.
 // AppendTruncate: kTruncate, no key, value {"before":null,"after":null,"op":"t",
-//   "ts_ms":N,"source":{"connector":"sluice","db":"<db>","table":"<table>"}}.
+//   "ts_ms":N,"source":{"connector":"sluice","db":"<db>","table":"<table>"}}, and when the
+//   truncate has a binlog position (a TRUNCATE statement the stream read, not a copy started
+//   again) "file","pos","gtid","ts_ms" in "source" after "table", as AppendDdl writes them.
 // With schemas (Debezium's schemas.enable=true) every key and value is wrapped as
 // {"schema":<Kafka Connect JSON schema>,"payload":<the above>} (docs/sinks.md lists the
 // type mapping); tombstones stay without a value.
@@ -71,6 +73,9 @@ struct Record {
   RecordKind kind = RecordKind::kChange;
   const TableSchema* table = nullptr;  // null for kTxnBegin/kTxnEnd
   const RowChange* change = nullptr;   // the change a kChange/kTombstone came from, else null
+  // Where a kSchemaChange (AppendDdl) or kTruncate came from (the caller's, valid while it
+  // is); null when not known (AppendSchemaChange, a truncate without a position).
+  const SourceInfo* source = nullptr;
   bool has_key = false;
   bool has_value = false;
   size_t key_begin = 0, key_size = 0;      // into RecordBatch::buffer
@@ -101,7 +106,9 @@ class RecordSerializer {
   // Appends the schema-change record of `table` (CREATE the first time this serializer sees
   // the table, ALTER when its columns differ from the last seen; nothing when unchanged).
   [[nodiscard]] Status AppendSchemaChange(const TableSchema& table, int64_t ts_ms, RecordBatch* out);
-  [[nodiscard]] Status AppendTruncate(const TableSchema& table, int64_t ts_ms, RecordBatch* out);
+  // `at`: the TRUNCATE statement's event (null or an empty file: none).
+  [[nodiscard]] Status AppendTruncate(const TableSchema& table, int64_t ts_ms, RecordBatch* out,
+                                      const SourceInfo* at = nullptr);
   [[nodiscard]] Status AppendDdl(const SchemaChange& change, int64_t ts_ms, RecordBatch* out);
 
   // The transaction id AppendTransaction uses (empty for an empty transaction).

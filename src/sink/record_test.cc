@@ -216,6 +216,20 @@ TEST(RecordTest, TruncateRecord) {
   EXPECT_FALSE(b.records[0].has_key);
   EXPECT_EQ(b.value(b.records[0]),
             R"({"before":null,"after":null,"op":"t","ts_ms":42,"source":{"connector":"sluice","db":"shop","table":"items"}})");
+  EXPECT_EQ(b.records[0].source, nullptr);
+
+  // A TRUNCATE the stream read: its position, as a schema record's source has it.
+  SourceInfo at;
+  at.file = "mariadb-bin.000002";
+  at.pos = 4567;
+  at.gtid = "0-1-42";
+  at.timestamp = 1700000000;
+  ASSERT_TRUE(s.AppendTruncate(*t, 43, &b, &at).ok());
+  ASSERT_EQ(b.records.size(), 2u);
+  EXPECT_EQ(b.value(b.records[1]),
+            R"({"before":null,"after":null,"op":"t","ts_ms":43,"source":{"connector":"sluice","db":"shop","table":"items",)"
+            R"("file":"mariadb-bin.000002","pos":4567,"gtid":"0-1-42","ts_ms":1700000000000}})");
+  EXPECT_EQ(b.records[1].source, &at);
 }
 
 TEST(RecordTest, BadUtf8LeavesBatchAsItWas) {

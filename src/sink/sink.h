@@ -189,6 +189,13 @@ class Sink {
   // before copying a table without a primary key again after an interrupted snapshot.
   // Sinks that cannot take rows back (JSON lines) only record the checkpoint.
   virtual Status ResetTable(const TableSchema& table, const std::string& checkpoint) = 0;
+  // The source's TRUNCATE of `table`, read from the binlog at `at`: as ResetTable, for sinks
+  // whose truncate record carries its position (JSON lines, Kafka, NATS: record.h) and NATS,
+  // whose de-duplication id comes from it (nats_sink.h).
+  virtual Status TruncateTable(const TableSchema& table, const SourceInfo& at, const std::string& checkpoint) {
+    (void)at;
+    return ResetTable(table, checkpoint);
+  }
   // Follows the schema changes of ONE source DDL statement, in order, and records
   // `checkpoint`, atomically where possible. The default (sinks that describe every record
   // with its table's definition: Kafka, NATS) prepares each new definition and saves the

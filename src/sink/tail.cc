@@ -158,7 +158,11 @@ Status TailNats(const NatsSinkOptions& o, bool follow, const std::atomic<bool>* 
     }
     line = "{\"subject\":";
     (void)AppendJsonString(natsMsg_GetSubject(m), &line);
-    line += fmt::format(",\"seq\":{},\"key\":", seen);
+    line += fmt::format(",\"seq\":{},\"id\":", seen);
+    const char* id = nullptr;  // Nats-Msg-Id: what JetStream de-duplicates by (null: none)
+    if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) == NATS_OK && id != nullptr) (void)AppendJsonString(id, &line);
+    else line += "null";
+    line += ",\"key\":";
     const char* key = nullptr;
     const bool has_key = natsMsgHeader_Get(m, "Sluice-Key", &key) == NATS_OK && key != nullptr;
     AppendEmbedded(key, has_key ? std::strlen(key) : 0, has_key, &line);

@@ -179,7 +179,8 @@ class SchemaRegistry {
   // again from the source: snapshot/reread.h); fails when the run must stop. `resume` is
   // where a restart would read from after this statement (versions before it are pruned).
   Status OnDdl(const CommittedTransaction& txn, const binlog::Event& ev, const BinlogPosition& resume,
-               std::vector<SchemaChange>* changes, TableSchemaPtr* reset, std::vector<ddl::TableRef>* rereads) {
+               std::vector<SchemaChange>* changes, TableSchemaPtr* reset, SourceInfo* reset_at,
+               std::vector<ddl::TableRef>* rereads) {
     if (ev.file.empty() || ev.end_pos == 0)
       return Status::Internal(fmt::format("DDL \"{}\" read at an unknown binlog position", Shorten(txn.ddl_query)));
     const BinlogPosition since{ev.file, ev.end_pos};
@@ -425,6 +426,7 @@ class SchemaRegistry {
           ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(conn_, t.db, t.table));
           *reset = std::make_shared<const TableSchema>(std::move(loaded));
         }
+        *reset_at = src;
         return Status::Ok();
       }
       case ddl::Kind::kCreateTable: {
@@ -1757,7 +1759,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     if (committed->is_ddl) {
       std::vector<ddl::TableRef> rereads;
       RETURN_IF_ERROR(schemas.OnDdl(*committed, ev, ahead ? ahead_resume : passed.stream_start, &item.schema_changes,
-                                    &item.reset, &rereads));
+                                    &item.reset, &item.reset_at, &rereads));
       if (schemas.TakeWaitForCopy()) {
         // On a table being copied: nothing of it is sent; the copy is finished with the
         // stream stopped here, and the statement is read again after it.
@@ -2217,7 +2219,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       const std::string text = after.ToJson();
       TableSchemaPtr schema = first->reset;
       RETURN_IF_ERROR(prepare(schema));
-      RETURN_IF_ERROR(CallSink("truncate table", [&] { return sink.ResetTable(*schema, text); }));
+      RETURN_IF_ERROR(CallSink("truncate table", [&] { return sink.TruncateTable(*schema, first->reset_at, text); }));
       checkpoint_ = std::move(after);
       unsaved = false;
       m_applied.Add(1);

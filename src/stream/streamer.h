@@ -136,6 +136,7 @@ class Streamer {
   struct SinkItem {
     Transaction txn;
     TableSchemaPtr reset;
+    SourceInfo reset_at;  // the TRUNCATE's event
     std::vector<SchemaChange> schema_changes;  // one DDL statement's, applied on their own
     // The state once it is applied, as far as it moves while streaming (the snapshot part of
     // the checkpoint does not): copying a whole Checkpoint per transaction cost more than
