@@ -128,6 +128,7 @@ class JsonlSink : public Sink {
   // kUnavailable (the caller aborts the transaction and applies it again once space is freed);
   // any other failed write marks the sink broken (the next run cuts the output back).
   bool CheckpointsEachTransaction() const override { return false; }  // a group's last only
+  bool KeepsRecordsPastTheCheckpoint() const override { return to_stdout_; }
   bool SupportsParts() const override { return !options_.records.transaction_metadata && !to_stdout_; }
   Status ApplyPart(const Transaction& part) override;
   void AbortParts() override;

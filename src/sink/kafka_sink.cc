@@ -1050,6 +1050,8 @@ Status KafkaSink::ResetTable(const TableSchema& table, const std::string& checkp
   });
 }
 
+bool KafkaSink::KeepsRecordsPastTheCheckpoint() const { return !impl_->transactional; }
+
 Status KafkaSink::TruncateTable(const TableSchema& table, const SourceInfo& at, const std::string& checkpoint) {
   return impl_->Atomically(checkpoint, [&]() -> Status {
     RETURN_IF_ERROR(impl_->owners.Claim(table.db, table.table));

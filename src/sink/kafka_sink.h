@@ -116,6 +116,7 @@ class KafkaSink : public Sink {
   Status ApplyGroup(const std::vector<Transaction>& group) override;
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
   Status TruncateTable(const TableSchema& table, const SourceInfo& at, const std::string& checkpoint) override;
+  bool KeepsRecordsPastTheCheckpoint() const override;
   // Prepares each new definition (a table dropped or renamed away leaves its topic to the
   // next), then saves the checkpoint; what was delivered stays as it is.
   Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;

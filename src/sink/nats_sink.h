@@ -84,6 +84,7 @@ class NatsSink : public Sink {
   Status Apply(const Transaction& txn) override;
   Status ResetTable(const TableSchema& table, const std::string& checkpoint) override;
   Status TruncateTable(const TableSchema& table, const SourceInfo& at, const std::string& checkpoint) override;
+  bool KeepsRecordsPastTheCheckpoint() const override { return true; }
   // Prepares each new definition (a table dropped or renamed away leaves its subject to the
   // next), then saves the checkpoint.
   Status ApplySchemaChanges(const std::vector<SchemaChange>& changes, const std::string& checkpoint) override;

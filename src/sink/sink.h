@@ -185,6 +185,14 @@ class Sink {
   // inside a group: Kafka, NATS). Sinks that record only a group's last one (SQLite, JSON
   // lines) say false, and the streamer formats one checkpoint per group instead.
   virtual bool CheckpointsEachTransaction() const { return true; }
+  // Whether what a run published after its last stored checkpoint stays with the consumer when
+  // the run dies (NATS; Kafka without transactions; JSON lines to stdout), instead of being
+  // taken back (SQL sinks roll back, a JSON lines file is cut back, transactional Kafka aborts).
+  // A snapshot cannot continue an interrupted copy into such a sink: rows the dead run sent
+  // past its checkpoint may have changed or gone while sluice was stopped, and no later record
+  // would say so (a new user's probe: rows deleted meanwhile stayed with the consumer). Each
+  // copy there starts from nothing after a truncate record (snapshot/coordinator.h).
+  virtual bool KeepsRecordsPastTheCheckpoint() const { return false; }
   // Removes every row of `table` and records `checkpoint`, atomically where possible. Used
   // before copying a table without a primary key again after an interrupted snapshot.
   // Sinks that cannot take rows back (JSON lines) only record the checkpoint.

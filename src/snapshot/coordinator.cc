@@ -703,6 +703,19 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
     ASSIGN_OR_RETURN(TableSchema loaded, LoadTableSchema(meta, name.db, name.table));
     auto schema = std::make_shared<const TableSchema>(std::move(loaded));
     RETURN_IF_ERROR(CheckSnapshotTable(*schema, options));
+    const bool started_before = !p.ranges.empty() || p.rows > 0 || !p.last_key.empty();
+    if (sink.KeepsRecordsPastTheCheckpoint() && started_before) {
+      // The dead run's records past its checkpoint stay with the consumer (sink.h): the copy
+      // starts over, after a truncate record (below).
+      LogInfo("snapshot: the copy of {} was interrupted and the sink keeps what the interrupted run sent after its "
+              "last checkpoint: copying it again from the start, after a truncate record",
+              name.QualifiedName());
+      const bool reread = p.reread;
+      const std::string db = p.db;
+      p = TableSnapshotProgress{};
+      p.reread = reread;
+      p.db = db;
+    }
     if (!p.reread && (!p.ranges.empty() || p.rows > 0) && ckpt.schemas) {
       // A resumed copy: its plan and the rows in the sink are of the definition recorded when
       // it was planned (SeedSchemaHistory); an ALTER while sluice was stopped re-plans it.
@@ -732,6 +745,12 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
     } else {
       RETURN_IF_ERROR(CallSinkRetrying("preparing table " + name.QualifiedName(), options.stop,
                                        [&] { return sink.PrepareTable(*schema); }));
+    }
+    if (sink.KeepsRecordsPastTheCheckpoint() && p.ranges.empty() && p.rows == 0) {
+      // A copy from nothing: a run that died before its first checkpoint may have sent rows
+      // that have changed or gone since; the consumer empties the table first.
+      RETURN_IF_ERROR(CallSinkRetrying("emptying table " + name.QualifiedName(), options.stop,
+                                       [&] { return sink.ResetTable(*schema, ckpt.ToJson()); }));
     }
     if (schema->has_primary_key() && p.ranges.empty()) {
       if (p.rows > 0 || !p.last_key.empty()) {

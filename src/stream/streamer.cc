@@ -1134,6 +1134,7 @@ class CopySink final : public Sink {
   // fetch on its own: 486 syncs for a table of 1 M rows into SQLite, 50 grouped; BENCHMARKS.md).
   // Only sinks that record a group's last checkpoint get groups (CheckpointsEachTransaction).
   bool CheckpointsEachTransaction() const override { return real_.CheckpointsEachTransaction(); }
+  bool KeepsRecordsPastTheCheckpoint() const override { return real_.KeepsRecordsPastTheCheckpoint(); }
   Status ApplyGroup(const std::vector<Transaction>& group) override {
     if (group.empty()) return Status::Ok();
     auto& last = const_cast<Transaction&>(group.back());
