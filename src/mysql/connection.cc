@@ -251,6 +251,14 @@ StatusCode MapMysqlErrorCode(unsigned int errnum) {
   }
 }
 
+bool TlsErrorIsNetworkFailure(unsigned int errnum, std::string_view message, bool established) {
+  if (errnum != CR_SSL_CONNECTION_ERROR) return false;
+  if (established) return true;
+  for (std::string_view words : {"unexpected eof", "timed out", "reset by peer", "Broken pipe", "Connection refused"})
+    if (message.find(words) != std::string_view::npos) return true;
+  return false;
+}
+
 std::string RedactSecret(std::string text, std::string_view secret) {
   if (secret.empty()) return text;
   size_t pos = 0;
@@ -296,7 +304,9 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const ConnectOptions& op
         fmt::format("connect to {} failed: [{}] {}{}{}", options.Describe(), err, mysql_error(m),
                     hint.empty() ? "" : "; ", hint),
         options.password);
+    const bool network = TlsErrorIsNetworkFailure(err, mysql_error(m), /*established=*/false);
     mysql_close(m);
+    if (network) return Status::Unavailable(std::move(msg));
     StatusCode code = MapMysqlErrorCode(err);
     switch (code) {
       case StatusCode::kUnavailable: return Status::Unavailable(std::move(msg));
@@ -332,6 +342,7 @@ Status Connection::LastError(std::string_view what, std::string_view sql) const 
                                 err != 0 ? mysql_error(mysql_) : "unknown error");
   if (!sql.empty()) msg += fmt::format(" (SQL: {})", TruncateSql(sql));
   msg = RedactSecret(std::move(msg), options_.password);
+  if (TlsErrorIsNetworkFailure(err, "", /*established=*/true)) return Status::Unavailable(std::move(msg));
   switch (MapMysqlErrorCode(err)) {
     case StatusCode::kUnavailable: return Status::Unavailable(std::move(msg));
     case StatusCode::kFailedPrecondition: return Status::FailedPrecondition(std::move(msg));

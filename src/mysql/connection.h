@@ -193,6 +193,14 @@ class Connection {
 // Maps a client or server error number to the status code described above.
 StatusCode MapMysqlErrorCode(unsigned int errnum);
 
+// Whether a CR_SSL_CONNECTION_ERROR (2026) is the network failing under TLS rather than TLS
+// refusing: on a session whose handshake is done (`established`) every 2026 is (the socket
+// closed, reset or timed out: "unexpected eof while reading", "Connection timed out"); during a
+// connect only those words are, the rest (certificates, protocol versions, a server without
+// TLS) need a person. A new user's probe: a cut network stopped a TLS run, exit 1 (2 during a
+// snapshot), where the same cut without TLS reconnects.
+bool TlsErrorIsNetworkFailure(unsigned int errnum, std::string_view message, bool established);
+
 // Replaces every occurrence of `secret` in `text` by "***" (no-op when secret is empty).
 std::string RedactSecret(std::string text, std::string_view secret);
 

@@ -173,6 +173,13 @@ TEST(ErrorMappingTest, Codes) {
   EXPECT_EQ(MapMysqlErrorCode(1045), StatusCode::kFailedPrecondition);
   EXPECT_EQ(MapMysqlErrorCode(1146), StatusCode::kNotFound);
   EXPECT_EQ(MapMysqlErrorCode(1064), StatusCode::kInvalidArgument);
+  // TLS: on an open session every 2026 is the network failing; at connect only its words say so.
+  EXPECT_TRUE(TlsErrorIsNetworkFailure(2026, "TLS/SSL error: unexpected eof while reading", false));
+  EXPECT_TRUE(TlsErrorIsNetworkFailure(2026, "TLS/SSL error: Connection timed out (110)", false));
+  EXPECT_TRUE(TlsErrorIsNetworkFailure(2026, "anything", true));
+  EXPECT_FALSE(TlsErrorIsNetworkFailure(2026, "TLS/SSL error: certificate verify failed", false));
+  EXPECT_FALSE(TlsErrorIsNetworkFailure(2026, "SSL is required, but the server does not support it", false));
+  EXPECT_FALSE(TlsErrorIsNetworkFailure(2013, "Lost connection", true));
   EXPECT_EQ(RedactSecret("a pw b pw", "pw"), "a *** b ***");
   EXPECT_EQ(RedactSecret("abc", ""), "abc");
 }

@@ -222,7 +222,9 @@ class MyConnection : public SqlConnection {
 
   Status MakeError(unsigned int err, const char* text, std::string_view sql) const {
     std::string msg = fmt::format("{}: [{}] {} (SQL: {})", describe_, err, text, Truncated(sql));
-    if (MysqlErrorIsTransient(err)) return Status::Unavailable(std::move(msg));
+    // A statement on an open session: a TLS error there is the network failing (connection.h).
+    if (MysqlErrorIsTransient(err) || TlsErrorIsNetworkFailure(err, text, /*established=*/true))
+      return Status::Unavailable(std::move(msg));
     return Status::FailedPrecondition(std::move(msg));
   }
 

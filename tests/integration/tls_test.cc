@@ -4,6 +4,7 @@
 // FLUSH SSL), an unrelated CA, require_secure_transport=ON, a client certificate, the plain
 // test server (no TLS) for the modes that insist on TLS, and `sluice run` end to end with
 // tls = "verify_identity" while the server refuses any connection without TLS.
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -11,12 +12,14 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include <sqlite3.h>
 
 #include <gmock/gmock.h>
 
 #include "harness.h"
+#include "tcp_proxy.h"
 
 namespace sluice::testing {
 namespace {
@@ -257,6 +260,42 @@ TEST_F(TlsTest, SluiceRunStreamsOverVerifiedTls) {
   EXPECT_EQ(second.exit_code, 0) << second.output;
   EXPECT_THAT(second.output, ::testing::HasSubstr("streamed 2 transactions"));
   EXPECT_EQ(SqliteCount(replica, "tls_e2e.t"), 5);
+}
+
+// A new user's probe (F3): a network cut under TLS stopped the run (exit 1; exit 2 during a
+// snapshot) with "[2026] TLS/SSL error: unexpected eof while reading", where the same cut
+// without TLS reconnects. Every connection is cut while the run streams over verified TLS:
+// it reconnects and the replica gets the rows written after the cut.
+TEST_F(TlsTest, ACutUnderTlsReconnects) {
+  auto admin = Connection::Connect(With(TlsMode::kVerifyIdentity, Cert("ca.pem")));
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  Connection& a = **admin;
+  ASSERT_TRUE(a.Execute("CREATE DATABASE IF NOT EXISTS tls_cut").ok());
+  ASSERT_TRUE(a.Execute("CREATE OR REPLACE TABLE tls_cut.t (id INT PRIMARY KEY, v VARCHAR(20))").ok());
+  ASSERT_TRUE(a.Execute("INSERT INTO tls_cut.t VALUES (1,'a'),(2,'b')").ok());
+  TcpProxy proxy(server_->port);
+  TempDir dir;
+  const std::string replica = dir.File("replica.db");
+  const std::string config = dir.File("sluice.toml");
+  ::setenv("SLUICE_TLS_TEST_PASSWORD", server_->password.c_str(), 1);
+  std::ofstream(config) << "[source]\nhost = \"127.0.0.1\"\nport = " << proxy.port() << "\nuser = \"" << server_->user
+                        << "\"\npassword_env = \"SLUICE_TLS_TEST_PASSWORD\"\nserver_id = 5471\n"
+                        << "tables = [\"tls_cut.*\"]\ntls = \"verify_identity\"\nca = \"" << Cert("ca.pem")
+                        << "\"\nheartbeat_seconds = 1\n\n[sink]\ntype = \"sqlite\"\npath = \"" << replica << "\"\n";
+  const std::string log = dir.File("run.log");
+  pid_t pid = StartSluice({"run", "--config", config}, log);
+  ASSERT_TRUE(WaitForLog(log, "streaming from", pid, std::chrono::seconds(60))) << ReadFile(log);
+  ASSERT_TRUE(a.Execute("INSERT INTO tls_cut.t VALUES (3,'c')").ok());
+  for (int i = 0; i < 100 && SqliteCount(replica, "tls_cut.t") < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_GT(proxy.ResetAll(), 0);
+  ASSERT_TRUE(a.Execute("INSERT INTO tls_cut.t VALUES (4,'d'),(5,'e')").ok());
+  for (int i = 0; i < 300 && SqliteCount(replica, "tls_cut.t") < 5; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(SqliteCount(replica, "tls_cut.t"), 5) << ReadFile(log);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid), 0) << ReadFile(log);
+  EXPECT_THAT(ReadFile(log), ::testing::HasSubstr("reconnected"));
 }
 
 }  // namespace
