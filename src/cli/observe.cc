@@ -91,7 +91,8 @@ std::optional<double> LagSeconds() {
   auto& reg = metrics::Registry::Global();
   if (reg.Text("stream.position").empty()) return std::nullopt;
   double read = reg.Get("sluice_stream_items_read_total");
-  double applied = reg.Get("sluice_stream_items_applied_total");
+  // Items dropped by a lost connection are read again: not behind (streamer.cc).
+  double applied = reg.Get("sluice_stream_items_applied_total") + reg.Get("sluice_stream_items_dropped_total");
   if (applied >= read) return 0.0;
   double ts = reg.Get("sluice_last_applied_source_timestamp_seconds");
   // Nothing applied by this process yet (a first large transaction in parts): the sink is at

@@ -293,6 +293,17 @@ Status NatsSink::Impl::Open() {
       if (subj == wildcard || subj == ">") covered = true;
     }
     const int64_t replicas = si->Config->Replicas;
+    // A stream made by someone else: what it keeps and for how long it drops repeats are its
+    // own. Said once, since neither stops the run.
+    if (si->Config->Storage == js_MemoryStorage)
+      LogWarning("nats sink: stream {} keeps its messages in memory: a restart of nats-server loses them, and "
+                 "sluice's checkpoint will have moved past them",
+                 o.stream);
+    const int64_t window_s = si->Config->Duplicates / 1000000000;
+    if (window_s < 120)
+      LogWarning("nats sink: stream {} drops repeated records only within {} s (its duplicate window): a run "
+                 "restarted later than that after a crash publishes the records after its checkpoint again",
+                 o.stream, window_s);
     jsStreamInfo_Destroy(si);
     si = nullptr;
     if (!covered) {

@@ -1186,7 +1186,20 @@ class CopySink final : public Sink {
 
 }  // namespace
 
+// Marks a sink call under way for the watchdog (RunOnce).
+struct Streamer::SinkBusy {
+  Streamer* s;
+  SinkBusy(Streamer* streamer, const char* what) : s(streamer) {
+    s->sink_busy_what_ = what;
+    s->sink_busy_since_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+  }
+  ~SinkBusy() { s->sink_busy_since_ms_ = 0; }
+};
+
 Status Streamer::CallSink(const char* what, const std::function<Status()>& call) {
+  SinkBusy busy(this, what);
   return CallSinkRetrying(what, "the same transaction",
                           fmt::format(" (the stream position stays at {})", checkpoint_.stream_start.ToString()),
                           options_.stop, call);
@@ -1292,10 +1305,35 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
 Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::time_point>* connected_at,
                          bool* again) {
   ASSIGN_OR_RETURN(auto meta_conn, Connection::Connect(options_.connection));
+  if (reconnecting_ && checkpoint_.source.known() && checkpoint_.flavor != Flavor::kUnknown) {
+    // The address may lead to another server now (a failover behind a virtual IP, a proxy or
+    // a DNS name): its binlog file/position mean nothing for this checkpoint. Decided as at a
+    // run's start (stream/resume.h PlanResume); a new user's probe: the reconnect resumed by
+    // the old server's position, and stopped saying the history was reset (exit 3).
+    ASSIGN_OR_RETURN(QueryResult id, meta_conn->Query("SELECT @@server_id"));
+    uint32_t server_id = 0;
+    if (!id.rows.empty() && !id.rows[0].empty() && id.rows[0][0])
+      server_id = static_cast<uint32_t>(std::strtoul(id.rows[0][0]->c_str(), nullptr, 10));
+    std::string gtid_mode, gtid_executed;
+    if (checkpoint_.flavor == Flavor::kMySQL) {
+      ASSIGN_OR_RETURN(QueryResult g, meta_conn->Query("SELECT @@GLOBAL.gtid_mode, @@GLOBAL.gtid_executed"));
+      if (!g.rows.empty() && g.rows[0].size() > 1) {
+        gtid_mode = g.rows[0][0].value_or("");
+        gtid_executed = g.rows[0][1].value_or("");
+      }
+    }
+    ASSIGN_OR_RETURN(ServerGtidState server,
+                     ReadServerGtidState(*meta_conn, checkpoint_.flavor, server_id, gtid_mode, gtid_executed));
+    if (server.identity.known() && !(server.identity == checkpoint_.source)) {
+      ASSIGN_OR_RETURN(ResumePlan plan, PlanResume(&checkpoint_, server));
+      LogWarning("the source address leads to another server now: {}", plan.note);
+      if (plan.by_gtid) by_gtid_after_switch_ = true;
+    }
+  }
   ReplicationOptions ropts;
   ropts.server_id = options_.replica_server_id;
   ropts.start = checkpoint_.stream_start;
-  if (options_.resume_by_gtid && !checkpoint_.gtid.empty() && checkpoint_.stream_start.empty())
+  if ((options_.resume_by_gtid || by_gtid_after_switch_) && !checkpoint_.gtid.empty() && checkpoint_.stream_start.empty())
     ropts.gtid = checkpoint_.gtid;
   // By position, the dump shows whether the server's file still holds the history the
   // checkpoint was written on (checkpoint.h PositionWitness): it starts at the last event the
@@ -1445,6 +1483,40 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   to_sink.set_wake_batch(16, std::chrono::milliseconds(1));
   Status writer_status;
   std::atomic<bool> writer_failed{false}, writer_gone{false};
+  // Says so when a sink call has not returned for 30 s (a destination behind a dead network
+  // waits for its read timeout, an hour for MySQL): the decoding thread may be blocked too,
+  // on the full queue, and the progress line comes from the writer (a new user's probe: the
+  // log was silent for the whole stall).
+  std::mutex watchdog_mu;
+  std::condition_variable watchdog_cv;
+  bool watchdog_stop = false;
+  std::thread watchdog([&] {
+    int64_t warned_at = 0;
+    std::unique_lock<std::mutex> l(watchdog_mu);
+    while (!watchdog_cv.wait_for(l, std::chrono::seconds(1), [&] { return watchdog_stop; })) {
+      const int64_t since = sink_busy_since_ms_.load();
+      if (since == 0) {
+        warned_at = 0;
+        continue;
+      }
+      const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now().time_since_epoch())
+                              .count();
+      if (now - since >= 30000 && now - std::max(warned_at, since) >= 30000) {
+        warned_at = now;
+        LogWarning("the sink has not answered for {} s ({}); the stream waits for it", (now - since) / 1000,
+                   sink_busy_what_.load());
+      }
+    }
+  });
+  auto join_watchdog = [&] {
+    {
+      std::lock_guard<std::mutex> l(watchdog_mu);
+      watchdog_stop = true;
+    }
+    watchdog_cv.notify_all();
+    if (watchdog.joinable()) watchdog.join();
+  };
   std::thread writer([&] {
     writer_status = WriteGroups(sink, to_sink);
     if (!writer_status.ok()) {
@@ -1965,6 +2037,19 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     if (result.ok() && !copy_status.ok() && copy_status.code() != StatusCode::kCancelled) result = copy_status;
   }
   join_writer();  // every whole transaction read so far reaches the sink (or a sink error)
+  join_watchdog();
+  {
+    // What was read and is not in the sink now was dropped (the parts of a transaction the
+    // connection was lost in, taken back, or items after a sink error): the next connection
+    // reads it again. Counted, so that the lag is 0 once the sink holds what was read again
+    // (a new user's probe: it grew by a second a second, idle, until a restart).
+    metrics::Value& m_applied_now = reg.Counter("sluice_stream_items_applied_total",
+                                                "source transactions (and position-only advances) the sink holds");
+    metrics::Value& m_dropped = reg.Counter("sluice_stream_items_dropped_total",
+                                            "items read and then dropped (read again after a reconnect)");
+    const double gone = m_read.Get() - m_applied_now.Get() - m_dropped.Get();
+    if (gone > 0) m_dropped.Add(gone);
+  }
   if (!writer_status.ok()) {
     if (writer_status.code() == StatusCode::kCancelled && Stopping(options_.stop)) return Status::Ok();
     return writer_status;  // definite sink error
@@ -2182,6 +2267,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       continue;
     }
     if (first->part) {
+      SinkBusy busy(this, "apply a part");
       Status st = sink.ApplyPart(first->txn);
       if (!st.ok()) return part_failure("applying a part", st);
       parts_open = true;
@@ -2301,6 +2387,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       group.back().schemas = last_schemas;
     }
     if (parts_open) {
+      SinkBusy busy(this, "commit");
       Status st = sink.ApplyGroup(group);
       if (!st.ok()) return part_failure("committing", st);
       parts_open = false;

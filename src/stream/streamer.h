@@ -179,6 +179,14 @@ class Streamer {
   StreamerOptions options_;
   Checkpoint checkpoint_;
   bool reconnecting_ = false;  // set after the first connection of Run
+  // The sink call under way on the writer thread: since when (steady ms; 0: none) and what,
+  // for the watchdog that says so when the sink does not answer (RunOnce).
+  std::atomic<int64_t> sink_busy_since_ms_{0};
+  std::atomic<const char*> sink_busy_what_{""};
+  struct SinkBusy;
+  // A reconnect reached another server (a failover behind the same address) and PlanResume
+  // said to continue there by GTID.
+  bool by_gtid_after_switch_ = false;
   // The next copy runs with the stream stopped (a DDL on the table being copied was met).
   bool blocking_reread_ = false;
   bool caught_up_ = false;  // see caught_up()

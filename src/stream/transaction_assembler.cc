@@ -303,7 +303,18 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
   // FORMAT_DESCRIPTION, GTID_LIST, BINLOG_CHECKPOINT, PREVIOUS_GTIDS, HEARTBEAT, ANNOTATE,
   // INTVAR/RAND/USER_VAR, STOP, opaque events: only the position moves, between groups.
   if (auto* hb = std::get_if<HeartbeatEvent>(&ev.body)) {
-    (void)hb;
+    // The server sends a heartbeat when its dump waits at the end of the binlog: everything
+    // before the position it names was sent, or skipped by a dump by GTID as already applied.
+    // Between groups the read position moves there, in the same file only. Without it, a dump
+    // by GTID on a server whose every transaction the position held (a failover onto a
+    // caught-up replica) stayed at the file's header events, and `--until-caught-up` never
+    // ended (a new user's probe).
+    const uint64_t pos = hb->log_position.value_or(ev.header.log_pos);
+    if (!in_txn_ && pos > 0 && !current_file_.empty() && hb->log_file == current_file_ &&
+        boundary_.position.file == current_file_ && pos > boundary_.position.pos) {
+      boundary_.position.pos = pos;
+      return std::optional<CommittedTransaction>(CommittedTransaction{{}, ResumePoint(), "", false, "", ""});
+    }
     return std::optional<CommittedTransaction>();
   }
   if (!in_txn_) {

@@ -3,6 +3,7 @@
 // unrelated MariaDB with its own history. The sink is JSON lines, where a duplicate or a gap
 // shows as an extra or a missing line (an SQLite replica would hide duplicates: row events
 // are applied idempotently).
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
+#include "tcp_proxy.h"
 
 namespace sluice::testing {
 namespace {
@@ -206,6 +208,78 @@ TEST(Failover, PrimaryToReplicaContinuesByGtidAndAnotherHistoryIsRefused) {
   EXPECT_NE(refused.output.find("take a new snapshot into a new destination"), std::string::npos) << refused.output;
   EXPECT_EQ(ReadJsonl(out).lines, d.lines);
 
+  Exec(*primary, "DROP DATABASE IF EXISTS it_failover");
+}
+
+// A new user's probe (F2, F4). F2: a config switched to a caught-up replica with nothing new
+// written there: the dump by GTID skipped everything and `--until-caught-up` never ended. F4:
+// a failover behind the address sluice connects to (a proxy here): the reconnect resumed by
+// the old server's file/position on the new one and stopped, exit 3, saying the binlog
+// history was reset. Now the first ends at once, and the second goes on by GTID; every change
+// reaches the JSON lines once.
+TEST(Failover, ACaughtUpReplicaEndsTheRunAndAFailoverBehindTheSameAddressGoesOn) {
+  ExtraServer replica;
+  (void)std::system(replica.StartCommand(2).c_str());
+  ASSERT_TRUE(replica.Load("SLUICE_IT_REPLICA_PASSWORD")) << ReadFile(replica.dir.File("start.log"));
+  auto primary = Connect();
+  auto r = replica.Connect();
+  ASSERT_TRUE(primary && r);
+  ConnectOptions p = TestServer();
+  // One address, one set of credentials: the replica's user gets the primary's password.
+  Exec(*r, "SET PASSWORD = PASSWORD('" + p.password + "')");
+  ::setenv(replica.password_env.c_str(), p.password.c_str(), 1);
+  Exec(*primary, "DROP DATABASE IF EXISTS it_failover");
+  Exec(*r, "RESET MASTER");
+  Exec(*r, "SET GLOBAL gtid_slave_pos = '" + Scalar(*primary, "SELECT @@global.gtid_binlog_pos") + "'");
+  Exec(*r, "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=" + std::to_string(p.port) + ", MASTER_USER='" +
+               p.user + "', MASTER_PASSWORD='" + p.password + "', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1");
+  Exec(*r, "START SLAVE");
+  Exec(*primary, "CREATE DATABASE it_failover");
+  Exec(*primary, "CREATE TABLE it_failover.t (id INT PRIMARY KEY, v VARCHAR(20))");
+  Inserts(*primary, 1, 50);
+  auto caught_up = [&] {
+    const std::string pos = Scalar(*primary, "SELECT @@global.gtid_binlog_pos");
+    return Scalar(*r, "SELECT MASTER_GTID_WAIT('" + pos + "', 30)") == "0";
+  };
+
+  TcpProxy proxy(p.port);
+  TempDir dir;
+  const std::string out = dir.File("out.jsonl");
+  const std::string via_proxy = JsonlConfig(dir, "proxy.toml", proxy.port(), "SLUICE_TEST_MYSQL_PASSWORD", out);
+  const std::string on_replica = JsonlConfig(dir, "replica.toml", replica.options.port, replica.password_env, out);
+  auto first = RunSluice({"run", "--config", via_proxy, "--until-caught-up"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+
+  // F2: the replica holds exactly what the destination holds, and nothing is written to it.
+  ASSERT_TRUE(caught_up());
+  const size_t lines = ReadJsonl(out).lines;
+  auto quiet = RunSluice({"run", "--config", on_replica, "--until-caught-up"}, std::chrono::seconds(60));
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_NE(quiet.output.find("resuming there by GTID 0-1-"), std::string::npos) << quiet.output;
+  EXPECT_EQ(ReadJsonl(out).lines, lines);
+
+  // F4: streaming through the proxy from the primary; the replica is promoted and the proxy
+  // sends new connections to it, cutting the old ones.
+  const std::string log = dir.File("run.log");
+  pid_t pid = StartSluice({"run", "--config", via_proxy}, log);
+  ASSERT_TRUE(WaitForLog(log, "streaming from", pid, std::chrono::seconds(60))) << ReadFile(log);
+  Inserts(*primary, 51, 60);
+  for (int i = 0; i < 200 && ReadJsonl(out).created.size() < 60; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(ReadJsonl(out).created.size(), 60u) << ReadFile(log);
+  ASSERT_TRUE(caught_up());
+  Exec(*r, "STOP SLAVE");
+  proxy.set_target(replica.options.port);
+  EXPECT_GT(proxy.ResetAll(), 0);
+  Inserts(*r, 61, 70);
+  for (int i = 0; i < 300 && ReadJsonl(out).created.size() < 70; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid), 0) << ReadFile(log);
+  EXPECT_NE(ReadFile(log).find("the source address leads to another server now"), std::string::npos) << ReadFile(log);
+  Delivered d = ReadJsonl(out);
+  EXPECT_EQ(d.state, TableState(*r));
+  for (int id = 1; id <= 70; ++id) EXPECT_EQ(d.created[id], 1) << "id " << id << " created";
   Exec(*primary, "DROP DATABASE IF EXISTS it_failover");
 }
 

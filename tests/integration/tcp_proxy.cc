@@ -62,7 +62,7 @@ void TcpProxy::AcceptLoop() {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(target_port_);
+    a.sin_port = htons(target_port_.load());
     if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
       ::close(s);
       Abort(c);

@@ -22,6 +22,8 @@ class TcpProxy {
   TcpProxy& operator=(const TcpProxy&) = delete;
 
   uint16_t port() const { return port_; }
+  // New connections go to 127.0.0.1:`port` from now on (a failover behind one address).
+  void set_target(uint16_t port) { target_port_ = port; }
   // Resets every connection open now; returns how many were reset.
   int ResetAll();
   // Connections accepted so far.
@@ -40,7 +42,7 @@ class TcpProxy {
   void AcceptLoop();
   static void Pump(Pair* p);
 
-  uint16_t target_port_;
+  std::atomic<uint16_t> target_port_;
   uint16_t port_ = 0;
   int listen_fd_ = -1;
   std::atomic<bool> stop_{false};
