@@ -2178,6 +2178,9 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
   // holds its end commits it; a stop or error before that takes them back.
   bool parts_open = false;
   uint64_t parts_rows = 0;  // rows in the open parts, counted when committed
+  // The open parts' rows per table and op (sluice_rows_total), added when they commit: a
+  // transaction applied in parts counted only its last part's rows.
+  std::map<metrics::Value*, double> parts_tally;
   // Items of the open parts: applied (sluice_stream_items_applied_total, which the lag compares
   // with the items read) once the transaction they belong to commits or is taken back.
   uint64_t parts_items = 0;
@@ -2195,6 +2198,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     parts_open = false;
     parts_rows = 0;
     parts_items = 0;
+    parts_tally.clear();
     if (st.code() == StatusCode::kUnavailable)
       return Status::Unavailable(fmt::format("sink: {} of a large transaction failed ({}); starting again from {}",
                                              what, st.message(), checkpoint_.stream_start.ToString()));
@@ -2273,6 +2277,9 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       parts_open = true;
       parts_rows += first->txn.row_count();
       ++parts_items;
+      for (const RowChange& c : first->txn.changes) parts_tally[counter_of(c.table, c.op)] += 1;
+      for (const ChangeCounts::Run& run : first->txn.counted.runs)
+        parts_tally[counter_of(run.table, run.op)] += static_cast<double>(run.rows);
       if (options_.on_applied) options_.on_applied(checkpoint_, 0);
       continue;
     }
@@ -2280,6 +2287,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       sink.AbortParts();  // the source transaction rolled back
       parts_open = false;
       parts_rows = 0;
+      parts_tally.clear();
       advance(checkpoint_, *first);
       unsaved = true;
       m_applied.Add(static_cast<double>(1 + std::exchange(parts_items, 0)));
@@ -2394,6 +2402,8 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
       group_rows += parts_rows;
       parts_rows = 0;
       group_items += std::exchange(parts_items, 0);
+      for (const auto& [v, n] : parts_tally) v->Add(n);
+      parts_tally.clear();
     } else {
       RETURN_IF_ERROR(CallSink("apply", [&] { return sink.ApplyGroup(group); }));
     }
