@@ -7,7 +7,7 @@
 //     "flavor": "mariadb" | "mysql" | "unknown",
 //     "stream_start": {"file": string, "pos": unsigned integer},
 //     "witness": {"file": string, "created": n, "event_pos": n, "event_size": n,
-//                 "event_crc32": n}          optional (checkpoint.h PositionWitness)
+//                 "event_hash": n}           optional (checkpoint.h PositionWitness)
 //     "gtid": string,                                may be ""
 //     "source": {"server_id": n, "server_uuid": string}   optional (absent: not recorded)
 //     "snapshot": {
@@ -212,9 +212,10 @@ Result<Checkpoint> FromParsed(const Json& doc) {
     if (!w->is_object()) return Missing("witness", "an object");
     ASSIGN_OR_RETURN(cp.witness.file, GetString(*w, "file", "witness.file"));
     ASSIGN_OR_RETURN(cp.witness.event_pos, GetUnsigned(*w, "event_pos", "witness.event_pos"));
-    uint32_t* narrow[] = {&cp.witness.created, &cp.witness.event_size, &cp.witness.event_crc32};
-    const char* names[] = {"created", "event_size", "event_crc32"};
-    for (int i = 0; i < 3; ++i) {
+    ASSIGN_OR_RETURN(cp.witness.event_hash, GetUnsigned(*w, "event_hash", "witness.event_hash"));
+    uint32_t* narrow[] = {&cp.witness.created, &cp.witness.event_size};
+    const char* names[] = {"created", "event_size"};
+    for (int i = 0; i < 2; ++i) {
       const std::string field = std::string("witness.") + names[i];
       ASSIGN_OR_RETURN(uint64_t n, GetUnsigned(*w, names[i], field));
       if (n > 0xffffffffu) return Missing(field, "a 32-bit unsigned integer");
@@ -564,7 +565,7 @@ std::string Checkpoint::ToJsonWithoutSchemas() const {
                            {"created", witness.created},
                            {"event_pos", witness.event_pos},
                            {"event_size", witness.event_size},
-                           {"event_crc32", witness.event_crc32}};
+                           {"event_hash", witness.event_hash}};
   doc["gtid"] = gtid;
   if (source.known())
     doc["source"] = OJson{{"server_id", source.server_id}, {"server_uuid", source.server_uuid}};

@@ -153,14 +153,16 @@ struct SourceIdentity {
 //   created     the file's FORMAT_DESCRIPTION_EVENT header timestamp: when the server created
 //               the file (a reset or a restore makes a new one). 0: not recorded.
 //   event_*     the event that ends at stream_start (the last one applied): its offset, size
-//               and the CRC-32 of all its bytes as the dump sent them. event_size 0: none
-//               recorded (a snapshot's point: the event before it was never read).
+//               and the 64-bit FNV-1a hash of all its bytes as the dump sent them (not a CRC-32:
+//               over an event that ends in its own CRC-32 footer, a CRC-32 is the same constant
+//               for every event, a new user's probe found). event_size 0: none recorded (a
+//               snapshot's point: the event before it was never read).
 struct PositionWitness {
   std::string file;
   uint32_t created = 0;
   uint64_t event_pos = 0;
   uint32_t event_size = 0;
-  uint32_t event_crc32 = 0;
+  uint64_t event_hash = 0;
   // Whether it says anything about `at`.
   bool AppliesTo(const BinlogPosition& at) const { return !file.empty() && file == at.file; }
   bool HasEventEndingAt(const BinlogPosition& at) const {

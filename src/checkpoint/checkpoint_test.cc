@@ -216,7 +216,7 @@ TEST(CheckpointTest, SourceIdentityRoundTripsAndIsOptional) {
 
 TEST(CheckpointTest, PositionWitnessRoundTripsAndIsOptional) {
   Checkpoint cp = Sample();
-  cp.witness = PositionWitness{cp.stream_start.file, 1764982800u, cp.stream_start.pos - 31, 31, 4294967295u};
+  cp.witness = PositionWitness{cp.stream_start.file, 1764982800u, cp.stream_start.pos - 31, 31, 18446744073709551615ull};
   const std::string text = cp.ToJson();
   EXPECT_NE(text.find(R"("witness":{"file":")" + cp.stream_start.file + R"(","created":1764982800,"event_pos":)"),
             std::string::npos) << text;
@@ -232,10 +232,10 @@ TEST(CheckpointTest, PositionWitnessRoundTripsAndIsOptional) {
   EXPECT_FALSE(old->witness.AppliesTo(old->stream_start));
 
   std::string bad = text;
-  bad.replace(bad.find("4294967295"), 10, "4294967296");
+  bad.replace(bad.find("\"event_size\":31"), 15, "\"event_size\":4294967296");
   auto broken = Checkpoint::FromJson(bad);
   ASSERT_FALSE(broken.ok());
-  EXPECT_NE(broken.status().message().find("witness.event_crc32"), std::string::npos) << broken.status().ToString();
+  EXPECT_NE(broken.status().message().find("witness.event_size"), std::string::npos) << broken.status().ToString();
 
   // A witness of another file, or of an event that does not end at the position, says nothing.
   PositionWitness w = cp.witness;

@@ -1,6 +1,7 @@
 #include "stream/resume.h"
 
 #include "binlog/checksum.h"
+#include "util/hash.h"
 #include "gtid/gtid_set.h"
 #include "mysql/server_probe.h"
 
@@ -158,6 +159,10 @@ std::string HistoryResetMessage(const HistoryCheck& check) {
       check.detail);
 }
 
+uint64_t WitnessHash(std::span<const uint8_t> event) {
+  return Fnv1a64(std::string_view(reinterpret_cast<const char*>(event.data()), event.size()));
+}
+
 WitnessCheck::WitnessCheck(const PositionWitness& witness, const BinlogPosition& start)
     : witness_(witness), start_(start) {
   check_created_ = witness.AppliesTo(start) && witness.created != 0;
@@ -206,7 +211,7 @@ Result<WitnessCheck::Action> WitnessCheck::Feed(std::span<const uint8_t> event) 
     return reset(fmt::format("the event the checkpoint ends with was {} bytes at offset {}, the server's there is {} "
                              "bytes at offset {}",
                              witness_.event_size, witness_.event_pos, size, at));
-  if (binlog::Crc32(event) != witness_.event_crc32)
+  if (WitnessHash(event) != witness_.event_hash)
     return reset(fmt::format("the event the checkpoint ends with (offset {}, {} bytes) has other contents there",
                              witness_.event_pos, witness_.event_size));
   return Action::kDrop;

@@ -124,12 +124,15 @@ std::string HistoryResetMessage(const HistoryCheck& check);
 //     offset 4) must carry the recorded creation time;
 //   - the first event the dump reads from the file (not the fake ROTATE, a replayed or fake
 //     event with log_pos 0 or the artificial flag, or a heartbeat) must be the witnessed one:
-//     the same offset, size and CRC-32 of its bytes. It is dropped (kDrop): the stream resumes
+//     the same offset, size and hash of its bytes (WitnessHash). It is dropped (kDrop): the stream resumes
 //     after it.
 // A mismatch is kDataLoss with HistoryResetMessage's wording, naming the file and what
 // differs. A witness that does not apply to the position (another file; checkpoints written
 // before it existed) checks nothing. Not used for a dump by GTID (no position to trust).
 // Thread safety: one thread (the replication reader).
+// The witness hash of one whole event (header, body and checksum footer): 64-bit FNV-1a.
+uint64_t WitnessHash(std::span<const uint8_t> event);
+
 class WitnessCheck {
  public:
   WitnessCheck(const PositionWitness& witness, const BinlogPosition& start);

@@ -57,7 +57,7 @@ std::vector<uint8_t> Event(uint8_t type, uint32_t timestamp, uint32_t size, uint
 TEST(WitnessCheckTest, TheWitnessedEventIsCheckedAndDropped) {
   const BinlogPosition start{"mariadb-bin.000002", 900};
   const std::vector<uint8_t> xid = Event(16, 1764982900, 31, 900, 0, 7);
-  const PositionWitness w{"mariadb-bin.000002", 1764982800, 869, 31, binlog::Crc32(xid)};
+  const PositionWitness w{"mariadb-bin.000002", 1764982800, 869, 31, WitnessHash(xid)};
   using A = WitnessCheck::Action;
 
   WitnessCheck same(w, start);
@@ -94,6 +94,26 @@ TEST(WitnessCheckTest, TheWitnessedEventIsCheckedAndDropped) {
   EXPECT_EQ(*beats.Feed(Event(27, 0, 40, 869)), A::kPass);
   EXPECT_EQ(*beats.Feed(Event(163, 0, 40, 869, 0x20)), A::kPass);
   EXPECT_EQ(*beats.Feed(xid), A::kDrop);
+}
+
+// Events with CRC-32 footers (binlog_checksum=CRC32, the default): a CRC-32 over the whole
+// event is the same constant for all of them (a new user's probe: 0x2144DF1C, so the check
+// compared only offset and size). The witness hash tells them apart.
+TEST(WitnessCheckTest, EventsWithChecksumFootersHaveDifferentHashes) {
+  auto with_footer = [](uint8_t fill) {
+    std::vector<uint8_t> e = Event(16, 1764982900, 31, 900, 0, fill);
+    const uint32_t crc = binlog::Crc32(std::span<const uint8_t>(e.data(), e.size() - 4));
+    for (int i = 0; i < 4; ++i) e[e.size() - 4 + i] = static_cast<uint8_t>(crc >> (8 * i));
+    return e;
+  };
+  const std::vector<uint8_t> a = with_footer(7), b = with_footer(8);
+  EXPECT_EQ(binlog::Crc32(a), binlog::Crc32(b));  // the residue: why a CRC-32 cannot be the witness
+  EXPECT_NE(WitnessHash(a), WitnessHash(b));
+  const PositionWitness w{"mariadb-bin.000002", 1764982800, 869, 31, WitnessHash(a)};
+  WitnessCheck c(w, {"mariadb-bin.000002", 900});
+  auto r = c.Feed(b);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
 }
 
 // A snapshot's point: only the file's creation time was recorded; the dump starts at the

@@ -1772,7 +1772,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
         ev.raw.size() == ev.end_pos - ev.pos) {
       w.event_pos = ev.pos;
       w.event_size = static_cast<uint32_t>(ev.raw.size());
-      w.event_crc32 = binlog::Crc32(ev.raw);
+      w.event_hash = WitnessHash(ev.raw);
     }
     return w;
   };

@@ -157,6 +157,18 @@ void TransactionAssembler::MoveBoundary(const binlog::Event& event) {
 // stop, while the GTID state was at file:10070), and `--until-caught-up` then waited for the
 // position to come back up to the server's end. So the position never goes back within a
 // file. (Another file is another matter: a new server's files, or a rotation, move it.)
+// A group starts at its GTID event. A dump by GTID skips the transactions its start position
+// holds without sending them, so that event may start past the boundary: everything before it
+// was sent or skipped, and the group starts there. Without this a group's start (the resume
+// point of an XA transaction held until its XA COMMIT) was the end of the file's header events,
+// a place whose GTID position is not the checkpoint's, and the next run refused it as a reset
+// history (a new user's probe).
+void TransactionAssembler::SkipTo(const binlog::Event& gtid_event) {
+  if (gtid_event.in_payload || current_file_.empty() || gtid_event.file != current_file_) return;
+  if (boundary_.position.file != current_file_ || gtid_event.pos <= boundary_.position.pos) return;
+  boundary_.position.pos = gtid_event.pos;
+}
+
 bool TransactionAssembler::Behind(const std::string& file, uint64_t pos) const {
   return file == boundary_.position.file && pos < boundary_.position.pos;
 }
@@ -192,6 +204,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
           current_file_, ev.pos, g->GtidText(), gtid_));
     }
     Reset();
+    SkipTo(ev);
     group_start_ = boundary_;
     in_txn_ = true;
     standalone_ = g->standalone();
@@ -217,6 +230,7 @@ Result<std::optional<CommittedTransaction>> TransactionAssembler::Feed(const bin
   }
   if (auto* g = std::get_if<GtidEvent>(&ev.body)) {
     Reset();
+    SkipTo(ev);
     group_start_ = boundary_;
     in_txn_ = true;
     standalone_ = true;  // until a BEGIN says otherwise: a DDL follows with no XID

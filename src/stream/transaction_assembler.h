@@ -143,6 +143,7 @@ class TransactionAssembler {
   // The resume point: the boundary, or the start of the oldest held XA transaction.
   StreamPoint ResumePoint() const;
   // Whether file:pos is before the boundary in the boundary's own file.
+  void SkipTo(const binlog::Event& gtid_event);  // transaction_assembler.cc
   bool Behind(const std::string& file, uint64_t pos) const;
   Result<std::optional<CommittedTransaction>> Prepare(const binlog::Event& event, std::string xid);
   Result<std::optional<CommittedTransaction>> FinishXa(const binlog::Event& event, const std::string& xid,

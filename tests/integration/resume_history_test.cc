@@ -297,13 +297,13 @@ TEST(ResumeHistory, AResetWhoseNewHistoryLinesUpWithTheCheckpointIsRefused) {
   EXPECT_GT(cp["witness"]["created"].get<uint64_t>(), 0u);
   // The same offsets and sizes with other bytes there: what a reset within the file's second
   // of creation, or a restored backup written again, would leave.
-  EditWitness(replica2, [](nlohmann::json& w) { w["event_crc32"] = w["event_crc32"].get<uint32_t>() ^ 1u; });
+  EditWitness(replica2, [](nlohmann::json& w) { w["event_hash"] = w["event_hash"].get<uint64_t>() ^ 1u; });
   Exec(*c, "UPDATE app.t SET n = n + 1 WHERE id = 5");
   auto tampered = RunSluice({"run", "--config", config2, "--until-caught-up"});
   EXPECT_EQ(tampered.exit_code, 3) << tampered.output;
   EXPECT_NE(tampered.output.find("has other contents there"), std::string::npos) << tampered.output;
   EXPECT_EQ(ReplicaRows(replica2), "2:21 3:31 4:41 5:51 ");
-  EditWitness(replica2, [](nlohmann::json& w) { w["event_crc32"] = w["event_crc32"].get<uint32_t>() ^ 1u; });
+  EditWitness(replica2, [](nlohmann::json& w) { w["event_hash"] = w["event_hash"].get<uint64_t>() ^ 1u; });
   streamed = RunSluice({"run", "--config", config2, "--until-caught-up"});
   EXPECT_EQ(streamed.exit_code, 0) << streamed.output;
   EXPECT_EQ(ReplicaRows(replica2), "2:21 3:31 4:41 5:52 ");
