@@ -134,6 +134,8 @@ Result<std::unique_ptr<ReplicationSession>> ReplicationSession::Start(
   std::unique_ptr<ReplicationSession> s(new ReplicationSession());
   ASSIGN_OR_RETURN(s->conn_, Connection::Connect(co));
   Connection& c = *s->conn_;
+  s->read_timeout_s_ = co.read_timeout_s;
+  s->last_packet_ = std::chrono::steady_clock::now();
   s->connection_id_ = c.connection_id();
   s->non_blocking_ = options.non_blocking;
   s->requested_ = !options.gtid.empty()
@@ -326,6 +328,15 @@ Status ReplicationSession::FetchError() {
         requested_, conn_->options().Describe(), oldest, msg));
   }
   Status st = conn_->LastError("binlog dump");
+  const auto silent = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - last_packet_);
+  if (st.code() == StatusCode::kUnavailable && read_timeout_s_ > 0 &&
+      silent.count() + 1 >= static_cast<long long>(read_timeout_s_)) {
+    // The read timed out: the server sent neither an event nor a heartbeat (a dead network,
+    // a hung server), which the client library reports as a lost connection.
+    st = Status::Unavailable(fmt::format("{}; nothing arrived from the server for {} s, neither an event nor a "
+                                         "heartbeat (the read timeout is twice source.heartbeat_seconds plus 5 s)",
+                                         st.message(), silent.count()));
+  }
   if (st.code() == StatusCode::kUnavailable || err == 0) {
     if (err == 0) return Status::Unavailable(st.message());
     return st;
@@ -340,6 +351,7 @@ Result<std::span<const uint8_t>> ReplicationSession::Fetch() {
   MYSQL* m = conn_->handle();
   unsigned long len = mysql_net_read_packet(m);
   if (len == packet_error || len == static_cast<unsigned long>(-1)) return FetchError();
+  if (read_timeout_s_ > 0) last_packet_ = std::chrono::steady_clock::now();
   const uint8_t* p = m->net.read_pos;
   if (len == 0 || p == nullptr)
     return Status::Corruption(fmt::format("empty packet in the binlog stream from {}",

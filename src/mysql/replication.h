@@ -59,6 +59,7 @@
 // fixed after Start), e.g. to KILL the session from another connection.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -150,6 +151,10 @@ class ReplicationSession {
   uint64_t connection_id_ = 0;
   bool non_blocking_ = false;
   bool ended_ = false;
+  // The dump connection's read timeout (2 x heartbeat + 5 s; 0: none) and when the last
+  // packet came, so that a timeout says it was one, not only "Lost connection".
+  uint32_t read_timeout_s_ = 0;
+  std::chrono::steady_clock::time_point last_packet_{};
   std::string requested_;  // the start point, for messages: "file:pos" or "GTID ..."
 };
 

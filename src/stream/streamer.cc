@@ -1354,7 +1354,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   ASSIGN_OR_RETURN(auto session, ReplicationSession::Start(options_.connection, ropts));
   *connected_at = Clock::now();
   if (reconnecting_)
-    LogInfo("reconnected; streaming from {}",
+    LogInfo("reconnected; asking the server for the binlog from {}",
             ropts.gtid.empty() ? checkpoint_.stream_start.ToString() : "GTID " + ropts.gtid);
   reconnecting_ = true;
 
