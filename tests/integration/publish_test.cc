@@ -175,6 +175,13 @@ std::vector<NatsNode> StartNatsNodes(const TempDir& dir, int count) {
   return nodes;
 }
 
+// One node, given the time it takes to take connections.
+std::vector<NatsNode> StartOneNatsNode(const TempDir& dir) {
+  auto nodes = StartNatsNodes(dir, 1);
+  std::this_thread::sleep_for(milliseconds(700));
+  return nodes;
+}
+
 std::string NatsUrls(const std::vector<NatsNode>& nodes) {
   std::string u;
   for (const auto& n : nodes) u += (u.empty() ? "" : ",") + std::string("nats://127.0.0.1:") + std::to_string(n.port);
@@ -634,8 +641,7 @@ TEST(Publish, NatsSingleNodeKilledBeforeCheckpointPublishesNoDuplicate) {
   const std::string db = "it_pub_nats1";
   CreateLoadTable(db, 300);
   TempDir dir;
-  auto nodes = StartNatsNodes(dir, 1);
-  std::this_thread::sleep_for(milliseconds(700));
+  auto nodes = StartOneNatsNode(dir);
   const SluiceConfigSpec spec = NatsSpec(dir, db);
   const std::string config = NatsConfig(dir, spec, nodes, "subject_prefix = \"pub1\"\ngroup_max_records = 20\n");
   auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
@@ -661,8 +667,7 @@ TEST(Publish, NatsDownLongerThanTheResendsStopsTheRunAndTheNextRunPublishesOnce)
   const std::string db = "it_pub_nats_down";
   CreateLoadTable(db, 200);
   TempDir dir;
-  auto nodes = StartNatsNodes(dir, 1);
-  std::this_thread::sleep_for(milliseconds(700));
+  auto nodes = StartOneNatsNode(dir);
   const SluiceConfigSpec spec = NatsSpec(dir, db);
   const std::string config =
       NatsConfig(dir, spec, nodes, "subject_prefix = \"down\"\ngroup_max_records = 20\nack_timeout_ms = 100\n");
@@ -889,8 +894,7 @@ TEST(Publish, NatsRecordsReadAgainAreNotDroppedAndStatementsCarryTheirPosition) 
                                    db)),
             0);
   TempDir dir;
-  auto nodes = StartNatsNodes(dir, 1);
-  std::this_thread::sleep_for(milliseconds(700));
+  auto nodes = StartOneNatsNode(dir);
   const std::string config = NatsConfig(dir, NatsSpec(dir, db), nodes, "subject_prefix = \"pubid\"\n");
   auto first = RunSluice({"run", "--config", config, "--until-caught-up"});
   ASSERT_EQ(first.exit_code, 0) << first.output;
@@ -960,8 +964,7 @@ TEST(Publish, NatsSnapshotKilledAndChangedMeanwhileEndsEqualToTheSource) {
   const std::string db = "it_pub_natskill";
   CreateLoadTable(db, 3000);
   TempDir dir;
-  auto nodes = StartNatsNodes(dir, 1);
-  std::this_thread::sleep_for(milliseconds(700));
+  auto nodes = StartOneNatsNode(dir);
   SluiceConfigSpec spec = NatsSpec(dir, db);
   spec.snapshot_extra = "fetch_rows = 100\n";
   const std::string config = NatsConfig(dir, spec, nodes, "subject_prefix = \"pubk\"\ngroup_max_records = 150\n");
@@ -1017,8 +1020,7 @@ TEST(Publish, NatsRowsReadWithoutTheBinlogAreAllPublished) {
                 db)),
             0);
   TempDir dir;
-  auto nodes = StartNatsNodes(dir, 1);
-  std::this_thread::sleep_for(milliseconds(700));
+  auto nodes = StartOneNatsNode(dir);
   const std::string config = AppendSinkTable(
       NatsConfig(dir, NatsSpec(dir, db), nodes, "subject_prefix = \"pubinc\"\n"),
       fmt::format("[table.\"{0}.inc\"]\nmode = \"incremental\"\n[table.\"{0}.fu\"]\nmode = \"full\"\n", db));
@@ -1108,8 +1110,7 @@ TEST(Publish, NatsStreamRefusalsSayWhatToChange) {
                                    db)),
             0);
   TempDir dir;
-  auto nodes = StartNatsNodes(dir, 1);
-  std::this_thread::sleep_for(milliseconds(700));
+  auto nodes = StartOneNatsNode(dir);
   SluiceConfigSpec spec;
   spec.tables = {db + ".*"};
   spec.sink_type = "nats";
