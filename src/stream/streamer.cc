@@ -1325,7 +1325,15 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     ASSIGN_OR_RETURN(ServerGtidState server,
                      ReadServerGtidState(*meta_conn, checkpoint_.flavor, server_id, gtid_mode, gtid_executed));
     if (server.identity.known() && !(server.identity == checkpoint_.source)) {
-      ASSIGN_OR_RETURN(ResumePlan plan, PlanResume(&checkpoint_, server));
+      Result<ResumePlan> planned = PlanResume(&checkpoint_, server);
+      if (!planned.ok() && planned.status().code() == StatusCode::kDataLoss &&
+          planned.status().message().find(": it is behind") != std::string_view::npos) {
+        // A replica that has not yet applied what the destination holds (MariaDB: the same
+        // server's GTIDs in the domain, lower): it may catch up, so the run waits, reconnecting
+        // with backoff, instead of stopping (a new user's probe: exit 3 for a replica behind).
+        return Status::Unavailable(fmt::format("{}; waiting for it to catch up", planned.status().message()));
+      }
+      ASSIGN_OR_RETURN(ResumePlan plan, std::move(planned));
       LogWarning("the source address leads to another server now: {}", plan.note);
       if (plan.by_gtid) by_gtid_after_switch_ = true;
     }
