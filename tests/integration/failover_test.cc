@@ -281,6 +281,7 @@ TEST(Failover, ACaughtUpReplicaEndsTheRunAndAFailoverBehindTheSameAddressGoesOn)
   // sends new connections to it, cutting the old ones.
   const std::string log = dir.File("run.log");
   pid_t pid = StartSluice({"run", "--config", via_proxy}, log);
+  KillAtExit guard{&pid};
   ASSERT_TRUE(WaitForLog(log, "streaming from", pid, std::chrono::seconds(60))) << ReadFile(log);
   Exec(*r, "STOP SLAVE");
   Inserts(*primary, 51, 60);
@@ -304,6 +305,7 @@ TEST(Failover, ACaughtUpReplicaEndsTheRunAndAFailoverBehindTheSameAddressGoesOn)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitChild(pid), 0) << ReadFile(log);
+  pid = 0;
   EXPECT_NE(ReadFile(log).find("the source address leads to another server now"), std::string::npos) << ReadFile(log);
   Delivered d = ReadJsonl(out);
   EXPECT_EQ(d.state, TableState(*r));

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -242,6 +243,14 @@ std::string CheckLine(const std::string& output, const std::string& name) {
     at = end + 1;
   }
   return "";
+}
+
+KillAtExit::~KillAtExit() {
+  if (pid != nullptr && *pid > 0) {
+    kill(*pid, SIGKILL);
+    WaitChild(*pid, std::chrono::seconds(30));
+    *pid = 0;
+  }
 }
 
 std::string ReadSqliteCheckpoint(const std::string& sqlite_path) {

@@ -73,6 +73,12 @@ ProcessResult RunSluice(const std::vector<std::string>& args,
                         std::chrono::seconds timeout = std::chrono::seconds(300));
 // Starts `sluice args...` in the background; output goes to `log_path`.
 pid_t StartSluice(const std::vector<std::string>& args, const std::string& log_path);
+// SIGKILLs and reaps `*pid` at scope exit unless the test has (it sets *pid to 0): a failed
+// ASSERT returns early, and a run left behind holds its replica slot and sink for the next test.
+struct KillAtExit {
+  pid_t* pid;
+  ~KillAtExit();
+};
 // Waits for a child; returns its exit code (or -signal).
 // *max_rss_kib (when given) gets its peak resident set size, sampled from /proc every 20 ms
 // (VmHWM, which excludes the forked copy of the test process that wait4 would count).

@@ -165,6 +165,7 @@ TEST(Observe, LagIsZeroOnceCaughtUpAfterAConnectionLostInsideALargeTransaction) 
                                        << "\n\n[metrics]\nlisten = \"127.0.0.1:0\"\n";
   const std::string log_path = dir.File("run.log");
   pid_t pid = StartSluice({"run", "--config", config}, log_path);
+  KillAtExit guard{&pid};
   std::string log = WaitForLog(log_path, "streaming from");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(log, m, std::regex("serving (http://127\\.0\\.0\\.1:[0-9]+/metrics)"))) << log;
@@ -185,6 +186,7 @@ TEST(Observe, LagIsZeroOnceCaughtUpAfterAConnectionLostInsideALargeTransaction) 
   scrape = Shell("curl -sf " + url);
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitChild(pid), 0) << ReadFile(log_path);
+  pid = 0;
   EXPECT_THAT(ReadFile(log_path), ::testing::HasSubstr("reconnect"));
   EXPECT_EQ(Metric(scrape, "sluice_rows_total{op=\"insert\",table=\"it_lagcut.t\"}"), 60000) << scrape;
   EXPECT_EQ(Metric(scrape, "sluice_lag_seconds"), 0) << scrape;

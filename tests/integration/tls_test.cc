@@ -284,6 +284,7 @@ TEST_F(TlsTest, ACutUnderTlsReconnects) {
                         << "\"\nheartbeat_seconds = 1\n\n[sink]\ntype = \"sqlite\"\npath = \"" << replica << "\"\n";
   const std::string log = dir.File("run.log");
   pid_t pid = StartSluice({"run", "--config", config}, log);
+  KillAtExit guard{&pid};
   ASSERT_TRUE(WaitForLog(log, "streaming from", pid, std::chrono::seconds(60))) << ReadFile(log);
   ASSERT_TRUE(a.Execute("INSERT INTO tls_cut.t VALUES (3,'c')").ok());
   for (int i = 0; i < 100 && SqliteCount(replica, "tls_cut.t") < 3; ++i)
@@ -295,6 +296,7 @@ TEST_F(TlsTest, ACutUnderTlsReconnects) {
   EXPECT_EQ(SqliteCount(replica, "tls_cut.t"), 5) << ReadFile(log);
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitChild(pid), 0) << ReadFile(log);
+  pid = 0;
   EXPECT_THAT(ReadFile(log), ::testing::HasSubstr("reconnected"));
 }
 
