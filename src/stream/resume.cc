@@ -237,13 +237,51 @@ Result<ServerGtidState> ReadServerGtidState(Connection& conn, Flavor flavor, uin
   return s;
 }
 
+Result<ServerGtidState> ReadServerGtidState(Connection& conn, Flavor flavor) {
+  ASSIGN_OR_RETURN(QueryResult id, conn.Query("SELECT @@server_id"));
+  uint32_t server_id = 0;
+  if (!id.rows.empty() && !id.rows[0].empty() && id.rows[0][0])
+    server_id = static_cast<uint32_t>(std::strtoul(id.rows[0][0]->c_str(), nullptr, 10));
+  std::string gtid_mode, gtid_executed;
+  if (flavor == Flavor::kMySQL) {
+    ASSIGN_OR_RETURN(QueryResult g, conn.Query("SELECT @@GLOBAL.gtid_mode, @@GLOBAL.gtid_executed"));
+    if (!g.rows.empty() && g.rows[0].size() > 1) {
+      gtid_mode = g.rows[0][0].value_or("");
+      gtid_executed = g.rows[0][1].value_or("");
+    }
+  }
+  return ReadServerGtidState(conn, flavor, server_id, gtid_mode, gtid_executed);
+}
+
 Result<std::string> MissingFromHistory(Flavor flavor, const std::string& position,
                                        const std::string& history) {
   if (flavor == Flavor::kMySQL) {
     ASSIGN_OR_RETURN(auto want, gtid::MysqlGtidSet::Parse(position));
     ASSIGN_OR_RETURN(auto have, gtid::MysqlGtidSet::Parse(history));
     if (have.ContainsAll(want)) return std::string();
-    return fmt::format("{} (this server has executed {})", position, history.empty() ? "nothing" : history);
+    // Behind, not diverged: every source (uuid, tag) of the position is known here, and what is
+    // missing of it all lies after the last GTID this server has from that source (a replica
+    // that has not applied them yet), as MariaDB's "behind" below.
+    bool behind = true;
+    for (const auto& [key, wanted] : want.intervals()) {
+      auto it = have.intervals().find(key);
+      if (it == have.intervals().end() || it->second.empty()) {
+        behind = false;
+        break;
+      }
+      const uint64_t last_here = it->second.back().last;
+      for (const gtid::GnoInterval& iv : wanted) {
+        if (iv.first > last_here) continue;
+        const uint64_t to = std::min(iv.last, last_here);
+        // A set's intervals are merged, so a covered range lies within one of them.
+        behind = behind && std::any_of(it->second.begin(), it->second.end(), [&](const gtid::GnoInterval& h) {
+                   return h.first <= iv.first && to <= h.last;
+                 });
+      }
+      if (!behind) break;
+    }
+    return fmt::format("{} (this server has executed {}{})", position, history.empty() ? "nothing" : history,
+                       behind ? ": it is behind" : "");
   }
   ASSIGN_OR_RETURN(auto want, gtid::MariadbGtidList::Parse(position));
   // @@gtid_binlog_state holds one GTID per (domain, server), so a domain may repeat: list

@@ -74,6 +74,10 @@ Result<ServerGtidState> ReadServerGtidState(Connection& conn, Flavor flavor, uin
                                             const std::string& gtid_mode,
                                             const std::string& gtid_executed);
 
+// The same, asking the server for @@server_id (and MySQL's gtid_mode and gtid_executed) itself:
+// for a reconnect, which has no server probe at hand.
+Result<ServerGtidState> ReadServerGtidState(Connection& conn, Flavor flavor);
+
 // What the server says about the place a checkpoint names (ReadHistoryAt).
 struct HistoryFacts {
   Flavor flavor = Flavor::kUnknown;

@@ -1310,20 +1310,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     // a DNS name): its binlog file/position mean nothing for this checkpoint. Decided as at a
     // run's start (stream/resume.h PlanResume); a new user's probe: the reconnect resumed by
     // the old server's position, and stopped saying the history was reset (exit 3).
-    ASSIGN_OR_RETURN(QueryResult id, meta_conn->Query("SELECT @@server_id"));
-    uint32_t server_id = 0;
-    if (!id.rows.empty() && !id.rows[0].empty() && id.rows[0][0])
-      server_id = static_cast<uint32_t>(std::strtoul(id.rows[0][0]->c_str(), nullptr, 10));
-    std::string gtid_mode, gtid_executed;
-    if (checkpoint_.flavor == Flavor::kMySQL) {
-      ASSIGN_OR_RETURN(QueryResult g, meta_conn->Query("SELECT @@GLOBAL.gtid_mode, @@GLOBAL.gtid_executed"));
-      if (!g.rows.empty() && g.rows[0].size() > 1) {
-        gtid_mode = g.rows[0][0].value_or("");
-        gtid_executed = g.rows[0][1].value_or("");
-      }
-    }
-    ASSIGN_OR_RETURN(ServerGtidState server,
-                     ReadServerGtidState(*meta_conn, checkpoint_.flavor, server_id, gtid_mode, gtid_executed));
+    ASSIGN_OR_RETURN(ServerGtidState server, ReadServerGtidState(*meta_conn, checkpoint_.flavor));
     if (server.identity.known() && !(server.identity == checkpoint_.source)) {
       Result<ResumePlan> planned = PlanResume(&checkpoint_, server);
       if (!planned.ok() && planned.status().code() == StatusCode::kDataLoss &&
