@@ -178,6 +178,7 @@ int RunCommand(int argc, char** argv) {
     if (!config.ok()) return Fail(config.status());
     RestrictFileMode(static_cast<mode_t>(config->sink.file_mode));
     SetLogJson(config->log.json);
+    SetLogTimestamps(config->log.timestamps);
     InstallStopHandlers();
     RunOptions opts;
     opts.until_caught_up = until_caught_up;

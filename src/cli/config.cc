@@ -361,12 +361,13 @@ Result<Config> ParseConfig(std::string_view text, std::string_view origin) {
   if (const toml::node* n = root.get("log")) {
     const toml::table* l = n->as_table();
     if (!l) return KeyError(origin, "log", "expected a section");
-    RETURN_IF_ERROR(CheckKeys(*l, "log", {"format", "progress"}, origin));
+    RETURN_IF_ERROR(CheckKeys(*l, "log", {"format", "timestamps", "progress"}, origin));
     std::string format = "text";
     RETURN_IF_ERROR(GetString(*l, "log", "format", &format, origin));
     if (format == "text") c.log.json = false;
     else if (format == "json") c.log.json = true;
     else return KeyError(origin, "log.format", fmt::format("'{}' is not one of: text, json", format));
+    RETURN_IF_ERROR(GetBool(*l, "log", "timestamps", &c.log.timestamps, origin));
     std::string progress = "auto";
     RETURN_IF_ERROR(GetString(*l, "log", "progress", &progress, origin));
     if (progress == "auto") c.log.progress = LogConfig::Progress::kAuto;

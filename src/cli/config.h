@@ -18,7 +18,7 @@
 //              33554432), group_max_ms (default 200): group commit budgets;
 //              max_buffered_bytes (default 268435456; 0: none): memory cap of change data
 //   [metrics]  listen = "host:port" (Prometheus endpoint; absent: none)
-//   [log]      format = "text" | "json", progress = "auto" | "display" | "lines"
+//   [log]      format = "text" | "json", timestamps = true | false, progress = "auto" | "display" | "lines"
 //   [table."db.table"]  per-table mode, write policy, cursor, lookback, max_rows
 //              (cli/table_config.h, docs/incremental.md)
 // Unknown sections or keys, wrong types, out-of-range values, a NUL character in any string
@@ -110,11 +110,13 @@ struct MetricsConfig {
   uint16_t port = 0;   // 0 with a listen port of 0: any free port (logged)
 };
 
-// [log]: format = "text" | "json" (one JSON object per line); progress = "auto" (a live
-// display when stderr is a terminal, status lines otherwise) | "display" | "lines".
+// [log]: format = "text" | "json" (one JSON object per line); timestamps = true (text lines
+// begin with the UTC time) | false; progress = "auto" (a live display when stderr is a
+// terminal, status lines otherwise) | "display" | "lines".
 struct LogConfig {
   enum class Progress { kAuto, kDisplay, kLines };
   bool json = false;
+  bool timestamps = true;
   Progress progress = Progress::kAuto;
 };
 

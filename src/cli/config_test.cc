@@ -137,6 +137,17 @@ TEST(ConfigTest, RejectsBadInputNamingTheKey) {
   ExpectError(src + "[sink]\ntype=\"postgres\"\n[sink.postgres]\nconninfo=\"host=h dbname=d\"\nschemas = { meta = \"_sluice\" }\n",
               "sink.postgres.schemas.meta: \"_sluice\" holds sluice's own tables");
   ExpectError("[source\n", "sluice.toml:");
+  ExpectError(base + "[log]\ntimestamps = \"yes\"\n", "log.timestamps");
+}
+
+TEST(ConfigTest, TextLogLinesCarryTheTimeUnlessTurnedOff) {
+  setenv("SLUICE_TEST_PW", "s3cret", 1);
+  auto c = ParseConfig(kGood, "sluice.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->log.timestamps);
+  c = ParseConfig(std::string(kGood) + "[log]\ntimestamps = false\n", "sluice.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->log.timestamps);
 }
 
 TEST(ConfigTest, TlsDefaultsToPreferredAndParsesEveryMode) {

@@ -11,6 +11,7 @@ namespace sluice {
 namespace {
 std::atomic<LogLevel> g_level{LogLevel::kInfo};
 std::atomic<bool> g_json{false};
+std::atomic<bool> g_timestamps{false};
 std::mutex g_mu;
 std::string g_display;  // guarded by g_mu: the block on screen, "" when none
 std::atomic<bool> g_display_active{false};
@@ -80,6 +81,7 @@ void Write(const std::string& line) {
 
 void SetLogLevel(LogLevel level) { g_level = level; }
 void SetLogJson(bool json) { g_json = json; }
+void SetLogTimestamps(bool on) { g_timestamps = on; }
 
 void LogLine(LogLevel level, const std::string& text) {
   if (level < g_level.load()) return;
@@ -92,7 +94,9 @@ void LogLine(LogLevel level, const std::string& text) {
   } else {
     // One message, one line: a name or a server's error text in it cannot start a line that
     // poses as sluice's own, nor move the cursor (EscapeControls).
-    Write(fmt::format("sluice: {}: {}\n", name, EscapeControls(text)));
+    // A run streams for weeks: each line says when (UTC, as the JSON form's "time").
+    if (g_timestamps.load()) Write(fmt::format("{} sluice: {}: {}\n", NowUtc(), name, EscapeControls(text)));
+    else Write(fmt::format("sluice: {}: {}\n", name, EscapeControls(text)));
   }
 }
 

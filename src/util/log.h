@@ -1,4 +1,5 @@
-// Logging to stderr: one line per message, "sluice: <level>: <text>", or with
+// Logging to stderr: one line per message, "sluice: <level>: <text>" (after
+// SetLogTimestamps(true), preceded by the UTC time: "2026-12-01T10:00:00.123Z sluice: ..."), or with
 // SetLogJson(true) one JSON object per line: {"time":"2026-12-01T10:00:00.123Z",
 // "level":"info","msg":"..."}. A text line holds no control character: newline, CR, ESC and
 // the others in a message (a server's error text, a table name) are written as \xNN
@@ -23,6 +24,7 @@ namespace sluice {
 enum class LogLevel { kDebug, kInfo, kWarning, kError };
 void SetLogLevel(LogLevel level);
 void SetLogJson(bool json);
+void SetLogTimestamps(bool on);  // text lines only; off until set (`sluice run` sets log.timestamps)
 void LogLine(LogLevel level, const std::string& text);
 // An info line that a live display replaces.
 void LogStatusLine(const std::string& text);

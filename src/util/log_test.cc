@@ -55,6 +55,19 @@ TEST(Log, TextLinesKeepTheMessage) {
   EXPECT_EQ(Logged(LogLevel::kInfo, "hello"), "sluice: info: hello\n");
 }
 
+// A run's text line begins with the UTC time, as the JSON form's "time" (an operator reading a
+// week's log could not tell when anything happened; a new user's probe).
+TEST(Log, TextLinesBeginWithTheTimeWhenAsked) {
+  SetLogTimestamps(true);
+  const std::string line = Logged(LogLevel::kWarning, "hello");
+  SetLogTimestamps(false);
+  ASSERT_EQ(line.size(), 24 + std::string(" sluice: warning: hello\n").size()) << line;
+  EXPECT_EQ(line.substr(24), " sluice: warning: hello\n") << line;
+  EXPECT_EQ(line[4], '-');
+  EXPECT_EQ(line[10], 'T');
+  EXPECT_EQ(line[23], 'Z');
+}
+
 // A message quotes what others wrote: a server's error text (sent before any login), a table
 // name anyone with CREATE in a captured database chose. Its newline, CR and ESC sequences once
 // reached the log raw, so a name forged a whole "sluice: error: FAKE" line, in red, and
