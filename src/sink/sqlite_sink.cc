@@ -579,7 +579,9 @@ class SqliteDialect : public SqlDialect {
   Result<std::string> RowLocator(const TableSchema& schema) const override {
     for (const char* alias : {"rowid", "_rowid_", "oid"})
       if (schema.ColumnIndex(alias) < 0) return std::string(alias);
-    return Status::NotSupported("has no primary key and columns named rowid, _rowid_ and oid");
+    return Status::NotSupported(
+        "has no primary key and columns named rowid, _rowid_ and oid, so SQLite's row id, which finds its rows, "
+        "has no name left: give the table a primary key at the source, add it to source.exclude, or use another sink");
   }
   std::vector<std::string> CreateMetadataSql() const override {
     return {"CREATE TABLE IF NOT EXISTS _sluice_checkpoint(id INTEGER PRIMARY KEY CHECK(id = 1), state TEXT NOT NULL)",
