@@ -1,9 +1,10 @@
 // Checkpoint <-> JSON text.
 //
-// Grammar (version 1, 2 with "schemas", or 3 with "ahead" and "schemas" optional; keys in
+// Grammar (version 1, 2 with "schemas", or 3 (4 with "ahead.replayed") with "ahead" and
+// "schemas" optional; keys in
 // this order when written, unknown keys ignored when read):
 //   {
-//     "version": 1 | 2 | 3,                          integer; anything else -> kFailedPrecondition
+//     "version": 1 | 2 | 3 | 4,                      integer; anything else -> kFailedPrecondition
 //     "flavor": "mariadb" | "mysql" | "unknown",
 //     "stream_start": {"file": string, "pos": unsigned integer},
 //     "witness": {"file": string, "created": n, "event_pos": n, "event_size": n,
@@ -33,8 +34,9 @@
 //                     "backfill_last_key": key, "backfill_rows": n, "watermark": key,
 //                     "run_high": key, "runs": n, "definition": string (optional),
 //                     "restart": true (optional)}, ...}                    optional
-//     "ahead": {"file": string, "pos": n, "tables": [string...]}   optional: others_at and
-//                                                   rereading (checkpoint.h)
+//     "ahead": {"file": string, "pos": n, "tables": [string...],   optional: others_at and
+//               "replayed": {"<db>.<table>": {"file": string, "pos": n}, ...} (optional)}
+//                                                   rereading, replayed (checkpoint.h)
 //     "schemas": SchemaHistory JSON (schema/schema_history.h)    versions 2 and 3 only
 //   }
 // Text that is not JSON, a missing "version", or any field of the wrong type or missing is
@@ -197,11 +199,14 @@ Result<Checkpoint> FromParsed(const Json& doc) {
   ASSIGN_OR_RETURN(const Json* version, Member(doc, "version", "version"));
   if (!version->is_number_integer()) return Missing("version", "an integer");
   const int64_t v = version->get<int64_t>();
-  if (v != Checkpoint::kVersion && v != Checkpoint::kVersionWithSchemas && v != Checkpoint::kVersionWithAhead) {
+  if (v != Checkpoint::kVersion && v != Checkpoint::kVersionWithSchemas && v != Checkpoint::kVersionWithAhead &&
+      v != Checkpoint::kVersionWithReplayed) {
     return Status::FailedPrecondition(
         fmt::format("checkpoint: format version {} is not supported (this sluice reads versions {} to {})",
-                    v, Checkpoint::kVersion, Checkpoint::kVersionWithAhead));
+                    v, Checkpoint::kVersion, Checkpoint::kVersionWithReplayed));
   }
+  // Versions 3 and 4 differ only in "ahead.replayed".
+  const bool with_ahead = v == Checkpoint::kVersionWithAhead || v == Checkpoint::kVersionWithReplayed;
   Checkpoint cp;
   ASSIGN_OR_RETURN(std::string flavor, GetString(doc, "flavor", "flavor"));
   ASSIGN_OR_RETURN(cp.flavor, ParseFlavor(flavor));
@@ -307,9 +312,10 @@ Result<Checkpoint> FromParsed(const Json& doc) {
     }
   }
   if (auto a = doc.find("ahead"); a != doc.end()) {
-    if (v != Checkpoint::kVersionWithAhead) {
-      return Status::Corruption(fmt::format("checkpoint: \"ahead\" in a version {} checkpoint (only version {} has it)",
-                                            v, Checkpoint::kVersionWithAhead));
+    if (!with_ahead) {
+      return Status::Corruption(fmt::format(
+          "checkpoint: \"ahead\" in a version {} checkpoint (only versions {} and {} have it)", v,
+          Checkpoint::kVersionWithAhead, Checkpoint::kVersionWithReplayed));
     }
     if (!a->is_object()) return Missing("ahead", "an object");
     ASSIGN_OR_RETURN(cp.others_at.file, GetString(*a, "file", "ahead.file"));
@@ -320,10 +326,23 @@ Result<Checkpoint> FromParsed(const Json& doc) {
       if (!e.is_string()) return Missing("ahead.tables[]", "a string");
       cp.rereading.push_back(e.get<std::string>());
     }
+    if (auto r = a->find("replayed"); r != a->end()) {
+      if (v != Checkpoint::kVersionWithReplayed)
+        return Status::Corruption(fmt::format("checkpoint: \"ahead.replayed\" in a version {} checkpoint", v));
+      if (!r->is_object()) return Missing("ahead.replayed", "an object");
+      for (auto it = r->begin(); it != r->end(); ++it) {
+        const std::string field = "ahead.replayed." + it.key();
+        if (!it->is_object()) return Missing(field, "an object");
+        BinlogPosition at;
+        ASSIGN_OR_RETURN(at.file, GetString(*it, "file", field + ".file"));
+        ASSIGN_OR_RETURN(at.pos, GetUnsigned(*it, "pos", field + ".pos"));
+        cp.replayed.emplace(it.key(), std::move(at));
+      }
+    }
   }
   auto schemas = doc.find("schemas");
   const bool has_schemas = v == Checkpoint::kVersionWithSchemas ||
-                           (v == Checkpoint::kVersionWithAhead &&
+                           (with_ahead &&
                             (schemas != doc.end() || doc.find("schemas_ref") != doc.end()));
   if (has_schemas) {
     if (auto ref = doc.find("schemas_ref"); schemas == doc.end() && ref != doc.end()) {
@@ -557,7 +576,11 @@ std::string Checkpoint::ToJsonWithoutSchemas() const {
   const bool with_schemas = schemas != nullptr && !schemas->empty();
   const bool frozen = frozen_snapshot_ && frozen_snapshot_->fingerprint == SnapshotFingerprint();
   OJson doc;
-  doc["version"] = !others_at.empty() ? kVersionWithAhead : with_schemas ? kVersionWithSchemas : kVersion;
+  const bool with_replayed = !others_at.empty() && !replayed.empty();
+  doc["version"] = with_replayed       ? kVersionWithReplayed
+                   : !others_at.empty() ? kVersionWithAhead
+                   : with_schemas       ? kVersionWithSchemas
+                                        : kVersion;
   doc["flavor"] = std::string(FlavorName(flavor));
   doc["stream_start"] = OJson{{"file", stream_start.file}, {"pos", stream_start.pos}};
   if (!witness.file.empty())
@@ -590,8 +613,14 @@ std::string Checkpoint::ToJsonWithoutSchemas() const {
     }
     doc["incremental"] = std::move(inc);
   }
-  if (!others_at.empty())
+  if (!others_at.empty()) {
     doc["ahead"] = OJson{{"file", others_at.file}, {"pos", others_at.pos}, {"tables", rereading}};
+    if (with_replayed) {
+      OJson r = OJson::object();
+      for (const auto& [name, at] : replayed) r[name] = OJson{{"file", at.file}, {"pos", at.pos}};
+      doc["ahead"]["replayed"] = std::move(r);
+    }
+  }
   // Replacement never triggers: every string here is UTF-8 we produced; invalid bytes (if a
   // key ever held them) become U+FFFD instead of throwing.
   std::string text = doc.dump(-1, ' ', false, OJson::error_handler_t::replace);

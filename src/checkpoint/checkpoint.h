@@ -178,6 +178,9 @@ struct Checkpoint {
   // not know "ahead" would ignore it and apply the other tables' changes since the re-read's
   // DDL a second time, so it must refuse the checkpoint instead.
   static constexpr int kVersionWithAhead = 3;
+  // With "ahead" holding "replayed": a sluice that does not know it would replay those
+  // tables' changes a second time.
+  static constexpr int kVersionWithReplayed = 4;
 
   Flavor flavor = Flavor::kUnknown;
   BinlogPosition stream_start;
@@ -200,6 +203,11 @@ struct Checkpoint {
   // the sink already and are skipped, DDL included. Empty others_at: none.
   BinlogPosition others_at;
   std::vector<std::string> rereading;  // "db.table"
+  // Tables of `rereading` whose copy is done and whose replay went on to the position given
+  // (a pass of the stream that ended before it reached others_at: another table's copy
+  // finished, a stop, a crash): their events before it are in the sink and skipped like the
+  // other tables' before others_at; the replay goes on from there. Keys are in `rereading`.
+  std::map<std::string, BinlogPosition> replayed;
 
   std::string ToJson() const;
   // ToJson() with "schemas_ref":"<history.ref>" in place of "schemas" (the caller passes the

@@ -1,6 +1,8 @@
 #include "snapshot/reread.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <optional>
 #include <thread>
@@ -198,7 +200,11 @@ Status RunRereads(const SnapshotRunOptions& options, Checkpoint& ckpt, Sink& sin
   std::string list;
   for (const TableName& t : names) list += (list.empty() ? "" : ", ") + t.QualifiedName();
   LogInfo("re-reading {} table(s) online: {}", names.size(), list);
-  PauseForTest("SLUICE_TEST_REREAD_PAUSE_FILE", "re-read: paused before planning");
+  // SLUICE_TEST_REREAD_PAUSE_TABLE: only the copy of that table pauses (a later re-read).
+  const char* pause_table = std::getenv("SLUICE_TEST_REREAD_PAUSE_TABLE");
+  if (pause_table == nullptr || *pause_table == '\0' ||
+      std::any_of(names.begin(), names.end(), [&](const TableName& t) { return t.QualifiedName() == pause_table; }))
+    PauseForTest("SLUICE_TEST_REREAD_PAUSE_FILE", "re-read: paused before planning");
   int back = 0;  // TableBackAgain
   for (int attempt = 1;; ++attempt) {
     Status st = RunSnapshot(options, *meta, names, ckpt, sink);

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -280,7 +282,7 @@ class SchemaRegistry {
           on_pending = true;
           continue;
         }
-        on_rereading = on_rereading || rereading_.count(n) > 0;
+        on_rereading = on_rereading || Unapplied(n, BinlogPosition{ev.file, ev.pos});
         // The statement's own (db, table): its "db.table" text split at the first dot was
         // another table when the database name holds a dot.
         on_other = on_other || TableSelected(filter_, t.db, t.table);
@@ -752,11 +754,14 @@ class SchemaRegistry {
   // Online re-reads beside the stream (checkpoint.h others_at/rereading): rows of `pending`
   // tables (being copied) are dropped, a DDL on one sets wait_for_copy(); rows and DDL of
   // tables not in `rereading` before `others_at` are in the sink already and are skipped.
+  // `replayed` (checkpoint.h): rereading tables whose rows and DDL before the position given
+  // are in the sink already, skipped like the others' before others_at.
   void SetSkipping(const std::set<std::string>& pending, const std::vector<std::string>& rereading,
-                   const BinlogPosition& others_at) {
+                   const BinlogPosition& others_at, const std::map<std::string, BinlogPosition>& replayed) {
     pending_ = pending;
     rereading_ = std::set<std::string>(rereading.begin(), rereading.end());
     others_at_ = others_at;
+    replayed_ = replayed;
     skipping_ = pending_.empty() && others_at_.empty() ? "" : "1";
     memo_.clear();
   }
@@ -1017,7 +1022,13 @@ class SchemaRegistry {
   std::map<std::string, bool> is_sequence_;
   bool Skipped(const std::string& key, const BinlogPosition& event) const {
     if (pending_.count(key)) return true;
-    return !others_at_.empty() && !rereading_.count(key) && ComparePositions(event, others_at_) < 0;
+    return !others_at_.empty() && !Unapplied(key, event) && ComparePositions(event, others_at_) < 0;
+  }
+  // Whether `key` is a re-read table whose replay has not yet applied what is at `event`.
+  bool Unapplied(const std::string& key, const BinlogPosition& event) const {
+    if (!rereading_.count(key)) return false;
+    auto r = replayed_.find(key);
+    return r == replayed_.end() || ComparePositions(event, r->second) >= 0;
   }
   // Whether the stream drops rows of `key` at `event` (see ResolveUncached): the table is
   // being copied again, or its copy was read at later points.
@@ -1029,6 +1040,7 @@ class SchemaRegistry {
   std::string skipping_;  // non-empty while SetSkipping has anything to skip
   std::set<std::string> pending_, rereading_;
   BinlogPosition others_at_;
+  std::map<std::string, BinlogPosition> replayed_;
   bool wait_for_copy_ = false;
 };
 
@@ -1239,6 +1251,7 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
                (checkpoint_.snapshot_done || !options_.reread)) {
       checkpoint_.others_at = BinlogPosition{};
       checkpoint_.rereading.clear();
+      checkpoint_.replayed.clear();
       Status saved = CallSink("save checkpoint", [&] { return sink.SaveCheckpoint(checkpoint_.ToJson()); });
       caught_up_ = saved.ok();
       return saved;
@@ -1588,6 +1601,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     // Nothing was read past the marks before the copy ended: one position again.
     checkpoint_.others_at = BinlogPosition{};
     checkpoint_.rereading.clear();
+    checkpoint_.replayed.clear();
   }
   if (!pending.empty()) {
     if (checkpoint_.others_at.empty()) checkpoint_.others_at = checkpoint_.stream_start;
@@ -1596,9 +1610,14 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
         checkpoint_.rereading.push_back(n);
   }
   bool ahead = !checkpoint_.others_at.empty();
+  // Where the other tables were when this pass began: the tables copied before it and replayed
+  // from their marks (in `rereading`, not pending) have caught up with the others once the
+  // stream passes it (stamp, below).
+  const BinlogPosition others_at_start = checkpoint_.others_at;
+  bool replays_caught_up = others_at_start.empty();
   const BinlogPosition resume_at = checkpoint_.stream_start;
   const std::string resume_gtid = checkpoint_.gtid;
-  schemas.SetSkipping(pending, checkpoint_.rereading, checkpoint_.others_at);
+  schemas.SetSkipping(pending, checkpoint_.rereading, checkpoint_.others_at, checkpoint_.replayed);
   checkpoint_.FreezeSnapshotJson();  // the stream's transactions never change the snapshot part
   Checkpoint passed = checkpoint_;
   // ahead: the marks' resume point, fixed for this run of the loop (a later mark lies after it).
@@ -1681,8 +1700,16 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       if (!item.txn.preformatted && !item.txn.changes.empty()) (void)formatter->Format(item.txn);
       if (item.txn.preformatted) bytes = std::max<size_t>(StripFormatted(item.txn), 64);
     }
+    const bool replaying_rows = !item.replayed.empty() && item.txn.has_rows();
     Status st = format_thread_on ? to_format.Push({std::move(item), bytes}, bytes) : to_sink.Push(std::move(item), bytes);
     if (!st.ok()) return Status::Cancelled("the sink writer stopped");  // see writer_status
+    if (replaying_rows && std::getenv("SLUICE_TEST_KILL_IN_REPLAY") != nullptr) {
+      // Test hook: a crash in the middle of a copied table's replay, once the writer (idle
+      // now) has committed the transaction just sent.
+      LogInfo("test hook: SIGKILL in the middle of a replay (SLUICE_TEST_KILL_IN_REPLAY)");
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      std::raise(SIGKILL);
+    }
     return st;
   };
 
@@ -1703,6 +1730,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
         passed.others_at = passed.stream_start;
       }
       pending.insert(t);
+      passed.replayed.erase(t);  // copied again: its events are judged against the new copy
       TableSnapshotProgress p;
       p.reread = true;
       p.db = m.db;
@@ -1713,7 +1741,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       item->marks.push_back(m);
     }
     if (item->marks.empty()) return;
-    schemas.SetSkipping(pending, passed.rereading, passed.others_at);
+    schemas.SetSkipping(pending, passed.rereading, passed.others_at, passed.replayed);
     if (!copy_running) copy_wanted = true;
   };
   // A dump by GTID: the positions it passes become resume points once a transaction of
@@ -1738,6 +1766,27 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
   };
   // The resume state once `item` is applied.
   auto stamp = [&](SinkItem& item) {
+    if (ahead && !replays_caught_up) {
+      // The copied tables replayed from their marks (in `rereading`, not pending). Once the
+      // stream passes where the others were, they are where the others are: from here on the
+      // stream applies their changes as the others', so a later pass from the same resume
+      // point (the copy of a table still pending) skips them up to others_at as well. Before,
+      // how far each replay went is kept (replayed), for a pass that ends before: another
+      // copy finishing, a stop, a crash. Replayed again from their marks, each change made
+      // to them after their copy was applied twice (a new user's probe: while a second table
+      // was copied; keyless tables kept both rows, JSON lines wrote the event twice).
+      if (ComparePositions(passed.stream_start, others_at_start) >= 0) {
+        replays_caught_up = true;
+        std::erase_if(passed.rereading, [&](const std::string& t) { return pending.count(t) == 0; });
+        std::erase_if(passed.replayed, [&](const auto& r) { return pending.count(r.first) == 0; });
+      } else {
+        for (const std::string& t : passed.rereading) {
+          if (pending.count(t)) continue;
+          BinlogPosition& r = passed.replayed[t];
+          if (r.empty() || ComparePositions(passed.stream_start, r) > 0) r = passed.stream_start;
+        }
+      }
+    }
     if (ahead && !pending.empty() && ComparePositions(passed.stream_start, passed.others_at) > 0)
       passed.others_at = passed.stream_start;
     if (ahead && pending.empty() && ComparePositions(passed.stream_start, passed.others_at) >= 0) {
@@ -1746,7 +1795,8 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
       ahead = false;
       passed.others_at = BinlogPosition{};
       passed.rereading.clear();
-      schemas.SetSkipping({}, {}, {});
+      passed.replayed.clear();
+      schemas.SetSkipping({}, {}, {}, {});
     }
     item.stream_start = !position_trusted ? BinlogPosition{} : ahead ? ahead_resume : passed.stream_start;
     item.witness = !position_trusted ? PositionWitness{} : ahead ? ahead_witness : passed.witness;
@@ -1754,6 +1804,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     item.schemas = passed.schemas;
     item.others_at = passed.others_at;
     item.rereading = passed.rereading;
+    item.replayed = passed.replayed;
   };
   // The file the stream reads and its creation time (its FORMAT_DESCRIPTION_EVENT's timestamp),
   // for the witnesses of the positions it passes (checkpoint.h PositionWitness).
@@ -2150,6 +2201,7 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
     cp.schemas = merged();
     cp.others_at = item.others_at;
     cp.rereading = item.rereading;
+    cp.replayed = item.replayed;
     for (const SinkItem::Mark& m : item.marks) {
       TableSnapshotProgress p;
       p.reread = true;

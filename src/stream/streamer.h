@@ -154,6 +154,7 @@ class Streamer {
     std::vector<Mark> marks;
     BinlogPosition others_at;
     std::vector<std::string> rereading;
+    std::map<std::string, BinlogPosition> replayed;
     // A sink call of the copy running beside the stream (streamer.cc CopyCall); nothing else
     // of the item is used.
     std::shared_ptr<CopyCall> copy;

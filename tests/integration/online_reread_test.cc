@@ -299,6 +299,102 @@ TEST(OnlineReread, OtherTablesKeepStreamingWhileATableIsReRead) {
   EXPECT_TRUE(equal) << log;
 }
 
+// Two tables re-read one after the other (each copy is its own pass of the stream): after the
+// first table's copy, the stream replays its binlog from its mark and goes on; what it applies
+// of that table beyond where the other tables were is in the sink, and the replay that follows
+// the second copy (from the same resume point) must skip it like the other tables' changes. A
+// new user's probe: every change to the first table made while the second was copied was
+// applied twice (a keyless table kept a second copy of the row, JSON lines wrote the event
+// twice, exit 0), and a DDL on it then stopped every later run ("definition changed").
+TEST(OnlineReread, ChangesToATableCopiedBeforeASecondReReadAreAppliedOnce) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_or2; CREATE DATABASE it_or2; USE it_or2;"
+                       "CREATE TABLE a (id INT, v INT); INSERT INTO a VALUES (1, 1), (2, 2);"
+                       "CREATE TABLE b (id INT PRIMARY KEY, v INT); INSERT INTO b SELECT seq, seq FROM seq_1_to_2000;"
+                       "CREATE TABLE k (id INT PRIMARY KEY, n INT); INSERT INTO k VALUES (1, 0);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_or2.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // While sluice is stopped: two statements the sink cannot reproduce, each marking its table.
+  ASSERT_EQ(RunSqlText("SET SESSION sql_mode = ''; ALTER TABLE it_or2.a ADD COLUMN x INT NOT NULL;"
+                       "ALTER TABLE it_or2.b ADD COLUMN y INT NOT NULL;"),
+            0);
+  {
+    // The second copy (b's) waits until a's is done and the stream has gone on beside it.
+    PauseHook pause("SLUICE_TEST_REREAD_PAUSE_FILE", dir.File("paused"));
+    ::setenv("SLUICE_TEST_REREAD_PAUSE_TABLE", "it_or2.b", 1);
+    pid_t pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("log"));
+    KillAtExit guard{&pid};
+    ::unsetenv("SLUICE_TEST_REREAD_PAUSE_TABLE");
+    ASSERT_TRUE(WaitForFile(pause.path, pid, std::chrono::seconds(60))) << ReadFile(dir.File("log"));
+    ASSERT_EQ(RunSqlText("USE it_or2; INSERT INTO a VALUES (30, 30, 0); UPDATE k SET n = n + 1;"
+                         "ALTER TABLE a RENAME COLUMN v TO w; INSERT INTO a VALUES (31, 31, 0); UPDATE a SET w = 32 "
+                         "WHERE id = 1; UPDATE k SET n = n + 1;"),
+              0);
+    // Applied beside b's pending copy before it starts.
+    for (int i = 0; i < 500 && ReplicaValue(spec.sink_path, "SELECT n FROM \"it_or2.k\" WHERE id = 1") != "2"; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT n FROM \"it_or2.k\" WHERE id = 1"), "2") << ReadFile(dir.File("log"));
+    std::remove(pause.path.c_str());
+    const int code = WaitChild(pid, std::chrono::seconds(120));
+    pid = 0;
+    ASSERT_EQ(code, 0) << ReadFile(dir.File("log"));
+  }
+  EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM \"it_or2.a\" WHERE id IN (30, 31)"), "2");
+  ExpectReplicaEqualsSource({"it_or2.*"}, spec.sink_path);
+  // And the next run goes on from there.
+  ASSERT_EQ(RunSqlText("INSERT INTO it_or2.a VALUES (40, 40, 0)"), 0);
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ExpectReplicaEqualsSource({"it_or2.*"}, spec.sink_path);
+}
+
+// A crash in the middle of a copied table's replay (the pass of the stream that applies its
+// binlog from its mark, up to where the other tables were): the next run replays it from the
+// mark again, and skips what the crashed pass applied (checkpoint.h `replayed`), so a change
+// made after the copy's point is applied once. Before, a keyless table kept it twice.
+TEST(OnlineReread, ACrashDuringAReplayAppliesEachChangeOnce) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_or3; CREATE DATABASE it_or3; USE it_or3;"
+                       "CREATE TABLE a (id INT, v INT); INSERT INTO a VALUES (1, 1), (2, 2);"
+                       "CREATE TABLE k (id INT PRIMARY KEY, n INT); INSERT INTO k VALUES (1, 0);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_or3.*"};
+  spec.sink_path = dir.File("replica.db");
+  std::string config = WriteConfig(dir, spec);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(RunSqlText("SET SESSION sql_mode = ''; ALTER TABLE it_or3.a ADD COLUMN x INT NOT NULL;"), 0);
+  {
+    PauseHook pause(dir.File("paused"));  // the copy of a, its read point taken
+    ::setenv("SLUICE_TEST_KILL_IN_REPLAY", "1", 1);
+    pid_t pid = StartSluice({"run", "--config", config, "--until-caught-up"}, dir.File("log"));
+    KillAtExit guard{&pid};
+    ::unsetenv("SLUICE_TEST_KILL_IN_REPLAY");
+    ASSERT_TRUE(WaitForFile(pause.path, pid, std::chrono::seconds(60))) << ReadFile(dir.File("log"));
+    // After the copy's point: in its replay. k's update after it, so that the others are past it.
+    ASSERT_EQ(RunSqlText("INSERT INTO it_or3.a VALUES (30, 30, 0); UPDATE it_or3.k SET n = 1;"), 0);
+    for (int i = 0; i < 500 && ReplicaValue(spec.sink_path, "SELECT n FROM \"it_or3.k\" WHERE id = 1") != "1"; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(ReplicaValue(spec.sink_path, "SELECT n FROM \"it_or3.k\" WHERE id = 1"), "1") << ReadFile(dir.File("log"));
+    std::remove(pause.path.c_str());
+    const int code = WaitChild(pid, std::chrono::seconds(120));
+    pid = 0;
+    ASSERT_EQ(code, -SIGKILL) << "the replay's test hook did not fire:\n" << ReadFile(dir.File("log"));
+  }
+  ASSERT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM \"it_or3.a\" WHERE id = 30"), "1")
+      << "the replayed insert was not committed before the kill";
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(ReplicaValue(spec.sink_path, "SELECT COUNT(*) FROM \"it_or3.a\" WHERE id = 30"), "1") << r.output;
+  ExpectReplicaEqualsSource({"it_or3.*"}, spec.sink_path);
+}
+
 // The checkpoint inside a JSON lines sink's state file (null when it cannot be read yet).
 nlohmann::json JsonlCheckpoint(const std::string& output) {
   auto state = nlohmann::json::parse(ReadFile(output + ".checkpoint"), nullptr, false);
