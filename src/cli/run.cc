@@ -539,10 +539,21 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
                unmatched.message());
   }
   Checkpoint ckpt;
+  // Tables of another mode now that the stream kept until this run (their copy or definition
+  // is in the checkpoint): their first read in the new mode starts over (RunIncremental).
+  auto note_were_cdc = [&](const Checkpoint& c) {
+    for (const IncrementalTableOptions& t : modes.other) {
+      const std::string n = t.name.QualifiedName();
+      if (c.incremental.count(n) == 0 &&
+          (c.tables.count(n) > 0 || (c.schemas && c.schemas->Latest(t.name.db, t.name.table) != nullptr)))
+        incremental.were_cdc.insert(n);
+    }
+  };
   if (tables.empty() && !modes.other.empty()) {
     // No table needs the binlog: read, then stop. No replication session, no binlog position.
     if (stored) {
       ASSIGN_OR_RETURN(ckpt, Checkpoint::FromJson(*stored));
+      note_were_cdc(ckpt);
     }
     LogInfo("no table uses mode cdc: reading {} table(s) without the binlog, then stopping", modes.other.size());
     Status st = RunIncremental(incremental, *meta, modes.other, ckpt, *sink);
@@ -565,6 +576,7 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
   ResumePlan resume;
   if (stored) {
     ASSIGN_OR_RETURN(ckpt, Checkpoint::FromJson(*stored));
+    note_were_cdc(ckpt);
     LogInfo("resuming from checkpoint {}{}", ckpt.stream_start.empty() ? "GTID " + ckpt.gtid : ckpt.stream_start.ToString(),
             ckpt.snapshot_done ? "" : " (snapshot not finished)");
     ASSIGN_OR_RETURN(resume, PlanResume(&ckpt, server_state));
@@ -757,8 +769,11 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     for (size_t dot = it->first.find('.'); !selected && dot != std::string::npos; dot = it->first.find('.', dot + 1))
       selected = TableSelected(filter, it->first.substr(0, dot), it->first.substr(dot + 1));
     if (!selected) {
-      LogInfo("{}: no longer selected by source.tables/exclude; it is no longer kept up to date, and is copied "
-              "again if it is selected again", it->first);
+      if (incremental.were_cdc.count(it->first))
+        LogInfo("{}: no longer streamed: its [table] section gives it another mode (read below)", it->first);
+      else
+        LogInfo("{}: no longer selected by source.tables/exclude; it is no longer kept up to date, and is copied "
+                "again if it is selected again", it->first);
       it = ckpt.tables.erase(it);
       continue;
     }

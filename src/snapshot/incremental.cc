@@ -683,6 +683,10 @@ Status RunIncremental(const IncrementalRunOptions& options, Connection& meta,
     std::string why;
     if (!p.mode.empty() && p.mode != TableModeName(t.opt.mode))
       why = fmt::format("mode changed from \"{}\" to \"{}\"", p.mode, TableModeName(t.opt.mode));
+    else if (p.mode.empty() && options.were_cdc.count(name))
+      // Streamed until now (a new user's probe: rows deleted at the source after the last
+      // checkpoint stayed in the sink for good, as the first read in the new mode only upserts).
+      why = fmt::format("mode changed from \"cdc\" to \"{}\"", TableModeName(t.opt.mode));
     else if (p.restart)
       why = "a re-read was requested (sluice resnapshot)";
     else if (!p.definition.empty() && p.definition != definition && p.mode != "snapshot_only")

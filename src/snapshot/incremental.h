@@ -48,6 +48,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,10 @@ struct IncrementalRunOptions {
   uint32_t source_server_id = 0;
   uint32_t fetch_rows = 5000;  // rows per query and per sink transaction
   const std::atomic<bool>* stop = nullptr;
+  // "db.table" of tables the pipeline streamed (mode cdc) until this run: their sink table
+  // mirrors the source as of the last checkpoint, rows deleted since included, so a first run
+  // in another mode starts over as after any change of mode.
+  std::set<std::string> were_cdc;
 };
 
 // The cursor column of `schema`: `configured` when it names a NOT NULL DATETIME/TIMESTAMP

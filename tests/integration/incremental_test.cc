@@ -903,6 +903,44 @@ TEST(Incremental, SwitchedToCdcIsCopiedAgain) {
   ExpectReplicaEqualsSource({"it_inc.sc_*"}, db);
 }
 
+// The other way: a table streamed (mode cdc) and switched to a mode read without the binlog
+// starts over, its sink table replaced. A new user's probe: the first read in the new mode only
+// upserted, so rows deleted at the source after the last checkpoint stayed in the replica (for
+// good in incremental and snapshot_only), exit 0, and the log said the table was "no longer
+// selected". Alone in its pipeline and beside a table that stays cdc, each mode.
+TEST(Incremental, SwitchedFromCdcStartsOver) {
+  for (const char* mode : {"incremental", "full", "snapshot_only"}) {
+    SCOPED_TRACE(mode);
+    ASSERT_EQ(RunSqlText("CREATE DATABASE IF NOT EXISTS it_inc; USE it_inc; DROP TABLE IF EXISTS fc_a, fc_b;"
+                         "CREATE TABLE fc_a (id INT PRIMARY KEY, v INT, updated_at DATETIME NOT NULL);"
+                         "CREATE TABLE fc_b (id INT PRIMARY KEY, v INT, updated_at DATETIME NOT NULL);"
+                         "INSERT INTO fc_a SELECT seq, seq, '2020-01-01' FROM seq_1_to_10;"
+                         "INSERT INTO fc_b SELECT seq, seq, '2020-01-01' FROM seq_1_to_10;"),
+              0);
+    TempDir dir;
+    const std::string section = fmt::format("[table.\"it_inc.fc_b\"]\nmode = \"{}\"\n", mode);
+    for (const bool alone : {true, false}) {
+      SCOPED_TRACE(alone ? "alone" : "beside a cdc table");
+      const std::string db = dir.File(alone ? "alone.db" : "mixed.db");
+      const std::vector<std::string> tables = alone ? std::vector<std::string>{"it_inc.fc_b"}
+                                                    : std::vector<std::string>{"it_inc.fc_*"};
+      ProcessResult r = RunSluice({"run", "--config", IncrementalConfig(dir, tables, "sqlite", db, ""), "--until-caught-up"});
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      ASSERT_EQ(RunSqlText(alone ? "DELETE FROM it_inc.fc_b WHERE id = 9"
+                                 : "DELETE FROM it_inc.fc_b WHERE id = 8; DELETE FROM it_inc.fc_a WHERE id = 3"),
+                0);
+      r = RunSluice({"run", "--config", IncrementalConfig(dir, tables, "sqlite", db, section), "--until-caught-up"});
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      EXPECT_NE(r.output.find(fmt::format("it_inc.fc_b: mode changed from \"cdc\" to \"{}\": starting over, its "
+                                          "sink table replaced", mode)),
+                std::string::npos)
+          << r.output;
+      EXPECT_EQ(r.output.find("it_inc.fc_b: no longer selected"), std::string::npos) << r.output;
+      ExpectReplicaEqualsSource(tables, db);
+    }
+  }
+}
+
 // Binary primary keys in the log lines of incremental runs ("after key (...)", "watermark
 // (...)") are written in hex, as `sluice verify` names keys, not as raw bytes (a NUL cut the
 // text line, a byte like 0xff made a JSON log line invalid); every line of a JSON log parses.
