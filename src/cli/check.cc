@@ -710,10 +710,16 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
       } else {
         uint64_t suggest = 1024;
         while (suggest < need) suggest *= 2;
-        out.push_back(Line("max_allowed_packet", CheckOutcome::kFail,
+        // The dump sends larger events (its own limit), and result rows are not held to it: a
+        // new user's probe streamed and copied 2 MB rows under 1 MB. What it breaks is
+        // MariaDB's BINLOG_GTID_POS past such an event (NULL, read as a reset before).
+        out.push_back(Line("max_allowed_packet", CheckOutcome::kWarn,
                            fmt::format("{} is smaller than an update event of the largest row: {} can hold rows of "
                                        "about {} (declared column sizes, large objects measured), so its event "
-                                       "needs about {}; the server cannot send it and the stream stops{}",
+                                       "needs about {}; the stream reads such events, but past one MariaDB's "
+                                       "BINLOG_GTID_POS answers NULL, so a start or reconnect cannot check its "
+                                       "resume position by it (sluice then checks the checkpoint's last event, or "
+                                       "stops asking for a larger value){}",
                                        Bytes(f.max_allowed_packet), widest->name.QualifiedName(),
                                        Bytes(widest->largest_row), Bytes(need), note),
                            fmt::format("SET GLOBAL max_allowed_packet = {} (and in the server config)", suggest)));
@@ -789,6 +795,14 @@ std::vector<CheckLine> EvaluateRetention(const SourceFacts& f, const Config& con
           "take a new snapshot into a new destination (a new sink.path, snapshot.mode = \"initial\")", true);
       l.code = StatusCode::kDataLoss;
       out.push_back(std::move(l));
+    } else if (held.verdict == HistoryVerdict::kCannotTell) {
+      out.push_back(Line("binlog retention: resume position", CheckOutcome::kFail, held.detail,
+                         "SET GLOBAL max_allowed_packet = 1073741824 (and in the server's configuration), then "
+                         "check again",
+                         true));
+    } else if (held.verdict == HistoryVerdict::kHolds && !held.detail.empty()) {
+      out.push_back(Line("binlog retention: resume position", CheckOutcome::kWarn, held.detail,
+                         "SET GLOBAL max_allowed_packet = 1073741824 (and in the server's configuration)"));
     } else if (held.verdict == HistoryVerdict::kPurged) {
       CheckLine l = Line(
           "binlog retention: resume position", CheckOutcome::kFail,

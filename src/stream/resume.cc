@@ -1,5 +1,7 @@
 #include "stream/resume.h"
 
+#include <cstdlib>
+
 #include "binlog/checksum.h"
 #include "util/hash.h"
 #include "gtid/gtid_set.h"
@@ -81,6 +83,12 @@ Result<HistoryFacts> ReadHistoryAt(Connection& conn, Flavor flavor, const Binlog
   }
   h.gtid_pos_asked = true;
   if (!r->rows.empty() && !r->rows[0].empty() && r->rows[0][0]) h.gtid_pos = *r->rows[0][0];
+  if (!h.gtid_pos) {
+    auto p = conn.Query("SELECT @@global.max_allowed_packet");
+    if (!p.ok() && p.status().code() == StatusCode::kUnavailable) return p.status();
+    if (p.ok() && !p->rows.empty() && !p->rows[0].empty() && p->rows[0][0])
+      h.max_allowed_packet = std::strtoull(p->rows[0][0]->c_str(), nullptr, 10);
+  }
   return h;
 }
 
@@ -121,6 +129,28 @@ HistoryCheck CheckHistoryHolds(const Checkpoint& ckpt, const HistoryFacts& serve
   out.verdict = HistoryVerdict::kHolds;
   if (ckpt.gtid.empty()) return out;
   if (server.flavor == Flavor::kMariaDB && server.gtid_pos_asked) {
+    // 1 GiB: the largest max_allowed_packet, so no event is larger.
+    constexpr uint64_t kLargestPacket = uint64_t{1} << 30;
+    if (!server.gtid_pos && server.max_allowed_packet > 0 && server.max_allowed_packet < kLargestPacket) {
+      // MariaDB reads the file up to the position under the global max_allowed_packet, and an
+      // event larger than that makes the answer NULL too (a new user's probe: a 3 MB event and
+      // max_allowed_packet = 1 MB stopped every start and reconnect with exit 3, advising a
+      // new destination; raised, the same replica resumed equal to the source).
+      const std::string both = fmt::format(
+          "BINLOG_GTID_POS({}, {}) is NULL: the server's binlog history was reset, or {} holds, before that "
+          "offset, an event larger than the server's max_allowed_packet ({} bytes), which makes the server "
+          "answer NULL as well",
+          at.file, at.pos, at.file, server.max_allowed_packet);
+      if (ckpt.witness.HasEventEndingAt(at)) {
+        // The dump checks the checkpoint's last event itself (WitnessCheck): a reset shows there.
+        out.detail = both + "; the stream checks the checkpoint's last event instead";
+        return out;
+      }
+      out.verdict = HistoryVerdict::kCannotTell;
+      out.detail = both + ". Raise it (SET GLOBAL max_allowed_packet = 1073741824, and in the server's "
+                          "configuration) and run again; if BINLOG_GTID_POS stays NULL, the history was reset";
+      return out;
+    }
     if (!server.gtid_pos) {
       out.verdict = HistoryVerdict::kReset;
       out.detail = fmt::format(

@@ -87,6 +87,9 @@ struct HistoryFacts {
   // long enough, and the checkpoint has a GTID position), and its answer (nullopt: NULL).
   bool gtid_pos_asked = false;
   std::optional<std::string> gtid_pos;
+  // MariaDB, asked when gtid_pos is NULL: @@global.max_allowed_packet (0: unknown). The server
+  // answers NULL as well when the file holds, before the position, an event larger than it.
+  uint64_t max_allowed_packet = 0;
   bool gtids_on = false;       // MySQL: gtid_mode = ON
   std::string gtid_executed;   // MySQL
 };
@@ -105,10 +108,16 @@ enum class HistoryVerdict {
   kPurged,      // the file sorts before the server's oldest binlog
   kOtherFile,   // a file of another name series, between the oldest and the newest: unknown
   kReset,       // the history was reset (RESET MASTER) or restored from an older backup
+  // MariaDB's BINLOG_GTID_POS is NULL under a max_allowed_packet below the largest possible
+  // event, and the checkpoint has no witness of its last event for the stream to check
+  // instead: a reset, or an event larger than max_allowed_packet before the position.
+  kCannotTell,
 };
 struct HistoryCheck {
   HistoryVerdict verdict = HistoryVerdict::kNotChecked;
-  std::string detail;  // kReset: what shows it, naming the position and what the server has
+  // kReset: what shows it, naming the position and what the server has; kCannotTell: both
+  // causes and the remedy; kHolds: a warning, when the check was left to the stream's witness.
+  std::string detail;
 };
 // Whether the server the checkpoint was written against still holds its position (rules
 // above). Call it only for the same server: on another one the position means nothing.

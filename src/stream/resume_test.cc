@@ -211,6 +211,23 @@ TEST(ResumeTest, HistoryCheckTellsAResetFromAPurgeAndFromOurOwnHistory) {
   r = CheckHistoryHolds(c, h);
   EXPECT_EQ(r.verdict, HistoryVerdict::kReset);
   EXPECT_NE(r.detail.find("BINLOG_GTID_POS is NULL"), std::string::npos) << r.detail;
+  // NULL under a max_allowed_packet below 1 GiB: an event larger than it before the offset
+  // gives NULL too. With a witness of the checkpoint's last event the stream checks that
+  // instead (a warning); without, the run cannot tell and asks for a larger value. At 1 GiB
+  // no event is larger: a reset.
+  h.max_allowed_packet = 1 << 20;
+  r = CheckHistoryHolds(c, h);
+  EXPECT_EQ(r.verdict, HistoryVerdict::kCannotTell);
+  EXPECT_NE(r.detail.find("larger than the server's max_allowed_packet (1048576 bytes)"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("SET GLOBAL max_allowed_packet = 1073741824"), std::string::npos) << r.detail;
+  Checkpoint witnessed = c;
+  witnessed.witness = PositionWitness{"mariadb-bin.000001", 1700000000, 76500, 43, 0x1234};
+  r = CheckHistoryHolds(witnessed, h);
+  EXPECT_EQ(r.verdict, HistoryVerdict::kHolds);
+  EXPECT_NE(r.detail.find("the stream checks the checkpoint's last event instead"), std::string::npos) << r.detail;
+  h.max_allowed_packet = uint64_t{1} << 30;
+  EXPECT_EQ(CheckHistoryHolds(witnessed, h).verdict, HistoryVerdict::kReset);
+  h.max_allowed_packet = 0;
 
   // The checkpoint's file after the server's newest: reset. Before its oldest: purged.
   // Between them, or of another name: not this server's files, the GTIDs decide.

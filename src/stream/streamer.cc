@@ -1358,6 +1358,8 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
                                                    checkpoint_.gtid, "", "", nullptr));
     const HistoryCheck held = CheckHistoryHolds(checkpoint_, h);
     if (held.verdict == HistoryVerdict::kReset) return Status::DataLoss(HistoryResetMessage(held));
+    if (held.verdict == HistoryVerdict::kCannotTell) return Status::FailedPrecondition(held.detail);
+    if (held.verdict == HistoryVerdict::kHolds && !held.detail.empty()) LogWarning("{}", held.detail);
   }
   ASSIGN_OR_RETURN(auto session, ReplicationSession::Start(options_.connection, ropts));
   *connected_at = Clock::now();

@@ -309,6 +309,44 @@ TEST(ResumeHistory, AResetWhoseNewHistoryLinesUpWithTheCheckpointIsRefused) {
   EXPECT_EQ(ReplicaRows(replica2), "2:21 3:31 4:41 5:52 ");
 }
 
+// MariaDB answers BINLOG_GTID_POS with NULL past an event larger than max_allowed_packet, as
+// for a reset history. A new user's probe: a 1.5 MB row written under a larger value, then
+// max_allowed_packet lowered to 1 MB: every start (and reconnect) stopped with exit 3 and the
+// advice to rebuild the destination, though the same replica resumed fine once it was raised.
+// The checkpoint's witness (its last event, checked by the stream) decides instead; a real
+// reset is still refused by it.
+TEST(ResumeHistory, ANullGtidPosUnderASmallMaxAllowedPacketIsNotTakenForAReset) {
+  OwnServer s;
+  ASSERT_TRUE(s.Start()) << ReadFile(s.dir.File("start.log"));
+  auto c = s.Connect();
+  ASSERT_TRUE(c);
+  Exec(*c, "CREATE DATABASE app");
+  Exec(*c, "CREATE TABLE app.t (id INT PRIMARY KEY, n INT)");
+  Exec(*c, "CREATE TABLE app.big (id INT PRIMARY KEY, b MEDIUMTEXT)");
+  TempDir dir;
+  const std::string replica = dir.File("replica.db");
+  const std::string config = Config(dir, s, "sqlite", replica);
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Exec(*c, "INSERT INTO app.big VALUES (1, REPEAT('x', 1500000))");
+  Exec(*c, "INSERT INTO app.t VALUES (1, 10)");
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Exec(*c, "SET GLOBAL max_allowed_packet = 1048576");
+  Exec(*c, "INSERT INTO app.t VALUES (2, 20)");
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the stream checks the checkpoint's last event instead"), std::string::npos) << r.output;
+  EXPECT_EQ(ReplicaRows(replica), "1:10 2:20 ");
+  // A reset under the same small max_allowed_packet: the witness refuses it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the creation time is in seconds
+  Exec(*c, "RESET MASTER");
+  Exec(*c, "INSERT INTO app.t VALUES (3, 30)");
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_EQ(ReplicaRows(replica), "1:10 2:20 ");
+}
+
 // F2 and F3: a transaction logged with a lower seq_no than the one before it, once while
 // sluice is stopped (the next run must resume: exit 0, not "purged") and once while it
 // streams (the restart must not send anything again). Every stream record is in the JSON
