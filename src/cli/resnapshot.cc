@@ -90,7 +90,10 @@ Status RequestResnapshot(const Config& config, const std::vector<std::string>& t
                                 (*source)->Quote(t));
       if (r.ok() && r->rows.empty())
         return Status::InvalidArgument(fmt::format(
-            "table {} does not exist at the source ({}); name tables as db.table, as the source names them", t,
+            "table {} does not exist at the source ({}) as far as this user can see (a table the user has no "
+            "privilege on is invisible: if it exists, GRANT SELECT on it); name tables as db.table, as the source "
+            "names them",
+            t,
             config.source.host + ":" + std::to_string(config.source.port)));
     }
   }

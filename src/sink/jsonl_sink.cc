@@ -273,6 +273,19 @@ Result<std::unique_ptr<JsonlSink>> JsonlSink::Open(JsonlSinkOptions options) {
                  "(the snapshot first) are appended after them; remove the file to start a fresh one",
                  o.path, size, sink->state_path_);
     uint64_t kept = size;
+    if (size >= 16) {
+      // An SQLite replica at this path (sink.type changed from "sqlite" with the same path):
+      // JSON lines appended to it leave a file that is neither (a new user's probe).
+      char head[16] = {};
+      const int rfd = ::open(o.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      const bool read = rfd >= 0 && ::pread(rfd, head, sizeof head, 0) == static_cast<ssize_t>(sizeof head);
+      if (rfd >= 0) ::close(rfd);
+      if (read && std::memcmp(head, "SQLite format 3", 16) == 0)
+        return Status::InvalidArgument(fmt::format(
+            "jsonl sink: {} is an SQLite database (a replica of sink.type = \"sqlite\"?): JSON lines are not "
+            "appended to it; choose another sink.path",
+            o.path));
+    }
     if (size > 0) {
       // Its last line unfinished: sluice's first line goes on a line of its own.
       char last = '\n';

@@ -214,6 +214,20 @@ TEST_F(JsonlSinkTest, ExistingContentWithoutAFinalNewlineGetsOneBeforeTheFirstLi
   EXPECT_EQ(ReadAll(path_), "{\"partial\":1}\n" + Line(ShopInsert(1, "a")));
 }
 
+// An SQLite replica at the path (sink.type changed from "sqlite", the path kept): refused, the
+// file untouched. A new user's probe: a whole snapshot of JSON lines was appended to it.
+TEST_F(JsonlSinkTest, AnSqliteDatabaseAtThePathIsRefused) {
+  const std::string db = std::string("SQLite format 3") + '\0' + std::string(84, 'x');
+  Append(path_, db);
+  JsonlSinkOptions o;
+  o.path = path_;
+  Result<std::unique_ptr<JsonlSink>> r = JsonlSink::Open(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("is an SQLite database"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(ReadAll(path_), db);
+}
+
 TEST_F(JsonlSinkTest, ShorterOutputIsDataLoss) {
   auto s = OpenSink();
   ASSERT_TRUE(s);
