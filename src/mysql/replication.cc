@@ -205,6 +205,18 @@ Result<std::unique_ptr<ReplicationSession>> ReplicationSession::Start(
       mariadb_rpl_optionsv(s->rpl_, MARIADB_RPL_EXTRACT_VALUES, 0u) != 0)
     return Status::Internal("mariadb_rpl_optionsv rejected an option");
   if (mariadb_rpl_open(s->rpl_) != 0) {
+    if (mysql_errno(m) == ER_ACCESS_DENIED_ERROR) {
+      // Connector/C reports a refused dump as 1045 "Unknown or undefined error code", the
+      // server's words lost (a new user's probe: REPLICATION SLAVE revoked while streaming).
+      // The grants, asked on another connection, say which privilege is missing.
+      if (auto side = Connection::Connect(conn_options); side.ok())
+        if (auto checks = CheckPrivileges(**side, {}); checks.ok())
+          for (const ServerCheck& check : *checks)
+            if (check.name == "REPLICATION SLAVE privilege" && !check.passed)
+              return Status::FailedPrecondition(
+                  fmt::format("binlog dump on {}: the server refused it: {} (fix: {})",
+                              conn_options.Describe(), check.detail, check.fix));
+    }
     if (mysql_errno(m) != 0) return s->FetchError();
     return Status::Internal(fmt::format("mariadb_rpl_open failed: {}", mariadb_rpl_error(s->rpl_)));
   }

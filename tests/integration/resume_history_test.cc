@@ -347,6 +347,42 @@ TEST(ResumeHistory, ANullGtidPosUnderASmallMaxAllowedPacketIsNotTakenForAReset) 
   EXPECT_EQ(ReplicaRows(replica), "1:10 2:20 ");
 }
 
+// REPLICATION SLAVE revoked while streaming: the reconnect's dump is refused, and Connector/C
+// reports it as "[1045] Unknown or undefined error code" (a new user's probe). The run stops
+// naming the missing privilege and the GRANT that restores it.
+TEST(ResumeHistory, ALostReplicationPrivilegeIsNamedWhenTheDumpIsRefused) {
+  OwnServer s;
+  ASSERT_TRUE(s.Start()) << ReadFile(s.dir.File("start.log"));
+  auto c = s.Connect();
+  ASSERT_TRUE(c);
+  Exec(*c, "CREATE DATABASE app");
+  Exec(*c, "CREATE TABLE app.t (id INT PRIMARY KEY, n INT)");
+  Exec(*c, "CREATE USER rp@'127.0.0.1' IDENTIFIED BY 'rp-secret'");
+  Exec(*c, "GRANT SELECT, RELOAD, REPLICATION CLIENT, REPLICATION SLAVE ON *.* TO rp@'127.0.0.1'");
+  TempDir dir;
+  std::string text = ReadFile(Config(dir, s, "sqlite", dir.File("replica.db")));
+  text.replace(text.find("user = \"sluice\""), 15, "user = \"rp\"");
+  text.replace(text.find("SLUICE_IT_OWN_SERVER_PASSWORD"), 29, "SLUICE_IT_RP_PASSWORD");
+  const std::string config = dir.File("rp.toml");
+  std::ofstream(config) << text;
+  ::setenv("SLUICE_IT_RP_PASSWORD", "rp-secret", 1);
+  const std::string log = dir.File("log");
+  pid_t pid = StartSluice({"run", "--config", config}, log);
+  KillAtExit guard{&pid};
+  ASSERT_TRUE(WaitForLog(log, "streaming from", pid, std::chrono::seconds(60))) << ReadFile(log);
+  Exec(*c, "REVOKE REPLICATION SLAVE ON *.* FROM rp@'127.0.0.1'");
+  const std::string dump = Scalar(*c, "SELECT id FROM information_schema.PROCESSLIST WHERE USER = 'rp' AND "
+                                      "COMMAND LIKE 'Binlog Dump%'");
+  ASSERT_FALSE(dump.empty());
+  Exec(*c, "KILL " + dump);
+  const int code = WaitChild(pid, std::chrono::seconds(60));
+  pid = 0;
+  const std::string out = ReadFile(log);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("the server refused it: SHOW GRANTS lists no global REPLICATION SLAVE"), std::string::npos) << out;
+  EXPECT_NE(out.find("GRANT REPLICATION SLAVE ON *.* TO 'rp'@'127.0.0.1'"), std::string::npos) << out;
+}
+
 // F2 and F3: a transaction logged with a lower seq_no than the one before it, once while
 // sluice is stopped (the next run must resume: exit 0, not "purged") and once while it
 // streams (the restart must not send anything again). Every stream record is in the JSON
