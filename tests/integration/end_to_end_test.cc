@@ -505,6 +505,13 @@ TEST(EndToEnd, TruncateAddedTablesSinkLockAndStatementChanges) {
   r = RunSluice({"run", "--config", config2, "--until-caught-up"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("in use by another sluice run"), std::string::npos) << r.output;
+  // `sluice check` beside the running pipeline reads its checkpoint all the same (it said "no
+  // checkpoint yet" and that a whole snapshot was to be taken: a new user's probe).
+  r = RunSluice({"check", "--config", config2});
+  EXPECT_NE(r.output.find("in use by another sluice run (lock"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("held); checkpoint at "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("no checkpoint yet"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no snapshot to take"), std::string::npos) << r.output;
   kill(first, SIGTERM);
   EXPECT_EQ(WaitChild(first), 0) << ReadFile(dir.File("first.log"));
 
