@@ -1207,8 +1207,13 @@ SinkFacts CheckSink(const Config& config) {
     s.line = Line(name, CheckOutcome::kFail, problem, "point sink.path at a file in an existing, writable directory", true);
     return s;
   }
-  const std::string lock = (k.path == "-" ? k.checkpoint : k.path) + ".lock";
-  const bool busy = LockHeld(lock);
+  std::string lock = (k.path == "-" ? k.checkpoint : k.path) + ".lock";
+  bool busy = LockHeld(lock);
+  if (!busy && k.type == SinkType::kJsonl && k.path != "-" && !k.checkpoint.empty() &&
+      LockHeld(k.checkpoint + ".lock")) {
+    lock = k.checkpoint + ".lock";  // another pipeline's output with this checkpoint file
+    busy = true;
+  }
   Result<std::optional<std::string>> stored = std::optional<std::string>();
   if (k.type == SinkType::kSqlite) {
     if (std::filesystem::exists(k.path)) {
@@ -1224,6 +1229,18 @@ SinkFacts CheckSink(const Config& config) {
   }
   if (!stored.ok()) {
     s.line = Line(name, CheckOutcome::kFail, stored.status().message(), "check the destination file", true);
+    return s;
+  }
+  if (busy) {
+    // The checkpoint is read all the same (as `verify` reads a replica a run writes), so that
+    // the retention lines judge the run's position (a new user's probe: check beside a running
+    // pipeline said "no checkpoint yet" and that a whole snapshot was to be taken).
+    if (*stored)
+      if (auto cp = Checkpoint::FromJson(**stored); cp.ok()) s.checkpoint = std::move(cp).value();
+    s.line = Line(name, CheckOutcome::kFail,
+                  fmt::format("sink {} is in use by another sluice run (lock {} is held); {}", k.path, lock,
+                              DescribeCheckpoint(s.checkpoint)),
+                  "stop the other run, or give this one its own sink.path", true);
     return s;
   }
   if (k.type == SinkType::kJsonl && k.path != "-") {
@@ -1244,16 +1261,6 @@ SinkFacts CheckSink(const Config& config) {
       return s;
     }
     s.checkpoint = std::move(cp).value();
-  }
-  if (busy) {
-    // The checkpoint is read all the same (as `verify` reads a replica a run writes), so that
-    // the retention lines judge the run's position (a new user's probe: check beside a running
-    // pipeline said "no checkpoint yet" and that a whole snapshot was to be taken).
-    s.line = Line(name, CheckOutcome::kFail,
-                  fmt::format("sink {} is in use by another sluice run (lock {} is held); {}", k.path, lock,
-                              DescribeCheckpoint(s.checkpoint)),
-                  "stop the other run, or give this one its own sink.path", true);
-    return s;
   }
   s.line = Line(name, CheckOutcome::kPass,
                 fmt::format("{} {} writable, {}", k.type == SinkType::kSqlite ? "SQLite replica" : "JSON lines output",

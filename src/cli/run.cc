@@ -54,32 +54,40 @@ Status FlushSink(Sink& sink, const RunOptions& options) {
 }
 
 // An exclusive lock on "<sink>.lock" held for the whole run, so two runs can never write
-// one sink at once. The lock goes away with the process (also on SIGKILL).
+// one sink at once, and for JSON lines written to a file also on "<sink.checkpoint>.lock":
+// two pipelines with their own outputs and one checkpoint file would take each other's state
+// (a new user's probe: the second stopped advising to delete the running one's checkpoint).
+// The locks go away with the process (also on SIGKILL).
 class SinkLock {
  public:
   static Result<SinkLock> Take(const SinkConfig& sink) {
-    std::string path = (sink.path == "-" ? sink.checkpoint : sink.path) + ".lock";
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      return Status::InvalidArgument(
-          fmt::format("sink.path: cannot create lock file {}: {}", path, OpenErrorText(errno)));
+    SinkLock held;
+    std::vector<std::string> paths = {(sink.path == "-" ? sink.checkpoint : sink.path) + ".lock"};
+    if (sink.type == SinkType::kJsonl && sink.path != "-" && !sink.checkpoint.empty())
+      paths.push_back(sink.checkpoint + ".lock");
+    for (const std::string& path : paths) {
+      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd < 0) {
+        return Status::InvalidArgument(
+            fmt::format("sink.path: cannot create lock file {}: {}", path, OpenErrorText(errno)));
+      }
+      held.fds_.push_back(fd);
+      if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        return Status::FailedPrecondition(fmt::format(
+            "sink {} is in use by another sluice run (lock {} is held)", sink.path, path));
+      }
     }
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd);
-      return Status::FailedPrecondition(fmt::format(
-          "sink {} is in use by another sluice run (lock {} is held)", sink.path, path));
-    }
-    return SinkLock(fd);
+    return held;
   }
-  SinkLock(SinkLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  SinkLock(SinkLock&& o) noexcept : fds_(std::exchange(o.fds_, {})) {}
   SinkLock& operator=(SinkLock&&) = delete;
   ~SinkLock() {
-    if (fd_ >= 0) ::close(fd_);
+    for (int fd : fds_) ::close(fd);
   }
 
  private:
-  explicit SinkLock(int fd) : fd_(fd) {}
-  int fd_;
+  SinkLock() = default;
+  std::vector<int> fds_;
 };
 
 // A sink file (or the jsonl checkpoint) must be a file in an existing directory; say so

@@ -84,6 +84,36 @@ TEST_F(FilesTest, JsonlOutputCheckpointAndLockArePrivate) {
   EXPECT_GE(ExpectAllFilesHaveMode(dir.path(), "out.jsonl", 0600), 3);
 }
 
+// Two pipelines with their own JSON lines outputs and one checkpoint file: the second is refused
+// while the first runs, naming the checkpoint's lock. A new user's probe: it read the running
+// one's checkpoint and stopped with exit 3, advising to delete that checkpoint.
+TEST_F(FilesTest, TwoJsonlOutputsSharingACheckpointFileDoNotRunAtOnce) {
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.tables = {"it_files.t"};
+  spec.sink_type = "jsonl";
+  const std::string shared = dir.File("shared.cp");
+  auto config_for = [&](const std::string& name, int server_id) {
+    TempDir* sub = new TempDir;  // kept for the test's length
+    spec.sink_path = dir.File(name);
+    spec.server_id = server_id;
+    const std::string path = WriteConfig(*sub, spec);
+    std::ofstream(path, std::ios::app) << "checkpoint = \"" << shared << "\"\n";
+    return std::make_pair(std::unique_ptr<TempDir>(sub), path);
+  };
+  auto a = config_for("a.jsonl", 5461);
+  auto b = config_for("b.jsonl", 5462);
+  pid_t pid = StartSluice({"run", "--config", a.second}, dir.File("a.log"));
+  KillAtExit guard{&pid};
+  ASSERT_TRUE(WaitForLog(dir.File("a.log"), "streaming from", pid, std::chrono::seconds(60))) << ReadFile(dir.File("a.log"));
+  auto r = RunSluice({"run", "--config", b.second, "--until-caught-up"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("is in use by another sluice run (lock " + shared + ".lock is held)"), std::string::npos)
+      << r.output;
+  r = RunSluice({"check", "--config", b.second});
+  EXPECT_NE(r.output.find(shared + ".lock is held"), std::string::npos) << r.output;
+}
+
 TEST_F(FilesTest, ExplicitFileModeIsHonoured) {
   TempDir dir;
   SluiceConfigSpec spec;
