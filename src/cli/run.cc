@@ -788,6 +788,26 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     if (it->second.reread && !it->second.done) rereads = true;
     ++it;
   }
+  if (stored && ckpt.schemas && incremental.were_cdc.empty()) {
+    // Every table the checkpoint's history holds left out: a configuration rewritten, or
+    // another pipeline's destination (a new user's probe: two pipelines into one PostgreSQL
+    // database took turns copying their tables again, in silence).
+    size_t known = 0, selected = 0;
+    for (const std::string& n : ckpt.schemas->Tables())
+      for (size_t dot = n.find('.'); dot != std::string::npos; dot = n.find('.', dot + 1)) {
+        const TableVersion* v = ckpt.schemas->Latest(n.substr(0, dot), n.substr(dot + 1));
+        if (v == nullptr || !v->schema) continue;
+        ++known;
+        if (TableSelected(filter, n.substr(0, dot), n.substr(dot + 1))) ++selected;
+        break;
+      }
+    if (known > 0 && selected == 0)
+      LogWarning("none of the {} tables this destination's checkpoint holds is selected by this configuration: if "
+                 "the destination belongs to another pipeline, stop and give this one a destination of its own (the "
+                 "checkpoint is per destination: per SQLite file, JSON lines checkpoint file, PostgreSQL database or "
+                 "sink.mysql.database)",
+                 known);
+  }
   if (!ckpt.snapshot_done) {
     if (stored && !rereads && config.snapshot.mode == SnapshotMode::kNever)
       LogWarning("snapshot.mode = \"never\" applies to a destination sluice has not written to yet: this one "

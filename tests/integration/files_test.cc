@@ -428,6 +428,33 @@ TEST(SinkPath, ATableNameCannotForgeALogOrReportLine) {
 
 // The JSON lines output removed, its checkpoint kept: the run refuses with exit code 3 and
 // leaves the directory as it found it (it used to create a new, empty output first).
+// A destination whose checkpoint holds none of the tables the configuration selects: another
+// pipeline's, most likely. A new user's probe: two pipelines into one PostgreSQL database took
+// turns copying their tables again, and nothing said so.
+TEST(SinkPath, AnotherPipelinesDestinationIsWarnedOf) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_two; CREATE DATABASE it_two;"
+                       "CREATE TABLE it_two.a (id INT PRIMARY KEY); CREATE TABLE it_two.b (id INT PRIMARY KEY);"
+                       "INSERT INTO it_two.a VALUES (1); INSERT INTO it_two.b VALUES (2);"),
+            0);
+  TempDir dir;
+  SluiceConfigSpec spec;
+  spec.sink_path = dir.File("replica.db");
+  spec.tables = {"it_two.a"};
+  auto r = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("give this one a destination of its own"), std::string::npos) << r.output;
+  spec.tables = {"it_two.b"};
+  r = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("none of the 1 tables this destination's checkpoint holds is selected"), std::string::npos)
+      << r.output;
+  // A table added beside the one it had: nothing to warn of.
+  spec.tables = {"it_two.*"};
+  r = RunSluice({"run", "--config", WriteConfig(dir, spec), "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("give this one a destination of its own"), std::string::npos) << r.output;
+}
+
 TEST(SinkPath, JsonlOutputMissingIsRefusedWithoutCreatingIt) {
   ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_jsonl_gone; CREATE DATABASE it_jsonl_gone;"
                        "CREATE TABLE it_jsonl_gone.t (id INT PRIMARY KEY, v INT);"
