@@ -820,6 +820,7 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
       // A table dropped or renamed away while the snapshot plans or reads it: not copied
       // (the stream reads its DROP or RENAME), the others go on (snapshot/reread.h).
       std::vector<TableName> copying = tables;
+      PauseForTest("SLUICE_TEST_LISTED_PAUSE_FILE", "snapshot: paused after listing the tables");
       Status st = RunSnapshot(so, *meta, copying, ckpt, *sink);
       int back = 0;  // passes after a NotFound with every table there (TableBackAgain)
       for (int round = 0; st.code() == StatusCode::kNotFound && round < 100; ++round) {
@@ -828,6 +829,37 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
         st = copying.empty() ? Status::Ok() : RunSnapshot(so, *meta, copying, ckpt, *sink);
       }
       RETURN_IF_ERROR(st);
+      if (!Stopping(options)) {
+        // A table created or renamed into the patterns after they were listed above and
+        // before the snapshot's point is in no copy, and its statement is before the stream's
+        // start, so the stream never sees it (a new user's probe: its rows that never changed
+        // afterwards were missing, exit 0; a later DDL on it stopped every run). Listed again
+        // now, such a table is copied beside the stream at a point of its own, as a table
+        // added to the configuration; marked in the checkpoint at once, so that a crash before
+        // the stream stores anything does not forget it. (One created after the point is
+        // copied too, though the stream would have created it.)
+        // On a connection of its own: the first one may have been reset during a long copy.
+        auto now = WaitOutUnavailable("listing the tables again", options, [&]() -> Result<std::vector<TableName>> {
+          ASSIGN_OR_RETURN(auto c, Connection::Connect(conn_opts));
+          return ListTables(*c, filter);
+        });
+        if (!now.ok() && now.status().code() != StatusCode::kNotFound) return now.status();
+        std::vector<std::string> appeared;
+        if (now.ok())
+          for (const TableName& t : *now)
+            if (!ckpt.tables.count(t.QualifiedName()) &&
+                std::find(tables.begin(), tables.end(), t) == tables.end())
+              appeared.push_back(t.QualifiedName());
+        if (!appeared.empty()) {
+          std::string list;
+          for (const auto& a : appeared) list += (list.empty() ? "" : ", ") + a;
+          LogInfo("{} table(s) appeared at the source while the snapshot was planned ({}): copying them beside the "
+                  "stream",
+                  appeared.size(), list);
+          MarkForReread(ckpt, appeared);
+          RETURN_IF_ERROR(sink->SaveCheckpoint(ckpt.ToJson()));
+        }
+      }
     }
     if (Stopping(options)) {
       LogInfo("stopped during the snapshot; the next run resumes it");
