@@ -415,6 +415,23 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bo
   } else if (fks.status().code() == StatusCode::kUnavailable) {
     return fks.status();
   }
+  // Long unique indexes (MariaDB): INDEX_TYPE HASH on a unique index of an engine other than
+  // MEMORY (whose plain indexes are HASH).
+  if (f.info.flavor == Flavor::kMariaDB) {
+    if (auto lu = conn.Query("SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME FROM information_schema.STATISTICS s "
+                             "JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = s.TABLE_SCHEMA AND "
+                             "t.TABLE_NAME = s.TABLE_NAME WHERE s.TABLE_SCHEMA IN (" + in + ") AND s.NON_UNIQUE = 0 "
+                             "AND s.INDEX_TYPE = 'HASH' AND t.ENGINE <> 'MEMORY' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3");
+        lu.ok()) {
+      for (const TextRow& row : lu->rows) {
+        if (row.size() < 3 || !row[0] || !row[1] || !row[2]) continue;
+        auto it = index.find(*row[0] + '\0' + *row[1]);
+        if (it != index.end()) f.tables[it->second].long_unique.push_back(*row[2]);
+      }
+    } else if (lu.status().code() == StatusCode::kUnavailable) {
+      return lu.status();
+    }
+  }
   if (auto xa = conn.Query("XA RECOVER"); xa.ok()) {
     const int data = xa->ColumnIndex("data");
     for (const TextRow& row : xa->rows)
@@ -569,6 +586,30 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
                          "ALTER TABLE ... ENGINE=InnoDB, leave them out (source.exclude), or accept an "
                          "inconsistent copy (snapshot.allow_inconsistent_read)"));
     }
+  }
+  {
+    // Tables the stream reads (mode cdc) with a long unique index: their rows carry one
+    // hidden hash column per such index, which sluice does not map (a new user's probe: the
+    // first change stopped every run, and the resnapshot it advised did not help).
+    std::vector<TableName> listed;
+    for (const TableFacts& t : f.tables) listed.push_back(t.name);
+    std::set<std::string> streamed;
+    if (auto modes = ModesForTables(config, listed); modes.ok())
+      for (const TableName& t : modes->cdc) streamed.insert(t.QualifiedName());
+    std::vector<std::string> hashed;
+    for (const TableFacts& t : f.tables)
+      if (!t.long_unique.empty() && streamed.count(t.name.QualifiedName()))
+        hashed.push_back(fmt::format("{} ({})", t.name.QualifiedName(), FirstOf(t.long_unique, 3)));
+    if (!hashed.empty())
+      out.push_back(Line("long unique indexes", CheckOutcome::kFail,
+                         fmt::format("MariaDB long unique indexes (UNIQUE on a BLOB/TEXT column, or USING HASH) on "
+                                     "tables the stream reads: {}; the server logs a hidden hash column of each in "
+                                     "every row, which sluice does not map yet",
+                                     FirstOf(hashed, 10, "; ")),
+                         "read those tables without the binlog ([table.\"db.t\"] mode = \"full\" or "
+                         "\"incremental\"), leave them out (source.exclude), or make the index a unique one on a "
+                         "prefix (UNIQUE (c(255)), which the server enforces on the prefix only)",
+                         true));
   }
   if (!f.fk_cascades.empty()) {
     const std::string list = FirstOf(f.fk_cascades, 5, "; ");

@@ -54,6 +54,9 @@ struct TableFacts {
   uint64_t rows = 0;        // exact when below snapshot.exact_count_max_rows (and counted), else the estimate
   uint64_t largest_row = 0; // bytes: declared sizes, LOB columns measured (see check.cc)
   bool lob_unmeasured = false;  // LOB columns of a table too large to measure
+  // MariaDB "long unique" indexes (UNIQUE on a BLOB/TEXT column, or USING HASH): the server
+  // logs a hidden hash column per index in every row, which the stream does not map.
+  std::vector<std::string> long_unique;
 };
 
 struct SourceFacts {
