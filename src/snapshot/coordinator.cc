@@ -716,9 +716,12 @@ static Status SnapshotPass(const SnapshotRunOptions& options, Connection& meta,
       p.reread = reread;
       p.db = db;
     }
-    if (!p.reread && (!p.ranges.empty() || p.rows > 0) && ckpt.schemas) {
+    if (!p.reread && ckpt.schemas) {
       // A resumed copy: its plan and the rows in the sink are of the definition recorded when
-      // it was planned (SeedSchemaHistory); an ALTER while sluice was stopped re-plans it.
+      // it was planned (SeedSchemaHistory); an ALTER while sluice was stopped re-plans it. So
+      // is a table planned and not yet started: its sink table was prepared with the recorded
+      // definition (a new user's probe: a keyless table given a column FIRST while sluice was
+      // stopped failed every later run in "preparing table").
       const TableVersion* v = ckpt.schemas->Latest(name.db, name.table);
       std::string change = v && v->schema ? DefinitionChange(*v->schema, *schema) : "";
       if (!change.empty()) {
