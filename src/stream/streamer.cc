@@ -32,6 +32,16 @@
 #include "util/metrics.h"
 
 namespace sluice {
+
+// 1 while a binlog dump is open, 0 while the stream reconnects to the source: the lag says
+// nothing then (no transaction is read, so none waits), and a new user's probe found an alert
+// on it silent through a 20 s outage.
+static metrics::Value& SourceConnectedGauge() {
+  static metrics::Value& g = metrics::Registry::Global().Gauge(
+      "sluice_source_connected", "1 while the stream's binlog dump is open, 0 while it reconnects to the source");
+  return g;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -1296,6 +1306,7 @@ Status Streamer::Run(const Checkpoint& start, Sink& sink) {
     // destination is not (a full disk, a lock); said so, with how long it has been failing. A
     // new user's probe saw "reconnecting ... down for 0 s" for 30 s of a full disk.
     const bool sink_side = st.message().rfind("sink: ", 0) == 0;
+    if (!sink_side) SourceConnectedGauge().Set(0);
     if (!sink_side || moved) sink_failing = false;
     if (sink_side && !sink_failing) {
       sink_failing = true;
@@ -1362,6 +1373,7 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     if (held.verdict == HistoryVerdict::kHolds && !held.detail.empty()) LogWarning("{}", held.detail);
   }
   ASSIGN_OR_RETURN(auto session, ReplicationSession::Start(options_.connection, ropts));
+  SourceConnectedGauge().Set(1);
   *connected_at = Clock::now();
   if (reconnecting_)
     LogInfo("reconnected; asking the server for the binlog from {}",

@@ -184,6 +184,24 @@ TEST(Observe, LagIsZeroOnceCaughtUpAfterAConnectionLostInsideALargeTransaction) 
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // idle, caught up
   scrape = Shell("curl -sf " + url);
+  // The source away (connections refused): sluice_source_connected says so, where the lag
+  // stays 0 (nothing read waits); back once the source is (a new user's probe: an alert on the
+  // lag stayed silent through a 20 s outage).
+  EXPECT_EQ(Metric(scrape, "sluice_source_connected"), 1) << scrape;
+  proxy.set_target(1);
+  proxy.ResetAll();
+  double connected = -1;
+  for (int i = 0; i < 100 && connected != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    connected = Metric(Shell("curl -sf " + url), "sluice_source_connected");
+  }
+  EXPECT_EQ(connected, 0);
+  proxy.set_target(TestServer().port);
+  for (int i = 0; i < 200 && connected != 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    connected = Metric(Shell("curl -sf " + url), "sluice_source_connected");
+  }
+  EXPECT_EQ(connected, 1);
   kill(pid, SIGTERM);
   EXPECT_EQ(WaitChild(pid), 0) << ReadFile(log_path);
   pid = 0;
