@@ -359,6 +359,11 @@ Result<SourceFacts> GatherSourceFacts(Connection& conn, const Config& config, bo
       f.unmatched_patterns.push_back(listed.status().message());
     return f;  // EvaluateServer reports the missing tables through the privilege lines
   }
+  for (const std::string& p : config.source.exclude) {
+    auto some = ListTables(conn, TableFilter{{p}, {}});
+    if (!some.ok() && some.status().code() == StatusCode::kUnavailable) return some.status();
+    if (!some.ok() && some.status().code() == StatusCode::kNotFound) f.unmatched_excludes.push_back(p);
+  }
   std::map<std::string, size_t> index;
   std::set<std::string> dbs;
   for (const TableName& t : *listed) {
@@ -611,6 +616,12 @@ std::vector<CheckLine> EvaluateServer(const SourceFacts& f, const Config& config
                          "prefix (UNIQUE (c(255)), which the server enforces on the prefix only)",
                          true));
   }
+  if (!f.unmatched_excludes.empty())
+    out.push_back(Line("source.exclude", CheckOutcome::kWarn,
+                       fmt::format("{} match(es) no table this user can see: a typo leaves the table it meant to "
+                                   "leave out captured",
+                                   FirstOf(f.unmatched_excludes, 5)),
+                       "correct the pattern, or remove it if its tables are gone"));
   if (!f.fk_cascades.empty()) {
     const std::string list = FirstOf(f.fk_cascades, 5, "; ");
     out.push_back(Line("foreign key cascades", CheckOutcome::kWarn,

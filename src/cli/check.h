@@ -72,6 +72,9 @@ struct SourceFacts {
   // Hosts listed with source.server_id that name a sluice process on this machine which is
   // still running (not this one): another run holds the id (SluicePidOf, mysql/replication.h).
   std::vector<std::string> replica_hosts_running;
+  // source.exclude patterns that match no table the user can see (a typo leaves the table it
+  // meant captured).
+  std::vector<std::string> unmatched_excludes;
   // Whether replica_hosts was asked again until source.server_id left it (settle_replica_ids).
   bool replica_ids_settled = false;
   std::vector<std::pair<std::string, uint64_t>> binlogs;  // SHOW BINARY LOGS

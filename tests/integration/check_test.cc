@@ -422,6 +422,28 @@ TEST(Check, LongUniqueIndexesOnStreamedTablesAreRefusedWithTheWaysOut) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
 }
 
+// An exclude pattern that matches nothing (a typo: the table it meant stays captured) is
+// warned of, by check and by run (a new user's probe: nothing said so).
+TEST(Check, AnExcludePatternThatMatchesNothingIsWarnedOf) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_chk_ex; CREATE DATABASE it_chk_ex;"
+                       "CREATE TABLE it_chk_ex.audit (id INT PRIMARY KEY); CREATE TABLE it_chk_ex.t (id INT PRIMARY KEY);"),
+            0);
+  TempDir dir;
+  Spec s = Good();
+  s.tables = {"it_chk_ex.*"};
+  const std::string config = Config(dir, s);
+  std::string text = ReadFile(config);
+  text.insert(text.find("tls = "), "exclude = [\"it_chk_ex.adit\", \"it_chk_ex.t\"]\n");
+  std::ofstream(config, std::ios::trunc) << text;
+  auto r = Check(config);
+  EXPECT_THAT(LineOf(r.output, "source.exclude"), ::testing::StartsWith("WARN")) << r.output;
+  EXPECT_THAT(LineOf(r.output, "source.exclude"), ::testing::HasSubstr("it_chk_ex.adit match(es) no table")) << r.output;
+  EXPECT_THAT(LineOf(r.output, "source.exclude"), ::testing::Not(::testing::HasSubstr("it_chk_ex.t,"))) << r.output;
+  auto run = RunSluice({"run", "--config", config, "--until-caught-up"}, std::chrono::seconds(60));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, ::testing::HasSubstr("it_chk_ex.adit match(es) no table")) << run.output;
+}
+
 // A source.tables pattern that matches no table (its database empty, not yet or any more):
 // before the first run `check` fails it in the words `run` refuses with (it passed "SELECT on
 // ... no table matches (nothing to check)" and said READY: new-user test); once the pipeline
