@@ -981,13 +981,13 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
   Status flushed = FlushSink(*sink, options);
   RETURN_IF_ERROR(st);
   RETURN_IF_ERROR(flushed);
-  // Lag as the metrics define it (cli/observe.h): 0 when everything read is applied, so an
-  // idle, caught-up stream does not report the time since the source's last write.
-  LogInfo("stopped at {}: streamed {} transactions, {} row changes in {:.2f} s ({:.0f} row changes/s, {} sink "
-          "commits, lag {:.0f} s)",
+  // No lag here: what was read and not yet applied at a stop is dropped (read again by the
+  // next run), so the lag was always 0 on this line (a new user's probe read it as "caught
+  // up" with transactions still waiting). The position is the one the sink holds.
+  LogInfo("stopped at {} (the position the sink holds; the next run goes on from there): streamed {} transactions, "
+          "{} row changes in {:.2f} s ({:.0f} row changes/s, {} sink commits)",
           streamer.checkpoint().stream_start.ToString(), streamer.applied_transactions(), streamer.applied_rows(),
-          stream_secs, stream_secs > 0 ? streamer.applied_rows() / stream_secs : 0.0, streamer.applied_groups(),
-          LagSeconds().value_or(0));
+          stream_secs, stream_secs > 0 ? streamer.applied_rows() / stream_secs : 0.0, streamer.applied_groups());
   // Without a target the stream ends only at *stop; with one, caught_up() says whether it got
   // there before the stop (a stop during the last commit is not an interruption).
   return streamer.caught_up() ? RunEnd::kDone : RunEnd::kStopped;
