@@ -376,6 +376,20 @@ TEST_F(SqliteSinkTest, CheckpointSurvivesReopen) {
   EXPECT_EQ(Query("SELECT state FROM _sluice_checkpoint"), (Rows{{"t:cp-b"}}));
 }
 
+// SQLite holds at most 2000 columns: a wider table is refused naming the count, the limit and
+// the ways past (it failed inside sqlite3_prepare, as a 34 KB "Internal" error).
+TEST_F(SqliteSinkTest, ATableWiderThanSqliteAllowsIsRefusedSayingSo) {
+  std::vector<ColumnDesc> cols;
+  for (int i = 0; i < 2001; ++i) cols.push_back(Col("c" + std::to_string(i), "int"));
+  Status st = sink_->PrepareTable(*Table("w", "wide", cols, {0}));
+  ASSERT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("has 2001 columns; an SQLite table holds at most 2000"), std::string::npos)
+      << st.ToString();
+  EXPECT_LT(st.message().size(), 600u);
+  cols.pop_back();
+  EXPECT_TRUE(sink_->PrepareTable(*Table("w", "wide", cols, {0})).ok());
+}
+
 TEST_F(SqliteSinkTest, SchemaConflicts) {
   ASSERT_TRUE(sink_);
   // Two source tables, one SQLite name.
