@@ -14,6 +14,7 @@
 #include <mysql.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -340,6 +341,19 @@ Status MyStatement::Bind(int index, const Value& v, const SqlColumn* column) {
 }
 
 Status MyStatement::Run() {
+  if (const uint64_t packet = conn_->max_allowed_packet(); packet > 0) {
+    // A statement over the destination's max_allowed_packet: the server drops the connection
+    // ([1153], seen as 2006 "gone away"), and retried as a network failure it went round for
+    // minutes before the real error came (a new user's probe, one 100 MB row).
+    uint64_t bytes = sql_.size();
+    for (size_t i = 0; i < binds_.size(); ++i) bytes += binds_[i].length != nullptr ? lengths_[i] + 9 : 9;
+    if (bytes > packet)
+      return Status::FailedPrecondition(fmt::format(
+          "the statement holds about {} bytes of values, more than the destination's max_allowed_packet ({} bytes), "
+          "so the server would refuse it ([1153]); raise it on the destination: SET GLOBAL max_allowed_packet = {} "
+          "(and in its configuration; at most 1073741824) (SQL: {})",
+          bytes, packet, std::min<uint64_t>(uint64_t{1} << 30, std::bit_ceil(bytes + 1024)), Truncated(sql_)));
+  }
   if (!binds_.empty() && mysql_stmt_bind_param(stmt_, binds_.data()) != 0) return Error();
   const bool relaxed = relaxed_;
   relaxed_ = false;

@@ -1042,3 +1042,44 @@ TEST(MysqlDestIgnoringCase, TablesDifferingOnlyInCaseAreRefusedAndACaseRenameIsF
 
 }  // namespace
 }  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+// A streamed row whose statement is over the destination's max_allowed_packet: the run stops
+// at once naming the setting. A new user's probe: the server dropped the connection ([1153],
+// seen as 2006 "gone away"), and the same transaction was retried for 4.5 minutes first.
+TEST_F(MysqlDest, ARowOverTheDestinationsMaxAllowedPacketStopsAtOnceNamingIt) {
+  ASSERT_EQ(RunSqlText("DROP DATABASE IF EXISTS it_bigrow; CREATE DATABASE it_bigrow; USE it_bigrow;"
+                       "CREATE TABLE t (id INT PRIMARY KEY, b LONGBLOB); INSERT INTO t VALUES (1, 'small');"),
+            0);
+  TempDir dir;
+  const std::string config = WriteMysqlConfig(dir, {"it_bigrow.*"}, 5419, "it_meta_bigrow");
+  auto dest = DestConnect();
+  ASSERT_NE(dest, nullptr);
+  ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_bigrow").ok());
+  ASSERT_TRUE(dest->Execute("DROP DATABASE IF EXISTS it_meta_bigrow").ok());
+  auto r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto packet = dest->Query("SELECT @@global.max_allowed_packet");
+  ASSERT_TRUE(packet.ok() && !packet->rows.empty() && packet->rows[0][0]);
+  const std::string old_packet = *packet->rows[0][0];
+  ASSERT_TRUE(dest->Execute("SET GLOBAL max_allowed_packet = 1048576").ok());
+  ASSERT_EQ(RunSqlText("UPDATE it_bigrow.t SET b = REPEAT('x', 3000000) WHERE id = 1"), 0);
+  const auto started = std::chrono::steady_clock::now();
+  r = RunSluice({"run", "--config", config, "--until-caught-up"}, std::chrono::seconds(120));
+  const auto took = std::chrono::steady_clock::now() - started;
+  ASSERT_TRUE(dest->Execute("SET GLOBAL max_allowed_packet = " + old_packet).ok());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("more than the destination's max_allowed_packet (1048576 bytes)"), std::string::npos)
+      << r.output;
+  EXPECT_LT(took, std::chrono::seconds(30)) << r.output;
+  // Raised (back), the next run applies it.
+  r = RunSluice({"run", "--config", config, "--until-caught-up"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string last;
+  EXPECT_TRUE(WaitEqual({"it_bigrow.*"}, std::chrono::seconds(10), &last)) << last;
+}
+
+}  // namespace
+}  // namespace sluice::testing
