@@ -2415,6 +2415,9 @@ Status Streamer::WriteGroups(Sink& sink, BoundedQueue<SinkItem>& queue) {
         group.push_back(std::move(item.txn));
       }
     };
+    // The item that ends a transaction applied in parts counts it, rows or not (its rows went
+    // in the parts: a new user's probe read "streamed 0 transactions, 1 row changes").
+    if (parts_open && !first->txn.has_rows()) ++group_txns;
     add(*first);
     while (bytes < options_.group_max_bytes &&
            Clock::now() - started < milliseconds(options_.group_max_ms)) {

@@ -107,6 +107,10 @@ TEST_F(BigTransaction, JsonlAppliesItInPartsAndAKilledRunCutsThemBack) {
 
   auto run = RunSluice({"run", "--config", config, "--until-caught-up"}, seconds(300));
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  // The transaction applied in parts is counted (it said "streamed 0 transactions" beside its
+  // rows: a new user's probe).
+  EXPECT_NE(run.output.find(fmt::format("streamed 1 transactions, {} row changes", Rows())), std::string::npos)
+      << run.output;
   std::cout << "one transaction of " << Rows() << " rows into JSON lines, cap 4 MiB: peak RSS "
             << run.max_rss_kib / 1024 << " MiB\n";
   if (!SluiceSanitized()) {
