@@ -88,6 +88,16 @@ Result<HistoryFacts> ReadHistoryAt(Connection& conn, Flavor flavor, const Binlog
     if (!p.ok() && p.status().code() == StatusCode::kUnavailable) return p.status();
     if (p.ok() && !p->rows.empty() && !p->rows[0].empty() && p->rows[0][0])
       h.max_allowed_packet = std::strtoull(p->rows[0][0]->c_str(), nullptr, 10);
+    if (h.max_allowed_packet > 0 && h.max_allowed_packet < (uint64_t{1} << 30)) {
+      // Reading from the offset needs no event before it: an error there means none starts.
+      auto e = conn.Query(fmt::format("SHOW BINLOG EVENTS IN {} FROM {} LIMIT 1", conn.Quote(at.file), at.pos));
+      if (!e.ok() && e.status().code() == StatusCode::kUnavailable) return e.status();
+      if (e.ok()) {
+        h.event_starts_there = true;
+      } else if (e.status().message().find("Wrong offset") != std::string_view::npos) {
+        h.event_starts_there = false;  // [1220] "... SHOW BINLOG EVENTS: Wrong offset or I/O error"
+      }
+    }
   }
   return h;
 }
@@ -131,7 +141,8 @@ HistoryCheck CheckHistoryHolds(const Checkpoint& ckpt, const HistoryFacts& serve
   if (server.flavor == Flavor::kMariaDB && server.gtid_pos_asked) {
     // 1 GiB: the largest max_allowed_packet, so no event is larger.
     constexpr uint64_t kLargestPacket = uint64_t{1} << 30;
-    if (!server.gtid_pos && server.max_allowed_packet > 0 && server.max_allowed_packet < kLargestPacket) {
+    if (!server.gtid_pos && server.max_allowed_packet > 0 && server.max_allowed_packet < kLargestPacket &&
+        server.event_starts_there.value_or(false)) {
       // MariaDB reads the file up to the position under the global max_allowed_packet, and an
       // event larger than that makes the answer NULL too (a new user's probe: a 3 MB event and
       // max_allowed_packet = 1 MB stopped every start and reconnect with exit 3, advising a

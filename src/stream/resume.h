@@ -90,6 +90,10 @@ struct HistoryFacts {
   // MariaDB, asked when gtid_pos is NULL: @@global.max_allowed_packet (0: unknown). The server
   // answers NULL as well when the file holds, before the position, an event larger than it.
   uint64_t max_allowed_packet = 0;
+  // Then (max_allowed_packet below 1 GiB): whether SHOW BINLOG EVENTS reads an event starting
+  // at the position (true), refuses the offset (false: no event starts there), or was not
+  // asked or refused for another reason (nullopt).
+  std::optional<bool> event_starts_there;
   bool gtids_on = false;       // MySQL: gtid_mode = ON
   std::string gtid_executed;   // MySQL
 };

@@ -216,6 +216,11 @@ TEST(ResumeTest, HistoryCheckTellsAResetFromAPurgeAndFromOurOwnHistory) {
   // instead (a warning); without, the run cannot tell and asks for a larger value. At 1 GiB
   // no event is larger: a reset.
   h.max_allowed_packet = 1 << 20;
+  r = CheckHistoryHolds(c, h);  // whether an event starts at the offset not known: a reset
+  EXPECT_EQ(r.verdict, HistoryVerdict::kReset);
+  h.event_starts_there = false;  // SHOW BINLOG EVENTS: "Wrong offset"
+  EXPECT_EQ(CheckHistoryHolds(c, h).verdict, HistoryVerdict::kReset);
+  h.event_starts_there = true;
   r = CheckHistoryHolds(c, h);
   EXPECT_EQ(r.verdict, HistoryVerdict::kCannotTell);
   EXPECT_NE(r.detail.find("larger than the server's max_allowed_packet (1048576 bytes)"), std::string::npos) << r.detail;
@@ -228,6 +233,7 @@ TEST(ResumeTest, HistoryCheckTellsAResetFromAPurgeAndFromOurOwnHistory) {
   h.max_allowed_packet = uint64_t{1} << 30;
   EXPECT_EQ(CheckHistoryHolds(witnessed, h).verdict, HistoryVerdict::kReset);
   h.max_allowed_packet = 0;
+  h.event_starts_there.reset();
 
   // The checkpoint's file after the server's newest: reset. Before its oldest: purged.
   // Between them, or of another name: not this server's files, the GTIDs decide.
