@@ -67,6 +67,16 @@ void Exec(Connection& c, const std::string& sql) {
   EXPECT_TRUE(st.ok()) << sql << ": " << st.ToString();
 }
 
+// Starts `s` and creates app.t (id INT PRIMARY KEY, n INT) there; a connection to it, or null.
+std::unique_ptr<Connection> StartWithTableT(OwnServer& s) {
+  if (!s.Start()) return nullptr;
+  auto c = s.Connect();
+  if (!c) return nullptr;
+  Exec(*c, "CREATE DATABASE app");
+  Exec(*c, "CREATE TABLE app.t (id INT PRIMARY KEY, n INT)");
+  return c;
+}
+
 std::string Scalar(Connection& c, const std::string& sql) {
   auto r = c.Query(sql);
   EXPECT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
@@ -251,11 +261,8 @@ void EditWitness(const std::string& path, const std::function<void(nlohmann::jso
 // ends with (checkpoint.h PositionWitness), and the run refuses with exit code 3.
 TEST(ResumeHistory, AResetWhoseNewHistoryLinesUpWithTheCheckpointIsRefused) {
   OwnServer s;
-  ASSERT_TRUE(s.Start()) << ReadFile(s.dir.File("start.log"));
-  auto c = s.Connect();
-  ASSERT_TRUE(c);
-  Exec(*c, "CREATE DATABASE app");
-  Exec(*c, "CREATE TABLE app.t (id INT PRIMARY KEY, n INT)");
+  auto c = StartWithTableT(s);
+  ASSERT_TRUE(c) << ReadFile(s.dir.File("start.log"));
   TempDir dir;
   const std::string replica = dir.File("replica.db");
   const std::string config = Config(dir, s, "sqlite", replica);
@@ -317,11 +324,8 @@ TEST(ResumeHistory, AResetWhoseNewHistoryLinesUpWithTheCheckpointIsRefused) {
 // reset is still refused by it.
 TEST(ResumeHistory, ANullGtidPosUnderASmallMaxAllowedPacketIsNotTakenForAReset) {
   OwnServer s;
-  ASSERT_TRUE(s.Start()) << ReadFile(s.dir.File("start.log"));
-  auto c = s.Connect();
-  ASSERT_TRUE(c);
-  Exec(*c, "CREATE DATABASE app");
-  Exec(*c, "CREATE TABLE app.t (id INT PRIMARY KEY, n INT)");
+  auto c = StartWithTableT(s);
+  ASSERT_TRUE(c) << ReadFile(s.dir.File("start.log"));
   Exec(*c, "CREATE TABLE app.big (id INT PRIMARY KEY, b MEDIUMTEXT)");
   TempDir dir;
   const std::string replica = dir.File("replica.db");
@@ -352,11 +356,8 @@ TEST(ResumeHistory, ANullGtidPosUnderASmallMaxAllowedPacketIsNotTakenForAReset) 
 // naming the missing privilege and the GRANT that restores it.
 TEST(ResumeHistory, ALostReplicationPrivilegeIsNamedWhenTheDumpIsRefused) {
   OwnServer s;
-  ASSERT_TRUE(s.Start()) << ReadFile(s.dir.File("start.log"));
-  auto c = s.Connect();
-  ASSERT_TRUE(c);
-  Exec(*c, "CREATE DATABASE app");
-  Exec(*c, "CREATE TABLE app.t (id INT PRIMARY KEY, n INT)");
+  auto c = StartWithTableT(s);
+  ASSERT_TRUE(c) << ReadFile(s.dir.File("start.log"));
   Exec(*c, "CREATE USER rp@'127.0.0.1' IDENTIFIED BY 'rp-secret'");
   Exec(*c, "GRANT SELECT, RELOAD, REPLICATION CLIENT, REPLICATION SLAVE ON *.* TO rp@'127.0.0.1'");
   TempDir dir;
@@ -389,11 +390,8 @@ TEST(ResumeHistory, ALostReplicationPrivilegeIsNamedWhenTheDumpIsRefused) {
 // lines file exactly once, and the file ends with the source's values.
 TEST(ResumeHistory, OutOfOrderGtidsNeitherDuplicateNorStopTheRun) {
   OwnServer s;
-  ASSERT_TRUE(s.Start()) << ReadFile(s.dir.File("start.log"));
-  auto c = s.Connect();
-  ASSERT_TRUE(c);
-  Exec(*c, "CREATE DATABASE app");
-  Exec(*c, "CREATE TABLE app.t (id INT PRIMARY KEY, n INT)");
+  auto c = StartWithTableT(s);
+  ASSERT_TRUE(c) << ReadFile(s.dir.File("start.log"));
   Exec(*c, "INSERT INTO app.t VALUES (1, 0), (2, 0)");
   for (int i = 0; i < 50; ++i) Exec(*c, "UPDATE app.t SET n = n + 1 WHERE id = 1");
   TempDir dir;
