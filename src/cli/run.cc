@@ -981,13 +981,15 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
   Status flushed = FlushSink(*sink, options);
   RETURN_IF_ERROR(st);
   RETURN_IF_ERROR(flushed);
-  // No lag here: what was read and not yet applied at a stop is dropped (read again by the
-  // next run), so the lag was always 0 on this line (a new user's probe read it as "caught
-  // up" with transactions still waiting). The position is the one the sink holds.
+  // The lag only when the run caught up (--until-caught-up): after a stop by a signal what was
+  // read and not yet applied is dropped (read again by the next run), so the lag always read
+  // 0 there (a new user's probe took it for "caught up" with transactions still waiting). The
+  // position is the one the sink holds.
   LogInfo("stopped at {} (the position the sink holds; the next run goes on from there): streamed {} transactions, "
-          "{} row changes in {:.2f} s ({:.0f} row changes/s, {} sink commits)",
+          "{} row changes in {:.2f} s ({:.0f} row changes/s, {} sink commits{})",
           streamer.checkpoint().stream_start.ToString(), streamer.applied_transactions(), streamer.applied_rows(),
-          stream_secs, stream_secs > 0 ? streamer.applied_rows() / stream_secs : 0.0, streamer.applied_groups());
+          stream_secs, stream_secs > 0 ? streamer.applied_rows() / stream_secs : 0.0, streamer.applied_groups(),
+          streamer.caught_up() ? fmt::format(", lag {:.0f} s", LagSeconds().value_or(0)) : std::string());
   // Without a target the stream ends only at *stop; with one, caught_up() says whether it got
   // there before the stop (a stop during the last commit is not an interruption).
   return streamer.caught_up() ? RunEnd::kDone : RunEnd::kStopped;
