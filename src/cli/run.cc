@@ -675,10 +675,15 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
       std::string list;
       for (const auto& a : added) list += (list.empty() ? "" : ", ") + a;
       if (config.snapshot.mode == SnapshotMode::kNever) {
-        // Said, not done silently: the replica holds none of their rows from before now.
+        // Said, not done silently: the replica holds none of their rows from before the
+        // checkpoint (a table selected again keeps whatever an earlier copy left, unkept since:
+        // a new user's probe read "from now on" where the changes came from the checkpoint on).
         LogWarning("{} table(s) new to this replica ({}) are not copied (snapshot.mode = \"never\"): it gets "
-                   "their changes from now on only; `sluice resnapshot --config FILE TABLE` copies one",
-                   added.size(), list);
+                   "their changes from the checkpoint's position ({}) on, and none of the rows they held before "
+                   "(a sink table of that name left from an earlier copy stays as it was, missing what changed "
+                   "while it was not selected); `sluice resnapshot --config FILE TABLE` copies one",
+                   added.size(), list,
+                   ckpt.stream_start.empty() ? "GTID " + ckpt.gtid : ckpt.stream_start.ToString());
       } else {
         if (resume.server_changed)
           return Status::FailedPrecondition(fmt::format(
