@@ -53,6 +53,19 @@ Status FlushSink(Sink& sink, const RunOptions& options) {
   return Status::Ok();
 }
 
+// The (db, table) of every table the schema history holds a live definition of (not dropped),
+// each "db.table" name tried at every dot (a database name may hold one).
+std::vector<std::pair<std::string, std::string>> LiveTables(const SchemaHistory& history) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& n : history.Tables())
+    for (size_t dot = n.find('.'); dot != std::string::npos; dot = n.find('.', dot + 1)) {
+      std::string db = n.substr(0, dot), table = n.substr(dot + 1);
+      const TableVersion* v = history.Latest(db, table);
+      if (v && v->schema) out.emplace_back(std::move(db), std::move(table));
+    }
+  return out;
+}
+
 // An exclusive lock on "<sink>.lock" held for the whole run, so two runs can never write
 // one sink at once, and for JSON lines written to a file also on "<sink.checkpoint>.lock":
 // two pipelines with their own outputs and one checkpoint file would take each other's state
@@ -797,16 +810,11 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
     // Every table the checkpoint's history holds left out: a configuration rewritten, or
     // another pipeline's destination (a new user's probe: two pipelines into one PostgreSQL
     // database took turns copying their tables again, in silence).
-    size_t known = 0, selected = 0;
-    for (const std::string& n : ckpt.schemas->Tables())
-      for (size_t dot = n.find('.'); dot != std::string::npos; dot = n.find('.', dot + 1)) {
-        const TableVersion* v = ckpt.schemas->Latest(n.substr(0, dot), n.substr(dot + 1));
-        if (v == nullptr || !v->schema) continue;
-        ++known;
-        if (TableSelected(filter, n.substr(0, dot), n.substr(dot + 1))) ++selected;
-        break;
-      }
-    if (known > 0 && selected == 0)
+    const auto live = LiveTables(*ckpt.schemas);
+    const size_t known = live.size();
+    const bool any_selected = std::any_of(live.begin(), live.end(),
+                                          [&](const auto& t) { return TableSelected(filter, t.first, t.second); });
+    if (known > 0 && !any_selected)
       LogWarning("none of the {} tables this destination's checkpoint holds is selected by this configuration: if "
                  "the destination belongs to another pipeline, stop and give this one a destination of its own (the "
                  "checkpoint is per destination: per SQLite file, JSON lines checkpoint file, PostgreSQL database or "
@@ -898,13 +906,8 @@ Result<RunEnd> RunPipeline(const Config& config, const RunOptions& options) {
   if (ckpt.schemas) {
     // The tables the stream starts with: a table created or renamed later into the topic or
     // subject of one of them stops the run (Kafka, NATS; publish_util.h DestinationOwners).
-    std::vector<std::pair<std::string, std::string>> known;
-    for (const std::string& n : ckpt.schemas->Tables())
-      for (size_t dot = n.find('.'); dot != std::string::npos; dot = n.find('.', dot + 1)) {
-        const std::string db = n.substr(0, dot), table = n.substr(dot + 1);
-        const TableVersion* v = ckpt.schemas->Latest(db, table);
-        if (v && v->schema && TableSelected(filter, db, table)) known.emplace_back(db, table);
-      }
+    std::vector<std::pair<std::string, std::string>> known = LiveTables(*ckpt.schemas);
+    std::erase_if(known, [&](const auto& t) { return !TableSelected(filter, t.first, t.second); });
     sink->KnowTables(known);
   }
 

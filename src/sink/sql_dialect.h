@@ -190,6 +190,7 @@ class SqlDialect {
   // Whether the destination keeps every name `table` becomes (namespace, table, columns) as
   // it is: kFailedPrecondition naming the table, the name, its length and the limit when it
   // would cut one (PostgreSQL: more than 63 bytes), so that no two names become one there.
+  // Also where a dialect refuses a table it cannot hold at all (SQLite: over 2000 columns).
   // The default keeps every name.
   virtual Status CheckNames(const TableSchema& table) const {
     (void)table;

@@ -1717,7 +1717,8 @@ Status Streamer::RunOnce(Sink& sink, std::optional<std::chrono::steady_clock::ti
     const bool replaying_rows = !item.replayed.empty() && item.txn.has_rows();
     Status st = format_thread_on ? to_format.Push({std::move(item), bytes}, bytes) : to_sink.Push(std::move(item), bytes);
     if (!st.ok()) return Status::Cancelled("the sink writer stopped");  // see writer_status
-    if (replaying_rows && std::getenv("SLUICE_TEST_KILL_IN_REPLAY") != nullptr) {
+    static const bool kill_in_replay = std::getenv("SLUICE_TEST_KILL_IN_REPLAY") != nullptr;
+    if (replaying_rows && kill_in_replay) {
       // Test hook: a crash in the middle of a copied table's replay, once the writer (idle
       // now) has committed the transaction just sent.
       LogInfo("test hook: SIGKILL in the middle of a replay (SLUICE_TEST_KILL_IN_REPLAY)");
